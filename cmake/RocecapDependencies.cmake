@@ -1,0 +1,51 @@
+# Third-party dependencies, all from Debian 12 packages (scripts/install-deps.sh).
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(GTest REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(yaml-cpp CONFIG REQUIRED)
+pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
+
+# yaml-cpp 0.7 (Debian 12) names its target yaml-cpp; 0.8 renames it yaml-cpp::yaml-cpp.
+if(TARGET yaml-cpp AND NOT TARGET yaml-cpp::yaml-cpp)
+  add_library(yaml-cpp::yaml-cpp ALIAS yaml-cpp)
+endif()
+
+set(ROCECAP_HAVE_VERBS OFF)
+if(NOT ROCECAP_WITH_VERBS STREQUAL "OFF")
+  pkg_check_modules(IBVERBS IMPORTED_TARGET libibverbs)
+  if(IBVERBS_FOUND)
+    set(ROCECAP_HAVE_VERBS ON)
+  elseif(ROCECAP_WITH_VERBS STREQUAL "ON")
+    message(FATAL_ERROR "ROCECAP_WITH_VERBS=ON but libibverbs was not found (apt-get install libibverbs-dev)")
+  endif()
+endif()
+
+set(ROCECAP_HAVE_CUDA OFF)
+if(NOT ROCECAP_WITH_CUDA STREQUAL "OFF")
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    set(ROCECAP_HAVE_CUDA ON)
+  elseif(ROCECAP_WITH_CUDA STREQUAL "ON")
+    message(FATAL_ERROR "ROCECAP_WITH_CUDA=ON but the CUDA toolkit was not found")
+  endif()
+endif()
+
+set(ROCECAP_HAVE_BENCH OFF)
+if(ROCECAP_BUILD_BENCH)
+  find_package(benchmark QUIET)
+  if(benchmark_FOUND)
+    set(ROCECAP_HAVE_BENCH ON)
+  else()
+    set(ROCECAP_BUILD_BENCH OFF)
+  endif()
+endif()
+
+function(rocecap_summary)
+  message(STATUS "rocecap ${PROJECT_VERSION}: verbs=${ROCECAP_HAVE_VERBS} cuda=${ROCECAP_HAVE_CUDA} "
+                 "bench=${ROCECAP_BUILD_BENCH} sanitize=${ROCECAP_SANITIZE} fuzz=${ROCECAP_FUZZ} "
+                 "werror=${ROCECAP_WERROR}")
+endfunction()

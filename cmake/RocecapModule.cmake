@@ -1,0 +1,30 @@
+# rocecap_module(NAME DIRS dir... [DEPS target...])
+# One static library per module from the .cpp files found in DIRS (globbed, so adding a file
+# needs no CMake edit). A module with no sources yet is an INTERFACE library, so dependants
+# link it unchanged as it grows. Public include root is the repository root: includes read
+# "capture/net/packet.hpp".
+function(rocecap_module name)
+  cmake_parse_arguments(M "" "" "DIRS;DEPS" ${ARGN})
+  set(sources)
+  foreach(dir IN LISTS M_DIRS)
+    file(GLOB found CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${dir}/*.cpp)
+    list(APPEND sources ${found})
+  endforeach()
+  if(sources)
+    add_library(${name} STATIC ${sources})
+    target_include_directories(${name} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${name} PUBLIC ${M_DEPS} PRIVATE rocecap_warnings)
+  else()
+    add_library(${name} INTERFACE)
+    target_include_directories(${name} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${name} INTERFACE ${M_DEPS})
+  endif()
+  add_library(rocecap::${name} ALIAS ${name})
+endfunction()
+
+# rocecap_executable(NAME SOURCES... [DEPS ...])
+function(rocecap_executable name)
+  cmake_parse_arguments(E "" "" "SOURCES;DEPS" ${ARGN})
+  add_executable(${name} ${E_SOURCES})
+  target_link_libraries(${name} PRIVATE ${E_DEPS} rocecap_warnings)
+endfunction()

@@ -1,0 +1,83 @@
+// What `rocecap gen` produced, exactly: the JSON it prints and that every test compares with
+// (never hand-typed numbers).
+//
+// Impairment semantics (each frame index carries at most one impairment; swapped pairs are
+// disjoint from every other impairment, both members included):
+//   dropped     the frame was never sent
+//   swapped     index i listed: frames i and i+1 were sent as i+1 then i
+//   duplicated  the frame was sent twice, the copy right after the original
+//   bad_sync    the frame was sent with a corrupted sync word (receivers reject it: lost)
+//   truncated   the frame was sent with its data cut short (receivers reject it: lost)
+//   invalid     the frame was sent intact with the CODIF invalid bit set
+//   foreign     an extra copy of the frame was sent from a source address of no stream
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+namespace rocecap::tools {
+
+struct GenFrameParams {
+  uint32_t payload_bytes = 8192;
+  uint16_t nchan = 1;
+  uint8_t nbits = 8;
+  bool complex = false;
+  uint16_t period = 1;
+  uint64_t total_samples = 1'000'000;  // per channel per period
+  uint8_t epoch = 0;
+  uint32_t start_seconds = 0;  // CODIF seconds of the first frame's period (multiple of period)
+  uint32_t start_frame = 0;    // frame number of the first frame within that period
+  uint16_t thread_id = 0;      // antenna k's frames carry thread_id + k
+  uint16_t group_id = 0;
+  std::string station = "RC";  // two ASCII characters
+  std::string layout = "v3";   // "v3" (0xFEEDCAFE) or "v1" (0xABADDEED)
+};
+
+struct GenStream {
+  std::string group;   // dotted quad
+  uint16_t port = 0;
+  std::string source;  // dotted quad of the antenna's source address
+  uint32_t antenna = 0;  // index in the generator's source list: the payload pattern's antenna
+  uint64_t first_index = 0;  // absolute CODIF frame index of the first generated frame
+  uint64_t frames = 0;       // frame indices first_index .. first_index + frames - 1
+  uint64_t datagrams = 0;    // datagrams sent for this stream (foreign copies not included)
+  std::vector<uint64_t> dropped, swapped, duplicated, bad_sync, truncated, invalid;
+};
+
+struct GenForeign {
+  std::string source;
+  std::string group;
+  uint16_t port = 0;
+  std::vector<uint64_t> indices;  // frame indices copied from the stream (group, port, antenna 0)
+};
+
+struct GenSummary {
+  std::string tool = "rocecap gen";
+  std::string version;
+  std::string output;     // "udp" or "pcap"
+  std::string pcap_file;  // with --pcap
+  std::string interface;  // with --interface
+  uint64_t seed = 0;
+  GenFrameParams frame;
+  std::vector<GenStream> streams;
+  std::vector<GenForeign> foreign;
+  uint64_t datagrams = 0;  // everything sent, foreign included
+  uint64_t bytes = 0;      // UDP payload bytes sent
+  double seconds = 0;      // wall time spent sending
+};
+
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenFrameParams, payload_bytes, nchan, nbits,
+                                                complex, period, total_samples, epoch,
+                                                start_seconds, start_frame, thread_id, group_id,
+                                                station, layout)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenStream, group, port, source, antenna,
+                                                first_index, frames, datagrams, dropped, swapped,
+                                                duplicated, bad_sync, truncated, invalid)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenForeign, source, group, port, indices)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenSummary, tool, version, output, pcap_file,
+                                                interface, seed, frame, streams, foreign,
+                                                datagrams, bytes, seconds)
+
+}  // namespace rocecap::tools
