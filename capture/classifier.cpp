@@ -16,7 +16,8 @@ StreamClassifier::StreamClassifier(const std::vector<StreamKey>& keys) {
                                   std::to_string(count_));
     }
     uint32_t slot = hash(key) & mask_;
-    while (table_[slot].stream != kNoStream) slot = (slot + 1) & mask_;
+    while (table_[slot].stream != kNoStream)
+      slot = (slot + 1) & mask_;
     table_[slot] = Entry{key, count_++};
   }
 }

@@ -10,7 +10,7 @@
 namespace rocecap {
 
 struct StreamKey {
-  uint32_t group = 0;   // IPv4, host byte order
+  uint32_t group = 0;  // IPv4, host byte order
   uint16_t port = 0;
   uint32_t source = 0;  // antenna's IPv4 source address, host byte order
   friend bool operator==(const StreamKey&, const StreamKey&) = default;

@@ -16,7 +16,8 @@ TEST(StreamClassifier, FindsEveryConfiguredStreamByIndex) {
   }
   const StreamClassifier c(keys);
   ASSERT_EQ(c.size(), keys.size());
-  for (uint32_t i = 0; i < keys.size(); ++i) EXPECT_EQ(c.find(keys[i]), i);
+  for (uint32_t i = 0; i < keys.size(); ++i)
+    EXPECT_EQ(c.find(keys[i]), i);
 }
 
 TEST(StreamClassifier, RejectsFramesOfNoStream) {

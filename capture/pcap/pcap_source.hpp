@@ -1,0 +1,90 @@
+// libpcap as a packet source: live capture on any netdev, or replay of a pcap file.
+//
+// The portable backend: it hands every Ethernet frame to a FrameSink, which copies it into the
+// next slot of its stream's ring (DESIGN.md). From the ring on, everything is the same code as
+// the verbs path.
+#pragma once
+
+#include <pcap/pcap.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace rocecap::pcapsrc {
+
+// Receives frames on the capture thread. Must not block or throw.
+class FrameSink {
+ public:
+  virtual void on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
+                        int64_t timestamp_ns) noexcept = 0;
+
+ protected:
+  ~FrameSink() = default;
+};
+
+struct GroupPort {
+  uint32_t group = 0;  // host byte order
+  uint16_t port = 0;
+};
+
+struct LiveOptions {
+  std::string interface;
+  std::vector<GroupPort> groups;  // the BPF filter passes only these (VLAN tags allowed)
+  int buffer_bytes = 256 << 20;   // kernel ring: absorbs writer hiccups at 8 KB frames
+  int snaplen = 65535;
+  int timeout_ms = 100;  // how long dispatch waits when nothing arrives
+};
+
+enum class Pace { fast, recorded };
+
+struct SourceStats {
+  uint64_t frames = 0;           // delivered to the sink
+  uint64_t kernel_drops = 0;     // pcap_stats ps_drop: the capture buffer was full
+  uint64_t interface_drops = 0;  // pcap_stats ps_ifdrop: dropped by the NIC or driver
+  uint64_t truncated = 0;        // captured shorter than on the wire (snaplen)
+};
+
+struct PcapCloser {
+  void operator()(pcap_t* p) const noexcept { pcap_close(p); }
+};
+
+class PcapSource {
+ public:
+  // Both throw std::runtime_error with libpcap's words, the interface or path (start-up only).
+  static PcapSource open_live(const LiveOptions& options);
+  static PcapSource open_file(const std::string& path, Pace pace);
+
+  // Delivers up to `max_frames` frames. Returns how many, 0 when a live capture timed out,
+  // or -1 at the end of a file. Throws std::runtime_error on a capture error.
+  int dispatch(FrameSink& sink, int max_frames);
+
+  // Makes a dispatch in progress (on another thread) return soon.
+  void break_loop() noexcept { pcap_breakloop(handle_.get()); }
+
+  SourceStats stats() const noexcept;
+  bool is_live() const noexcept { return live_; }
+  const std::string& name() const noexcept { return name_; }
+
+ private:
+  PcapSource(pcap_t* handle, std::string name, bool live, Pace pace);
+  void wait_for_recorded_time(int64_t timestamp_ns) noexcept;
+
+  std::unique_ptr<pcap_t, PcapCloser> handle_;
+  std::string name_;
+  bool live_ = false;
+  Pace pace_ = Pace::fast;
+  int64_t first_ts_ns_ = -1;   // recorded pace: first record's time ...
+  int64_t start_mono_ns_ = 0;  // ... and the monotonic time it was replayed at
+  uint64_t frames_ = 0;
+  uint64_t truncated_ = 0;
+};
+
+// BPF expression passing UDP to the given groups and ports, untagged or under one or two VLAN
+// tags, e.g. "(dst host 239.17.0.1 and udp dst port 36001) or (vlan and (...))".
+std::string build_filter(const std::vector<GroupPort>& groups);
+
+}  // namespace rocecap::pcapsrc
