@@ -1,0 +1,96 @@
+#include "daemon/lib/manifest.hpp"
+
+#include <ctime>
+
+#include "daemon/lib/atomic_file.hpp"
+
+namespace rocecap {
+namespace {
+
+nlohmann::json frame_time(const std::optional<ManifestFrameTime>& t) {
+  if (!t) return nullptr;
+  return {{"index", t->index}, {"time", iso8601_utc(t->unix_ns)}, {"unix_ns", t->unix_ns}};
+}
+
+nlohmann::json stream_json(const ManifestStream& s) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : s.files) {
+    files.push_back({{"path", f.path}, {"format", f.format}, {"bytes", f.bytes}});
+  }
+  nlohmann::json gaps = nlohmann::json::array();
+  for (const auto& [first, count] : s.gaps)
+    gaps.push_back({first, count});
+  return {{"interface", s.interface},
+          {"group", s.group},
+          {"port", s.port},
+          {"antenna", s.antenna},
+          {"source", s.source},
+          {"packets", s.packets},
+          {"bytes", s.bytes},
+          {"lost", s.lost},
+          {"duplicate", s.duplicate},
+          {"late", s.late},
+          {"late_dropped", s.late_dropped},
+          {"invalid", s.invalid},
+          {"resync", s.resync},
+          {"fill_frames", s.fill_frames},
+          {"write_errors", s.write_errors},
+          {"first_frame", frame_time(s.first_frame)},
+          {"last_frame", frame_time(s.last_frame)},
+          {"gaps", gaps},
+          {"gaps_not_listed", s.gaps_not_listed},
+          {"files", files}};
+}
+
+}  // namespace
+
+std::string iso8601_utc(int64_t unix_ns) {
+  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
+  tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[40];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ",
+                static_cast<int>((unix_ns % 1'000'000'000) / 1'000'000));
+  return buf;
+}
+
+nlohmann::json to_json(const Manifest& m) {
+  nlohmann::json streams = nlohmann::json::array();
+  nlohmann::json rejected = nlohmann::json::object();
+  for (const auto& s : m.streams)
+    streams.push_back(stream_json(s));
+  nlohmann::json interfaces = nlohmann::json::array();
+  for (const auto& i : m.interfaces) {
+    interfaces.push_back({{"name", i.name},
+                          {"nic_drops", i.nic_drops},
+                          {"ring_full_drops", i.ring_full_drops},
+                          {"rejected", i.rejected}});
+    for (const auto& [reason, n] : i.rejected) {
+      rejected[reason] = rejected.value(reason, uint64_t{0}) + n;
+    }
+  }
+  nlohmann::json errors = nlohmann::json::array();
+  for (const auto& e : m.errors)
+    errors.push_back({{"path", e.path}, {"message", e.message}});
+  return {{"run", m.run},
+          {"state", m.state},
+          {"started", m.started},
+          {"stopped", m.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stopped)},
+          {"host", m.host},
+          {"version", m.version},
+          {"backend", m.backend},
+          {"payload_memory", {{"kind", m.payload_memory}, {"reason", m.payload_memory_reason}}},
+          {"config", {{"file", m.config_file}, {"text", m.config_text}}},
+          {"streams", streams},
+          {"interfaces", interfaces},
+          {"rejected", rejected},
+          {"errors", errors},
+          {"failure", m.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.failure)}};
+}
+
+std::string write_manifest(const std::string& path, const Manifest& m) {
+  return replace_file_atomically(path, to_json(m).dump(2) + "\n");
+}
+
+}  // namespace rocecap
