@@ -11,7 +11,9 @@
 namespace rocecap::capture {
 namespace {
 
-std::size_t round_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
+std::size_t round_up(std::size_t n, std::size_t unit) {
+  return (n + unit - 1) / unit * unit;
+}
 
 void* map(std::size_t bytes, bool huge) {
   int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE;

@@ -25,30 +25,48 @@ const SequencerConfig& checked(const SequencerConfig& c) {
 
 std::string_view to_string(Decision d) noexcept {
   switch (d) {
-    case Decision::first: return "first";
-    case Decision::in_order: return "in_order";
-    case Decision::gap: return "gap";
-    case Decision::late_placed: return "late_placed";
-    case Decision::duplicate: return "duplicate";
-    case Decision::late_dropped: return "late_dropped";
-    case Decision::resync: return "resync";
-    case Decision::count_: break;
+    case Decision::first:
+      return "first";
+    case Decision::in_order:
+      return "in_order";
+    case Decision::gap:
+      return "gap";
+    case Decision::late_placed:
+      return "late_placed";
+    case Decision::duplicate:
+      return "duplicate";
+    case Decision::late_dropped:
+      return "late_dropped";
+    case Decision::resync:
+      return "resync";
+    case Decision::count_:
+      break;
   }
   return "unknown";
 }
 
 std::string_view to_string(ResyncReason r) noexcept {
   switch (r) {
-    case ResyncReason::none: return "none";
-    case ResyncReason::jump_forward: return "jump_forward";
-    case ResyncReason::jump_backward: return "jump_backward";
-    case ResyncReason::period: return "period";
-    case ResyncReason::frame_size: return "frame_size";
-    case ResyncReason::frames_per_period: return "frames_per_period";
-    case ResyncReason::epoch: return "epoch";
-    case ResyncReason::nchan: return "nchan";
-    case ResyncReason::nbits: return "nbits";
-    case ResyncReason::count_: break;
+    case ResyncReason::none:
+      return "none";
+    case ResyncReason::jump_forward:
+      return "jump_forward";
+    case ResyncReason::jump_backward:
+      return "jump_backward";
+    case ResyncReason::period:
+      return "period";
+    case ResyncReason::frame_size:
+      return "frame_size";
+    case ResyncReason::frames_per_period:
+      return "frames_per_period";
+    case ResyncReason::epoch:
+      return "epoch";
+    case ResyncReason::nchan:
+      return "nchan";
+    case ResyncReason::nbits:
+      return "nbits";
+    case ResyncReason::count_:
+      break;
   }
   return "unknown";
 }
@@ -61,8 +79,7 @@ Sequencer::Sequencer(const SequencerConfig& config, DeliverySink& sink)
       tags_(std::make_unique<uint32_t[]>(config.history)),
       gaps_(config.gap_capacity) {}
 
-Sequencer::Signature Sequencer::signature(const codif::Header& h,
-                                          const codif::Timing& t) noexcept {
+Sequencer::Signature Sequencer::signature(const codif::Header& h, const codif::Timing& t) noexcept {
   return Signature{t.period, h.data_words, t.frames_per_period, h.epoch, h.nbits, h.nchan};
 }
 
@@ -76,8 +93,7 @@ ResyncReason Sequencer::changed(const Signature& s) const noexcept {
   return ResyncReason::none;
 }
 
-Verdict Sequencer::on_frame(const codif::Header& h, const codif::Timing& t,
-                            uint32_t tag) noexcept {
+Verdict Sequencer::on_frame(const codif::Header& h, const codif::Timing& t, uint32_t tag) noexcept {
   counters_.received.add();
   counters_.bytes.add(h.frame_bytes());
   if (h.invalid) counters_.invalid.add();
@@ -123,9 +139,8 @@ void Sequencer::start_segment(const codif::Header& h, const codif::Timing& t, ui
 Decision Sequencer::advance(const codif::Header& h, const codif::Timing& t, uint64_t index,
                             uint32_t tag) noexcept {
   const uint64_t old_high = high_;
-  const uint64_t window_start = index + 1 > config_.reorder_window
-                                    ? index + 1 - config_.reorder_window
-                                    : 0;
+  const uint64_t window_start =
+      index + 1 > config_.reorder_window ? index + 1 - config_.reorder_window : 0;
   // Commit before forgetting: the bits about to be cleared alias the oldest pending indices.
   commit_until(std::max(commit_, window_start));
   forget_range(old_high + 1, index);

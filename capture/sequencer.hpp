@@ -110,20 +110,20 @@ class DeliverySink {
 };
 
 struct SequencerStats {
-  uint64_t received = 0;      // frames given to on_frame
-  uint64_t bytes = 0;         // their CODIF frame bytes (header + data)
-  uint64_t delivered = 0;     // frames handed to the sink
-  uint64_t lost = 0;          // indices skipped and not (yet) placed late
+  uint64_t received = 0;   // frames given to on_frame
+  uint64_t bytes = 0;      // their CODIF frame bytes (header + data)
+  uint64_t delivered = 0;  // frames handed to the sink
+  uint64_t lost = 0;       // indices skipped and not (yet) placed late
   uint64_t duplicate = 0;
   uint64_t late_placed = 0;
   uint64_t late_dropped = 0;
-  uint64_t invalid = 0;       // frames with the CODIF invalid bit (also sequenced normally)
+  uint64_t invalid = 0;  // frames with the CODIF invalid bit (also sequenced normally)
   uint64_t resync = 0;
   uint64_t gap_events = 0;          // emitted gap events
   uint64_t gap_events_dropped = 0;  // of those, not queued because the queue was full
-  uint64_t first_index = 0;   // first frame of the run
-  uint64_t last_index = 0;    // highest frame of the current segment
-  int64_t first_time_ns = 0;  // start of those frames, Unix ns
+  uint64_t first_index = 0;         // first frame of the run
+  uint64_t last_index = 0;          // highest frame of the current segment
+  int64_t first_time_ns = 0;        // start of those frames, Unix ns
   int64_t last_time_ns = 0;
 };
 
@@ -187,9 +187,9 @@ class Sequencer {
   uint64_t gap_count_ = 0;  // open gap, emitted when a delivery or a flush closes it
 
   struct alignas(kCacheLine) Counters {
-    RelaxedCounter received, bytes, delivered, lost, duplicate, late_placed, late_dropped,
-        invalid, resync, gap_events, gap_events_dropped, first_index, last_index,
-        first_time_ns, last_time_ns;
+    RelaxedCounter received, bytes, delivered, lost, duplicate, late_placed, late_dropped, invalid,
+        resync, gap_events, gap_events_dropped, first_index, last_index, first_time_ns,
+        last_time_ns;
   } counters_;
 };
 

@@ -46,7 +46,8 @@ class SpscQueue {
     if (tail + vs.size() - prod_.head_cache > capacity_)
       prod_.head_cache = cons_.head.load(std::memory_order_acquire);
     const std::size_t n = std::min<std::size_t>(vs.size(), capacity_ - (tail - prod_.head_cache));
-    for (std::size_t k = 0; k < n; ++k) items_[(tail + k) & mask_] = vs[k];
+    for (std::size_t k = 0; k < n; ++k)
+      items_[(tail + k) & mask_] = vs[k];
     if (n != 0) prod_.tail.store(tail + n, std::memory_order_release);
     return n;
   }
@@ -60,7 +61,8 @@ class SpscQueue {
     if (cons_.tail_cache - head < out.size())
       cons_.tail_cache = prod_.tail.load(std::memory_order_acquire);
     const std::size_t n = std::min<std::size_t>(out.size(), cons_.tail_cache - head);
-    for (std::size_t k = 0; k < n; ++k) out[k] = items_[(head + k) & mask_];
+    for (std::size_t k = 0; k < n; ++k)
+      out[k] = items_[(head + k) & mask_];
     if (n != 0) cons_.head.store(head + n, std::memory_order_release);
     return n;
   }

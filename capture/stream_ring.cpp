@@ -7,7 +7,9 @@
 namespace rocecap::capture {
 namespace {
 
-std::size_t round_up(std::size_t n, std::size_t unit) { return (n + unit - 1) / unit * unit; }
+std::size_t round_up(std::size_t n, std::size_t unit) {
+  return (n + unit - 1) / unit * unit;
+}
 
 void check(const RingConfig& c) {
   auto bad = [](const std::string& field, const std::string& why) {
@@ -59,7 +61,8 @@ StreamRing::StreamRing(const RingConfig& config, std::unique_ptr<PayloadMemory> 
                                 " bytes, needs " + std::to_string(payload_bytes_needed(config)));
   if (reinterpret_cast<std::uintptr_t>(payload_base_) % config.payload_align != 0)
     throw std::invalid_argument("ring payload memory: not aligned to payload_align");
-  for (SlotId id = 0; id < slots_; ++id) free_.push(id);
+  for (SlotId id = 0; id < slots_; ++id)
+    free_.push(id);
 }
 
 std::optional<SlotId> StreamRing::acquire() noexcept {
@@ -71,7 +74,8 @@ std::optional<SlotId> StreamRing::acquire() noexcept {
 
 std::size_t StreamRing::take_free(std::span<SlotId> out) noexcept {
   std::size_t n = 0;
-  while (n < out.size() && stash_size_ > 0) out[n++] = stash_[--stash_size_];
+  while (n < out.size() && stash_size_ > 0)
+    out[n++] = stash_[--stash_size_];
   n += free_.pop(out.subspan(n));
   prod_.taken.add(n);
   return n;
@@ -100,8 +104,8 @@ void StreamRing::release(std::span<const SlotId> ids) noexcept {
 }
 
 RingStats StreamRing::stats() const noexcept {
-  return RingStats{prod_.taken.get(),     prod_.published.get(),       prod_.returned.get(),
-                   prod_.ring_full_drops.get(), cons_.consumed.get(), cons_.released.get()};
+  return RingStats{prod_.taken.get(),           prod_.published.get(), prod_.returned.get(),
+                   prod_.ring_full_drops.get(), cons_.consumed.get(),  cons_.released.get()};
 }
 
 }  // namespace rocecap::capture

@@ -41,21 +41,21 @@ enum SlotFlag : uint16_t {
 
 // What the producer records about the packet in a slot. Written before publish, read after.
 struct SlotMeta {
-  uint64_t frame_index = 0;   // absolute CODIF frame index (codif::absolute_index)
-  int64_t timestamp_ns = 0;   // receive time, Unix ns
-  uint32_t wire_bytes = 0;    // whole Ethernet frame as received (FCS excluded)
-  uint32_t header_bytes = 0;  // bytes of the frame in the header slot
-  uint32_t payload_bytes = 0; // bytes of the frame in the payload slot (after the split)
+  uint64_t frame_index = 0;         // absolute CODIF frame index (codif::absolute_index)
+  int64_t timestamp_ns = 0;         // receive time, Unix ns
+  uint32_t wire_bytes = 0;          // whole Ethernet frame as received (FCS excluded)
+  uint32_t header_bytes = 0;        // bytes of the frame in the header slot
+  uint32_t payload_bytes = 0;       // bytes of the frame in the payload slot (after the split)
   uint16_t udp_payload_offset = 0;  // where the UDP payload (the CODIF frame) starts
   uint16_t flags = 0;               // SlotFlag bits
 };
 
 struct RingConfig {
   uint32_t slots = 4096;
-  uint32_t header_slot_bytes = 128;   // the header/payload split size
+  uint32_t header_slot_bytes = 128;  // the header/payload split size
   uint32_t payload_slot_bytes = 9000;
-  uint32_t payload_align = 64;        // power of two; 4096 for direct I/O from the slab
-  HostMemoryOptions memory{};         // for the header slab and a host payload slab
+  uint32_t payload_align = 64;  // power of two; 4096 for direct I/O from the slab
+  HostMemoryOptions memory{};   // for the header slab and a host payload slab
 };
 
 // Counter snapshot. Producer and consumer counters are written by one thread each.

@@ -25,7 +25,9 @@ RingConfig small_config(uint32_t slots) {
   return c;
 }
 
-bool aligned(const void* p, std::size_t a) { return reinterpret_cast<std::uintptr_t>(p) % a == 0; }
+bool aligned(const void* p, std::size_t a) {
+  return reinterpret_cast<std::uintptr_t>(p) % a == 0;
+}
 
 TEST(StreamRing, SlabStridesAndAlignment) {
   for (uint32_t align : {64u, 4096u}) {
@@ -148,13 +150,15 @@ TEST(StreamRing, ReleasedSlotsComeBackInReleaseOrderAndTakeFreeNeverCountsDrops)
   StreamRing ring(small_config(8));
   std::array<SlotId, 8> posted{};
   ASSERT_EQ(ring.take_free(posted), 8u);
-  for (SlotId k = 0; k < 8; ++k) EXPECT_EQ(posted[k], k);
+  for (SlotId k = 0; k < 8; ++k)
+    EXPECT_EQ(posted[k], k);
   std::array<SlotId, 1> none{};
   EXPECT_EQ(ring.take_free(none), 0u);
   EXPECT_EQ(ring.stats().ring_full_drops, 0u);
 
   // Published in time order, which is not the order the slots were filled in.
-  for (SlotId id : {3u, 1u, 6u, 0u}) ring.publish(id);
+  for (SlotId id : {3u, 1u, 6u, 0u})
+    ring.publish(id);
   std::array<SlotId, 8> popped{};
   ASSERT_EQ(ring.pop(popped), 4u);
   EXPECT_EQ((std::vector<SlotId>(popped.begin(), popped.begin() + 4)),
@@ -173,7 +177,9 @@ TEST(StreamRing, ReleasedSlotsComeBackInReleaseOrderAndTakeFreeNeverCountsDrops)
 }
 
 // Word k of a packet's pattern; whole 64-bit words keep the million-packet test quick.
-uint64_t pattern(uint64_t seq, std::size_t k) { return (seq + 1) * 0x9E3779B97F4A7C15u ^ k; }
+uint64_t pattern(uint64_t seq, std::size_t k) {
+  return (seq + 1) * 0x9E3779B97F4A7C15u ^ k;
+}
 
 void fill(std::span<std::byte> bytes, uint64_t seq) {
   for (std::size_t k = 0; k < bytes.size() / 8; ++k) {
@@ -200,11 +206,13 @@ TEST(StreamRing, SpscMillionSlotsOrderedWithIntactContents) {
     for (uint64_t seq = 0; seq < kPackets; ++seq) {
       std::optional<SlotId> id;
       std::array<SlotId, 1> one{};
-      while (ring.take_free(one) == 0) std::this_thread::yield();
+      while (ring.take_free(one) == 0)
+        std::this_thread::yield();
       id = one[0];
       if (seq % 1000 == 7) {  // exercise the give-back path now and then
         ring.give_back(*id);
-        while (ring.take_free(one) == 0) std::this_thread::yield();
+        while (ring.take_free(one) == 0)
+          std::this_thread::yield();
         id = one[0];
       }
       const uint32_t n = 8 * (1 + static_cast<uint32_t>(seq % 32));
@@ -234,7 +242,8 @@ TEST(StreamRing, SpscMillionSlotsOrderedWithIntactContents) {
         ++bad;
       ++expected;
     }
-    for (std::size_t k = 0; k < n; ++k) held[batch[k]] = 0;
+    for (std::size_t k = 0; k < n; ++k)
+      held[batch[k]] = 0;
     ring.release(std::span<const SlotId>(batch.data(), n));
   }
   producer.join();
@@ -255,7 +264,8 @@ TEST(HostMemory, PageRoundedZeroedWritable) {
   EXPECT_TRUE(aligned(m.data(), page));
   EXPECT_FALSE(m.huge_pages());
   EXPECT_FALSE(m.locked());
-  for (std::size_t k = 0; k < m.size(); ++k) ASSERT_EQ(m.data()[k], std::byte{0});
+  for (std::size_t k = 0; k < m.size(); ++k)
+    ASSERT_EQ(m.data()[k], std::byte{0});
   m.data()[m.size() - 1] = std::byte{1};
   EXPECT_NE(m.describe().find("huge pages: no, locked: no"), std::string::npos) << m.describe();
 }
