@@ -5,6 +5,7 @@
 // Huge pages cut TLB misses but need pages reserved by the administrator, and mlock needs
 // CAP_IPC_LOCK or a large RLIMIT_MEMLOCK; both can therefore be asked for as "prefer" (fall
 // back and say so through huge_pages()/locked() and the errno) or "require" (throw).
+// With a NUMA node the pages are bound (preferred) to it before they are first touched.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +21,9 @@ enum class Want : uint8_t { no, prefer, require };
 struct HostMemoryOptions {
   Want huge_pages = Want::prefer;
   Want lock = Want::prefer;
+  // Preferred NUMA node (the NIC's, from /sys/class/net/<if>/device/numa_node), -1 for the
+  // kernel's default. A refusal (no such node, seccomp) is recorded, never fatal.
+  int numa_node = -1;
 };
 
 inline constexpr std::size_t kHugePageBytes = std::size_t{2} << 20;  // x86-64 default size
@@ -41,6 +45,7 @@ class HostMemory final : public PayloadMemory {
   bool locked() const noexcept { return locked_; }
   int huge_pages_errno() const noexcept { return huge_errno_; }  // 0 unless the try failed
   int lock_errno() const noexcept { return lock_errno_; }        // 0 unless mlock failed
+  int numa_errno() const noexcept { return numa_errno_; }        // 0 unless mbind failed
   // One line for the log: "4.0 MiB, huge pages: no (ENOMEM), locked: yes".
   std::string describe() const;
 
@@ -51,6 +56,7 @@ class HostMemory final : public PayloadMemory {
   bool locked_ = false;
   int huge_errno_ = 0;
   int lock_errno_ = 0;
+  int numa_errno_ = 0;
 };
 
 }  // namespace rocecap::capture

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -268,6 +269,23 @@ TEST(HostMemory, PageRoundedZeroedWritable) {
     ASSERT_EQ(m.data()[k], std::byte{0});
   m.data()[m.size() - 1] = std::byte{1};
   EXPECT_NE(m.describe().find("huge pages: no, locked: no"), std::string::npos) << m.describe();
+}
+
+TEST(HostMemory, NumaNodeIsPreferredOrTheRefusalRecorded) {
+  HostMemoryOptions o{Want::no, Want::no, 4000};  // no machine has node 4000
+  HostMemory none(1 << 16, o);
+  EXPECT_EQ(none.numa_errno(), EINVAL);
+  EXPECT_NE(none.describe().find("numa node: not bound (EINVAL)"), std::string::npos)
+      << none.describe();
+  none.data()[none.size() - 1] = std::byte{7};  // still usable
+
+  o.numa_node = 0;
+  HostMemory node0(1 << 16, o);
+  for (std::size_t k = 0; k < node0.size(); k += 4096)
+    ASSERT_EQ(node0.data()[k], std::byte{0});
+  if (node0.numa_errno() == EPERM || node0.numa_errno() == ENOSYS)
+    GTEST_SKIP() << "mbind refused here (seccomp)";
+  EXPECT_EQ(node0.numa_errno(), 0);
 }
 
 uint64_t free_huge_pages() {
