@@ -30,6 +30,40 @@ bool aligned(const void* p, std::size_t a) {
   return reinterpret_cast<std::uintptr_t>(p) % a == 0;
 }
 
+TEST(SpscQueue, RoundsCapacityUpAndKeepsOrderAcrossWrapAround) {
+  SpscQueue<uint32_t> q(5);
+  EXPECT_EQ(q.capacity(), 8u);
+  uint32_t next_in = 0, next_out = 0;
+  for (int round = 0; round < 10; ++round) {  // 10 x 6 values through 8 entries: wraps
+    std::array<uint32_t, 6> in{};
+    for (uint32_t& v : in)
+      v = next_in++;
+    ASSERT_EQ(q.push(in), 6u);
+    std::array<uint32_t, 6> out{};
+    ASSERT_EQ(q.pop(out), 6u);
+    for (uint32_t v : out)
+      EXPECT_EQ(v, next_out++);
+  }
+  EXPECT_EQ(q.size_approx(), 0u);
+}
+
+TEST(SpscQueue, FullAndEmptyArePartialNotBlocking) {
+  SpscQueue<uint64_t> q(4);
+  const std::array<uint64_t, 6> in{10, 11, 12, 13, 14, 15};
+  EXPECT_EQ(q.push(in), 4u);  // only what fits
+  EXPECT_FALSE(q.push(uint64_t{99}));
+  EXPECT_EQ(q.size_approx(), 4u);
+  uint64_t v = 0;
+  ASSERT_TRUE(q.pop(v));
+  EXPECT_EQ(v, 10u);
+  EXPECT_TRUE(q.push(uint64_t{16}));
+  std::array<uint64_t, 8> out{};
+  ASSERT_EQ(q.pop(out), 4u);
+  EXPECT_EQ(out[0], 11u);
+  EXPECT_EQ(out[3], 16u);
+  EXPECT_FALSE(q.pop(v));
+}
+
 TEST(StreamRing, SlabStridesAndAlignment) {
   for (uint32_t align : {64u, 4096u}) {
     RingConfig c = small_config(37);
