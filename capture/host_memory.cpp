@@ -1,0 +1,109 @@
+#include "capture/host_memory.hpp"
+
+#include <numaif.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <system_error>
+
+namespace rocecap::capture {
+namespace {
+
+std::size_t round_up(std::size_t n, std::size_t unit) {
+  return (n + unit - 1) / unit * unit;
+}
+
+// Without a NUMA node the kernel prefaults at mmap time; with one, pages must be faulted in
+// only after mbind, so that they land on that node.
+void* map(std::size_t bytes, bool huge, bool populate) {
+  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+  if (populate) flags |= MAP_POPULATE;
+  if (huge) flags |= MAP_HUGETLB;
+  return mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+}
+
+[[noreturn]] void fail(int err, const std::string& what, std::size_t bytes) {
+  throw std::system_error(err, std::generic_category(),
+                          what + " of " + std::to_string(bytes) + " bytes");
+}
+
+// The raw system call: libnuma's wrapper would add a link dependency for one call.
+int prefer_node(void* p, std::size_t bytes, int node) {
+  constexpr int kMaskBits = 1024;
+  if (node < 0 || node >= kMaskBits) return EINVAL;
+  unsigned long mask[kMaskBits / (8 * sizeof(unsigned long))] = {};
+  mask[node / (8 * sizeof(unsigned long))] = 1ul << (node % (8 * sizeof(unsigned long)));
+  if (syscall(SYS_mbind, p, bytes, MPOL_PREFERRED, mask, kMaskBits + 1, 0) == 0) return 0;
+  return errno;
+}
+
+void touch_pages(std::byte* p, std::size_t bytes, std::size_t step) {
+  for (std::size_t off = 0; off < bytes; off += step) {
+    *reinterpret_cast<volatile std::byte*>(p + off) = std::byte{0};
+  }
+}
+
+std::string errno_name(int err) {
+  const char* name = strerrorname_np(err);
+  return name != nullptr ? name : std::to_string(err);
+}
+
+}  // namespace
+
+HostMemory::HostMemory(std::size_t bytes, const HostMemoryOptions& options) {
+  if (bytes == 0) bytes = 1;
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const bool populate = options.numa_node < 0;
+  void* p = MAP_FAILED;
+  if (options.huge_pages != Want::no) {
+    size_ = round_up(bytes, kHugePageBytes);
+    p = map(size_, true, populate);
+    if (p == MAP_FAILED) {
+      huge_errno_ = errno;
+      if (options.huge_pages == Want::require) fail(huge_errno_, "mmap(MAP_HUGETLB)", size_);
+    }
+  }
+  huge_pages_ = p != MAP_FAILED;
+  if (!huge_pages_) {
+    size_ = round_up(bytes, page);
+    p = map(size_, false, populate);
+    if (p == MAP_FAILED) fail(errno, "mmap", size_);
+  }
+  data_ = static_cast<std::byte*>(p);
+  if (!populate) {
+    numa_errno_ = prefer_node(data_, size_, options.numa_node);
+    touch_pages(data_, size_, huge_pages_ ? kHugePageBytes : page);
+  }
+  if (options.lock == Want::no) return;
+  locked_ = mlock(data_, size_) == 0;
+  if (locked_) return;
+  lock_errno_ = errno;
+  if (options.lock == Want::require) {
+    munmap(data_, size_);
+    fail(lock_errno_, "mlock (needs CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK)", size_);
+  }
+}
+
+HostMemory::~HostMemory() {
+  if (data_ != nullptr) munmap(data_, size_);  // also unlocks
+}
+
+std::string HostMemory::describe() const {
+  const double mib = static_cast<double>(size_) / double(1 << 20);
+  std::string s = std::to_string(mib);
+  s.resize(s.find('.') + 2);
+  s += " MiB, huge pages: ";
+  s += huge_pages_ ? "yes" : "no";
+  if (huge_errno_ != 0) s += " (" + errno_name(huge_errno_) + ")";
+  s += ", locked: ";
+  s += locked_ ? "yes" : "no";
+  if (lock_errno_ != 0) s += " (" + errno_name(lock_errno_) + ")";
+  if (numa_errno_ != 0) s += ", numa node: not bound (" + errno_name(numa_errno_) + ")";
+  return s;
+}
+
+}  // namespace rocecap::capture

@@ -1,0 +1,196 @@
+// Sequencer: per-stream frame accounting and time ordering (CODIF.md "Sequencing rules").
+//
+// Each decoded, validated CODIF header becomes an absolute frame index and a Decision. The
+// sequencer also puts the frames back in time order before the writer sees them:
+//
+// Reorder window. The last W indices up to the highest seen (h) are "pending": a frame that
+// arrives late but still lies in (h - W, h] is placed there, and a frame is delivered to the
+// DeliverySink (in strictly increasing index order) only once it has left the window, i.e.
+// when a frame >= index + W has arrived, or on flush(). The writer thus always sees a sorted
+// stream and fills the index holes between consecutive deliveries with fill frames, whereas
+// a writer-side reorder would need the writer to second-guess which late frames the
+// sequencer had already dropped. The price is W frames of latency and W slots held here.
+// The pending frames are a tag (the ring slot id) per index in a fixed array, so nothing is
+// allocated or copied.
+//
+// Accounting, exact by construction:
+//  - a forward jump from h to i counts i-h-1 frames lost at once (timely metrics);
+//  - a late frame placed inside the window takes its index back out of lost (lost -= 1); the
+//    gap it fell into is thereby split, because gap events are only emitted once the indices
+//    they cover have left the window, as maximal runs of undelivered indices;
+//  - a frame behind the window is a duplicate if the history bitmap says its index was
+//    delivered, otherwise late_dropped (its index stays lost: it is a fill frame in the file);
+//    beyond the history nothing is known and it counts as late_dropped.
+// Hence at any time after flush(): lost == sum over segments of (h - first + 1) - delivered,
+// which is the number of indices never delivered, == the sum of the gap event counts, == the
+// number of fill frames a writer writes.
+//
+// Resynchronisation: a jump of more than resync_frames either way, or a change of period,
+// frame size, frames per period, epoch, nchan or nbits, flushes everything pending and starts
+// a new segment at the new frame (its delivery carries segment_start: no fill before it). It
+// is counted once and reported in the Verdict for the caller to log.
+//
+// Threads: on_frame()/flush() on the capture thread; pop_gap() on one consumer thread;
+// stats() on any thread. Never blocks, never allocates after construction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "capture/codif/header.hpp"
+#include "capture/relaxed_counter.hpp"
+#include "capture/spsc_queue.hpp"
+
+namespace rocecap::capture {
+
+struct SequencerConfig {
+  uint32_t reorder_window = 64;         // W >= 1 frames; 1 = no late frame is ever placed
+  uint32_t history = 4096;              // power of two, >= 64 and >= W: duplicate memory
+  uint64_t resync_frames = 1ull << 20;  // a jump beyond this (either way) restarts sequencing
+  uint32_t gap_capacity = 4096;         // gap events queued for the manifest
+};
+
+enum class Decision : uint8_t {
+  first,         // the stream's first frame
+  in_order,      // highest + 1
+  gap,           // highest + n, n > 1: n - 1 frames lost
+  late_placed,   // below the highest, inside the reorder window, not seen before: placed
+  duplicate,     // its index was already delivered (or is pending)
+  late_dropped,  // below the reorder window and not known to be delivered: dropped
+  resync,        // sequencing restarted at this frame (see ResyncReason)
+  count_
+};
+inline constexpr std::size_t kDecisionCount = static_cast<std::size_t>(Decision::count_);
+std::string_view to_string(Decision d) noexcept;
+// Whether the sequencer kept the frame's tag (it will be delivered); otherwise the caller
+// still owns the slot and recycles it.
+constexpr bool placed(Decision d) noexcept {
+  return d != Decision::duplicate && d != Decision::late_dropped;
+}
+
+enum class ResyncReason : uint8_t {
+  none,
+  jump_forward,
+  jump_backward,
+  period,
+  frame_size,
+  frames_per_period,
+  epoch,
+  nchan,
+  nbits,
+  count_
+};
+std::string_view to_string(ResyncReason r) noexcept;
+
+struct Verdict {
+  Decision decision = Decision::first;
+  ResyncReason reason = ResyncReason::none;  // set when decision == resync
+  uint64_t index = 0;                        // the frame's absolute index
+};
+
+// A maximal run of undelivered indices inside a segment (what fill frames stand for).
+struct GapEvent {
+  uint64_t first_index = 0;
+  uint64_t count = 0;
+  int64_t first_time_ns = 0;  // Unix ns of the first missing frame's start
+};
+
+struct Delivery {
+  uint64_t index = 0;
+  uint32_t tag = 0;            // what on_frame was given: the ring slot id
+  bool segment_start = false;  // first frame of a segment: no fill frames before it
+};
+
+class DeliverySink {
+ public:
+  virtual ~DeliverySink() = default;
+  virtual void deliver(const Delivery& d) noexcept = 0;
+};
+
+struct SequencerStats {
+  uint64_t received = 0;   // frames given to on_frame
+  uint64_t bytes = 0;      // their CODIF frame bytes (header + data)
+  uint64_t delivered = 0;  // frames handed to the sink
+  uint64_t lost = 0;       // indices skipped and not (yet) placed late
+  uint64_t duplicate = 0;
+  uint64_t late_placed = 0;
+  uint64_t late_dropped = 0;
+  uint64_t invalid = 0;  // frames with the CODIF invalid bit (also sequenced normally)
+  uint64_t resync = 0;
+  uint64_t gap_events = 0;          // emitted gap events
+  uint64_t gap_events_dropped = 0;  // of those, not queued because the queue was full
+  uint64_t first_index = 0;         // first frame of the run
+  uint64_t last_index = 0;          // highest frame of the current segment
+  int64_t first_time_ns = 0;        // start of those frames, Unix ns
+  int64_t last_time_ns = 0;
+};
+
+class Sequencer {
+ public:
+  // Throws std::invalid_argument naming the bad field.
+  Sequencer(const SequencerConfig& config, DeliverySink& sink);
+
+  // Capture thread. `t` is what codif::validate gave for `h`; `tag` identifies the frame's
+  // slot and comes back in a Delivery when placed(decision).
+  Verdict on_frame(const codif::Header& h, const codif::Timing& t, uint32_t tag) noexcept;
+  // Capture thread. Delivers every pending frame (at stop, or when the stream has been idle);
+  // later frames at or below the highest then count as duplicate or late_dropped.
+  void flush() noexcept;
+  // Frames held in the reorder window, not yet delivered.
+  uint64_t pending() const noexcept { return started_ ? high_ + 1 - commit_ : 0; }
+
+  // One consumer thread (writer / manifest). False when none is queued.
+  bool pop_gap(GapEvent& out) noexcept { return gaps_.pop(out); }
+
+  SequencerStats stats() const noexcept;  // any thread
+  const SequencerConfig& config() const noexcept { return config_; }
+
+ private:
+  struct Signature {
+    uint32_t period, data_words;
+    uint64_t frames_per_period;
+    uint8_t epoch, nbits;
+    uint16_t nchan;
+  };
+  static Signature signature(const codif::Header& h, const codif::Timing& t) noexcept;
+  ResyncReason changed(const Signature& s) const noexcept;
+
+  void start_segment(const codif::Header& h, const codif::Timing& t, uint64_t index,
+                     uint32_t tag) noexcept;
+  Decision advance(const codif::Header& h, const codif::Timing& t, uint64_t index,
+                   uint32_t tag) noexcept;
+  Decision behind(uint64_t index, uint32_t tag) noexcept;
+  void commit_until(uint64_t end) noexcept;  // delivers / accounts indices [commit_, end)
+  void extend_gap(uint64_t first, uint64_t count) noexcept;
+  void close_gap() noexcept;
+  void place(uint64_t index, uint32_t tag) noexcept;
+  bool seen(uint64_t index) const noexcept;
+  void forget_range(uint64_t first, uint64_t last) noexcept;  // clears bits for [first, last]
+
+  SequencerConfig config_;
+  DeliverySink& sink_;
+  uint64_t mask_;
+  std::unique_ptr<uint64_t[]> seen_bits_;  // history bits: index delivered or pending
+  std::unique_ptr<uint32_t[]> tags_;       // tag of each pending index
+  SpscQueue<GapEvent> gaps_;
+
+  bool started_ = false;
+  Signature sig_{};
+  codif::Header ref_{};  // a header of the current segment: times of gap events
+  codif::Timing timing_{};
+  uint64_t seg_first_ = 0;
+  uint64_t high_ = 0;
+  uint64_t commit_ = 0;  // next index to deliver or count as a gap
+  uint64_t gap_first_ = 0;
+  uint64_t gap_count_ = 0;  // open gap, emitted when a delivery or a flush closes it
+
+  struct alignas(kCacheLine) Counters {
+    RelaxedCounter received, bytes, delivered, lost, duplicate, late_placed, late_dropped, invalid,
+        resync, gap_events, gap_events_dropped, first_index, last_index, first_time_ns,
+        last_time_ns;
+  } counters_;
+};
+
+}  // namespace rocecap::capture

@@ -1,0 +1,149 @@
+// StreamRing: the fixed set of packet slots of one stream, handed between the capture thread
+// (producer) and the writer thread (consumer). See DESIGN.md "StreamRing".
+//
+// A slot is a header slot in the host header slab, a payload slot in the payload slab (host or
+// GPU memory) and a SlotMeta. Slot life: free -> taken by the producer (posted to the NIC as a
+// receive work request, or filled by the pcap source) -> published (the writer owns it) ->
+// released -> free again.
+//
+// Two single-producer single-consumer queues of slot ids carry the ownership:
+//   ready: producer -> consumer, slots in the order the writer must write them;
+//   free:  consumer -> producer, slots in the order the writer released them.
+// Passing ids instead of requiring slots to move round the ring in one fixed order lets the
+// Sequencer (sequencer.hpp) publish a late frame in its place in time, although the NIC
+// filled its slot after the frames that follow it in time, and lets the verbs source re-post
+// released slots in exactly the order they come back. All memory is allocated in the
+// constructor; nothing after it allocates, locks or blocks.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+
+#include "capture/host_memory.hpp"
+#include "capture/payload_memory.hpp"
+#include "capture/relaxed_counter.hpp"
+#include "capture/spsc_queue.hpp"
+
+namespace rocecap::capture {
+
+using SlotId = uint32_t;
+
+// SlotMeta::flags bits.
+enum SlotFlag : uint16_t {
+  kSlotInvalidBit = 1u << 0,    // the CODIF invalid bit is set (frame kept, counted)
+  kSlotLate = 1u << 1,          // arrived after later frames, placed back in time order
+  kSlotSegmentStart = 1u << 2,  // first frame after start or a resync: no fill before it
+  kSlotHwTimestamp = 1u << 3,   // timestamp_ns is NIC hardware time
+};
+
+// What the producer records about the packet in a slot. Written before publish, read after.
+struct SlotMeta {
+  uint64_t frame_index = 0;         // absolute CODIF frame index (codif::absolute_index)
+  int64_t timestamp_ns = 0;         // receive time, Unix ns
+  uint32_t wire_bytes = 0;          // whole Ethernet frame as received (FCS excluded)
+  uint32_t header_bytes = 0;        // bytes of the frame in the header slot
+  uint32_t payload_bytes = 0;       // bytes of the frame in the payload slot (after the split)
+  uint16_t udp_payload_offset = 0;  // where the UDP payload (the CODIF frame) starts
+  uint16_t flags = 0;               // SlotFlag bits
+};
+
+struct RingConfig {
+  uint32_t slots = 4096;
+  uint32_t header_slot_bytes = 128;  // the header/payload split size
+  uint32_t payload_slot_bytes = 9000;
+  uint32_t payload_align = 64;  // power of two; 4096 for direct I/O from the slab
+  HostMemoryOptions memory{};   // for the header slab and a host payload slab
+};
+
+// Counter snapshot. Producer and consumer counters are written by one thread each.
+struct RingStats {
+  uint64_t taken = 0;            // slots the producer took from the free queue
+  uint64_t published = 0;        // slots handed to the consumer
+  uint64_t returned = 0;         // slots the producer gave back unpublished
+  uint64_t ring_full_drops = 0;  // acquire() found no free slot: the packet is lost
+  uint64_t consumed = 0;         // slots the consumer popped
+  uint64_t released = 0;         // slots the consumer released
+};
+
+class StreamRing {
+ public:
+  static constexpr uint32_t kHeaderAlign = 64;
+  static constexpr uint32_t kMaxSlots = 1u << 24;
+
+  // Allocates everything. `payload`, when given (GPU memory, say), must hold
+  // payload_bytes_needed(config) bytes aligned to config.payload_align; without it the
+  // payload slab is HostMemory. Throws std::invalid_argument naming the bad field.
+  explicit StreamRing(const RingConfig& config, std::unique_ptr<PayloadMemory> payload = nullptr);
+
+  static std::size_t header_stride(const RingConfig& c) noexcept;
+  static std::size_t payload_stride(const RingConfig& c) noexcept;
+  static std::size_t payload_bytes_needed(const RingConfig& c) noexcept;
+
+  // ---- producer (capture thread) ----
+  // A free slot for the next packet; counts a ring-full drop when there is none (pcap path).
+  std::optional<SlotId> acquire() noexcept;
+  // Up to out.size() free slots in the order they were freed, without counting drops: the
+  // verbs source posts them as receive work requests (wr_id = slot id).
+  std::size_t take_free(std::span<SlotId> out) noexcept;
+  // A taken slot that will not be published (parse error, duplicate, dropped late frame):
+  // it is the next one acquire()/take_free() hands out again.
+  void give_back(SlotId id) noexcept;
+  // Hands a filled slot, whose meta() is written, to the consumer.
+  void publish(SlotId id) noexcept;
+
+  // ---- consumer (writer thread) ----
+  // Published slots in publication order; how many were popped.
+  std::size_t pop(std::span<SlotId> out) noexcept;
+  bool pop(SlotId& out) noexcept { return pop(std::span<SlotId>(&out, 1)) == 1; }
+  void release(SlotId id) noexcept { release(std::span<const SlotId>(&id, 1)); }
+  void release(std::span<const SlotId> ids) noexcept;
+
+  // ---- slot access (the thread that owns the slot) ----
+  std::span<std::byte> header(SlotId id) const noexcept {
+    return {header_base_ + std::size_t{id} * header_stride_, header_stride_};
+  }
+  // GPU memory when payload_kind() == gpu: then only the device may dereference it.
+  std::span<std::byte> payload(SlotId id) const noexcept {
+    return {payload_base_ + std::size_t{id} * payload_stride_, payload_stride_};
+  }
+  SlotMeta& meta(SlotId id) noexcept { return meta_[id]; }
+  const SlotMeta& meta(SlotId id) const noexcept { return meta_[id]; }
+
+  uint32_t slots() const noexcept { return slots_; }
+  std::size_t header_stride() const noexcept { return header_stride_; }
+  std::size_t payload_stride() const noexcept { return payload_stride_; }
+  MemoryKind payload_kind() const noexcept { return payload_->kind(); }
+  const HostMemory& header_memory() const noexcept { return *header_mem_; }
+  const PayloadMemory& payload_memory() const noexcept { return *payload_; }
+
+  RingStats stats() const noexcept;  // any thread
+
+ private:
+  struct alignas(kCacheLine) ProducerCounters {
+    RelaxedCounter taken, published, returned, ring_full_drops;
+  };
+  struct alignas(kCacheLine) ConsumerCounters {
+    RelaxedCounter consumed, released;
+  };
+
+  uint32_t slots_;
+  std::size_t header_stride_;
+  std::size_t payload_stride_;
+  std::unique_ptr<HostMemory> header_mem_;
+  std::unique_ptr<PayloadMemory> payload_;
+  std::byte* header_base_;
+  std::byte* payload_base_;
+  std::unique_ptr<SlotMeta[]> meta_;
+  SpscQueue<SlotId> ready_;
+  SpscQueue<SlotId> free_;
+  // Slots given back by the producer: its own stack, handed out before the free queue.
+  std::unique_ptr<SlotId[]> stash_;
+  uint32_t stash_size_ = 0;
+  ProducerCounters prod_;
+  ConsumerCounters cons_;
+};
+
+}  // namespace rocecap::capture
