@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace rocecap {
+namespace rocecap::capture {
 
 StreamClassifier::StreamClassifier(const std::vector<StreamKey>& keys) {
   const std::size_t capacity = std::bit_ceil(keys.size() * 2 + 2);
@@ -22,4 +22,4 @@ StreamClassifier::StreamClassifier(const std::vector<StreamKey>& keys) {
   }
 }
 
-}  // namespace rocecap
+}  // namespace rocecap::capture

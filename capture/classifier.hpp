@@ -7,7 +7,7 @@
 #include <optional>
 #include <vector>
 
-namespace rocecap {
+namespace rocecap::capture {
 
 struct StreamKey {
   uint32_t group = 0;  // IPv4, host byte order
@@ -52,4 +52,4 @@ class StreamClassifier {
   uint32_t count_ = 0;
 };
 
-}  // namespace rocecap
+}  // namespace rocecap::capture

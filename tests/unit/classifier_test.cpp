@@ -4,7 +4,7 @@
 
 #include <stdexcept>
 
-namespace rocecap {
+namespace rocecap::capture {
 namespace {
 
 TEST(StreamClassifier, FindsEveryConfiguredStreamByIndex) {
@@ -38,4 +38,4 @@ TEST(StreamClassifier, DuplicateStreamIsAStartUpError) {
 }
 
 }  // namespace
-}  // namespace rocecap
+}  // namespace rocecap::capture

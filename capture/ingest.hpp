@@ -1,0 +1,74 @@
+// The per-packet path of the copying backends (libpcap live and pcap-file replay):
+// parse -> classify -> CODIF decode and validate -> copy into the stream's next free slot
+// (header slot up to the split, payload slot after it, as the NIC would scatter) -> sequence
+// -> publish. One Ingest per interface, driven by that interface's capture thread.
+//
+// Every frame ends in exactly one place: placed in a stream (sequencer counters), rejected
+// with a reason (per-interface counters below), dropped for want of a slot (the ring's
+// ring_full_drops), or counted by the sequencer as duplicate / late_dropped.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "capture/classifier.hpp"
+#include "capture/pcap/pcap_source.hpp"
+#include "capture/reject_reason.hpp"
+#include "capture/relaxed_counter.hpp"
+#include "capture/spsc_queue.hpp"
+#include "capture/stream_pipeline.hpp"
+
+namespace rocecap::capture {
+
+// A placed frame in arrival order, for writers that record the wire (pcap).
+struct ArrivalRef {
+  uint32_t stream = 0;  // index into the Ingest's streams
+  SlotId slot = 0;
+};
+
+class Ingest final : public pcapsrc::FrameSink {
+ public:
+  // `streams` are this interface's streams (not owned; they outlive the Ingest).
+  // With record_arrivals, every placed frame is also queued in arrival order (arrivals()).
+  Ingest(std::vector<StreamPipeline*> streams, bool record_arrivals);
+
+  void on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
+                int64_t timestamp_ns) noexcept override;
+
+  // Capture thread. A coarse clock for idle detection, advanced once per batch, so no
+  // per-packet clock read is needed.
+  void set_tick(int64_t tick) noexcept { tick_ = tick; }
+  // Capture thread. Delivers the frames held in the reorder window of every stream that has
+  // received nothing since `idle_since` (so a quiet stream's last frames reach the files).
+  void flush_idle(int64_t idle_since) noexcept;
+  // Capture thread, at stop: delivers everything held.
+  void flush_all() noexcept;
+
+  // The writer side of the arrival queue (null without record_arrivals).
+  SpscQueue<ArrivalRef>* arrivals() noexcept { return arrivals_ ? &*arrivals_ : nullptr; }
+
+  const std::vector<StreamPipeline*>& streams() const noexcept { return streams_; }
+  uint64_t rejected(std::size_t reason) const noexcept { return rejected_[reason].get(); }
+  uint64_t frames_seen() const noexcept { return seen_.get(); }
+  uint64_t arrival_overflows() const noexcept { return arrival_overflows_.get(); }
+
+ private:
+  void reject(std::size_t reason) noexcept { rejected_[reason].add(); }
+  void record_arrival(uint32_t stream, SlotId slot) noexcept;
+  void place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
+             const net::UdpFrame& f, int64_t timestamp_ns, const codif::Header* h,
+             const codif::Timing* t) noexcept;
+
+  std::vector<StreamPipeline*> streams_;
+  StreamClassifier classifier_;
+  std::optional<SpscQueue<ArrivalRef>> arrivals_;
+  std::array<RelaxedCounter, kRejectReasonCount> rejected_{};
+  RelaxedCounter seen_;
+  RelaxedCounter arrival_overflows_;
+  int64_t tick_ = 0;
+};
+
+}  // namespace rocecap::capture

@@ -1,0 +1,16 @@
+#include "capture/reject_reason.hpp"
+
+namespace rocecap::capture {
+
+std::string_view reject_name(std::size_t i) noexcept {
+  if (i == reject_index(net::ParseError::ok) || i == reject_index(codif::Invalid::ok)) return {};
+  if (i < net::kParseErrorCount) return net::to_string(static_cast<net::ParseError>(i));
+  if (i == kRejectNoStream) return "no_stream";
+  if (i < kRejectOversize)
+    return codif::to_string(static_cast<codif::Invalid>(i - kRejectCodifBase));
+  if (i == kRejectOversize) return "oversize";             // frame larger than a slot
+  if (i == kRejectSnapTruncated) return "snap_truncated";  // captured shorter than on the wire
+  return {};
+}
+
+}  // namespace rocecap::capture

@@ -1,0 +1,32 @@
+// Why a received frame was not placed in any stream: one flat, stable list, so one counter
+// array per interface covers every reason and every reason has a metric/manifest label.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <string_view>
+
+#include "capture/codif/header.hpp"
+#include "capture/net/packet.hpp"
+
+namespace rocecap::capture {
+
+// [0, kParseErrorCount): net::ParseError (ok unused); then frames of no configured stream;
+// then codif::Invalid (ok unused); then capture-side reasons.
+inline constexpr std::size_t kRejectNoStream = net::kParseErrorCount;
+inline constexpr std::size_t kRejectCodifBase = kRejectNoStream + 1;
+inline constexpr std::size_t kRejectOversize = kRejectCodifBase + codif::kInvalidCount;
+inline constexpr std::size_t kRejectSnapTruncated = kRejectOversize + 1;
+inline constexpr std::size_t kRejectReasonCount = kRejectSnapTruncated + 1;
+
+constexpr std::size_t reject_index(net::ParseError e) noexcept {
+  return static_cast<std::size_t>(e);
+}
+constexpr std::size_t reject_index(codif::Invalid v) noexcept {
+  return kRejectCodifBase + static_cast<std::size_t>(v);
+}
+
+// Label for reason i ("bad_sync", "no_stream", "oversize", ...); empty for unused slots.
+std::string_view reject_name(std::size_t i) noexcept;
+
+}  // namespace rocecap::capture

@@ -1,0 +1,57 @@
+// One stream's placement machinery: its ring, its sequencer and the publisher joining them.
+// Built at start-up; the capture thread of the stream's interface is its only producer and a
+// writer thread its only consumer.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "capture/classifier.hpp"
+#include "capture/codif/header.hpp"
+#include "capture/ring_publisher.hpp"
+#include "capture/sequencer.hpp"
+#include "capture/stream_ring.hpp"
+
+namespace rocecap::capture {
+
+enum class StreamFormat : uint8_t { codif, udp };
+
+struct StreamSpec {
+  StreamKey key;
+  StreamFormat format = StreamFormat::codif;
+  codif::SyncSet syncs = codif::SyncSet::defaults();
+  RingConfig ring;
+  SequencerConfig sequencer;
+};
+
+class StreamPipeline {
+ public:
+  // Throws std::invalid_argument / std::system_error from the ring or sequencer (start-up).
+  StreamPipeline(const StreamSpec& spec, std::unique_ptr<PayloadMemory> payload = nullptr)
+      : spec_(spec),
+        ring_(spec.ring, std::move(payload)),
+        publisher_(ring_),
+        sequencer_(spec.sequencer, publisher_) {}
+  StreamPipeline(const StreamPipeline&) = delete;
+  StreamPipeline& operator=(const StreamPipeline&) = delete;
+
+  const StreamSpec& spec() const noexcept { return spec_; }
+  StreamRing& ring() noexcept { return ring_; }
+  const StreamRing& ring() const noexcept { return ring_; }
+  Sequencer& sequencer() noexcept { return sequencer_; }
+  const Sequencer& sequencer() const noexcept { return sequencer_; }
+  // The header/payload split point: bytes of a frame that go to the header slot.
+  uint32_t split() const noexcept { return spec_.ring.header_slot_bytes; }
+
+  // Capture thread only: arrival bookkeeping for udp-format streams and idle flushing.
+  uint64_t next_udp_index = 0;
+  int64_t last_arrival_tick = 0;
+
+ private:
+  StreamSpec spec_;
+  StreamRing ring_;
+  RingPublisher publisher_;
+  Sequencer sequencer_;
+};
+
+}  // namespace rocecap::capture

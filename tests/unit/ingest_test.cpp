@@ -1,0 +1,214 @@
+#include "capture/ingest.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "capture/codif/header.hpp"
+
+namespace rocecap::capture {
+namespace {
+
+constexpr uint32_t kGroup = 0xEF110001, kSrcA = 0xC000020B, kSrcB = 0xC000020C;
+constexpr uint16_t kPort = 36001;
+constexpr uint32_t kPayload = 1024;  // CODIF data bytes per frame
+
+codif::Header base_header() {
+  codif::Header h;
+  h.nbits = 8;
+  h.nchan = 1;
+  h.period = 1;
+  h.data_words = kPayload / 8;
+  h.total_samples = 1000 * kPayload;  // 1000 frames per period
+  h.version = 3;
+  return h;
+}
+
+// Ethernet/IPv4/UDP frame carrying CODIF frame `index`; data bytes = (index + i) & 0xFF.
+std::vector<std::byte> frame(uint32_t src, uint64_t index, uint32_t sync = codif::kSyncV3,
+                             uint32_t group = kGroup) {
+  codif::Header h = base_header();
+  h.sync = sync;
+  codif::Timing t{kPayload, 1000, 1};
+  h = codif::at_index(h, t, index);
+  const std::size_t udp_payload = codif::kHeaderBytes + kPayload;
+  std::vector<std::byte> f(14 + 20 + 8 + udp_payload);
+  auto b = [&](std::size_t i, unsigned v) { f[i] = std::byte(v); };
+  b(0, 0x01), b(1, 0x00), b(2, 0x5e), b(12, 0x08), b(13, 0x00);
+  b(14, 0x45);
+  b(16, (20 + 8 + udp_payload) >> 8), b(17, (20 + 8 + udp_payload) & 0xFF);
+  b(22, 64), b(23, 17);
+  for (int i = 0; i < 4; ++i)
+    b(26 + i, src >> (24 - 8 * i) & 0xFF), b(30 + i, group >> (24 - 8 * i) & 0xFF);
+  b(34, 0x9c), b(35, 0x40), b(36, kPort >> 8), b(37, kPort & 0xFF);
+  b(38, (8 + udp_payload) >> 8), b(39, (8 + udp_payload) & 0xFF);
+  codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
+  for (uint32_t i = 0; i < kPayload; ++i)
+    b(42 + 64 + i, (index + i) & 0xFF);
+  return f;
+}
+
+StreamSpec spec(uint32_t src, uint32_t slots = 64, uint32_t window = 4) {
+  StreamSpec s;
+  s.key = {kGroup, kPort, src};
+  s.ring.slots = slots;
+  s.ring.header_slot_bytes = 128;
+  s.ring.payload_slot_bytes = kPayload;
+  s.ring.memory.huge_pages = Want::no;
+  s.ring.memory.lock = Want::no;
+  s.sequencer.reorder_window = window;
+  return s;
+}
+
+struct Fixture : ::testing::Test {
+  StreamPipeline a{spec(kSrcA)}, b{spec(kSrcB)};
+  Ingest ingest{{&a, &b}, true};
+
+  void feed(const std::vector<std::byte>& f, int64_t ts = 0) { ingest.on_frame(f, f.size(), ts); }
+  // Published frame indices of a stream, releasing the slots.
+  std::vector<uint64_t> drain(StreamPipeline& sp) {
+    std::vector<uint64_t> out;
+    SlotId id;
+    while (sp.ring().pop(id)) {
+      out.push_back(sp.ring().meta(id).frame_index);
+      sp.ring().release(id);
+    }
+    return out;
+  }
+};
+
+TEST_F(Fixture, PlacesEachStreamInItsRingScatteredAtTheSplit) {
+  for (uint64_t i = 100; i < 110; ++i)
+    feed(frame(kSrcA, i), 1000 + int64_t(i)), feed(frame(kSrcB, i));
+  ingest.flush_all();
+  SlotId id;
+  ASSERT_TRUE(a.ring().pop(id));
+  const SlotMeta& m = a.ring().meta(id);
+  const auto f = frame(kSrcA, 100);
+  EXPECT_EQ(m.frame_index, 100u);
+  EXPECT_EQ(m.timestamp_ns, 1100);
+  EXPECT_EQ(m.wire_bytes, f.size());
+  EXPECT_EQ(m.header_bytes, 128u);
+  EXPECT_EQ(m.payload_bytes, f.size() - 128);
+  EXPECT_EQ(m.udp_payload_offset, 42u);
+  EXPECT_TRUE(m.flags & kSlotSegmentStart);
+  EXPECT_EQ(0, std::memcmp(a.ring().header(id).data(), f.data(), 128));
+  EXPECT_EQ(0, std::memcmp(a.ring().payload(id).data(), f.data() + 128, f.size() - 128));
+  a.ring().release(id);
+  EXPECT_EQ(drain(a), (std::vector<uint64_t>{101, 102, 103, 104, 105, 106, 107, 108, 109}));
+  EXPECT_EQ(drain(b).size(), 10u);
+  EXPECT_EQ(a.sequencer().stats().received, 10u);
+  EXPECT_EQ(ingest.frames_seen(), 20u);
+}
+
+TEST_F(Fixture, RejectsWithTheRightReasonAndPlacesNothing) {
+  auto truncated = frame(kSrcA, 1);
+  truncated.resize(30);
+  feed(truncated);
+  feed(frame(0xC0000263, 1));         // foreign source
+  feed(frame(kSrcA, 2, 0x12345678));  // bad sync
+  auto short_udp = frame(kSrcA, 3);   // CODIF says 1024 data bytes, UDP has 1016
+  short_udp.resize(short_udp.size() - 8);
+  short_udp[17] = std::byte(std::to_integer<unsigned>(short_udp[17]) - 8);
+  short_udp[39] = std::byte(std::to_integer<unsigned>(short_udp[39]) - 8);
+  feed(short_udp);
+  const auto whole = frame(kSrcA, 4);
+  ingest.on_frame(std::span(whole).first(200), whole.size(), 0);  // snaplen cut
+  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::truncated)), 1u);
+  EXPECT_EQ(ingest.rejected(kRejectNoStream), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::bad_sync)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::size_mismatch)), 1u);
+  EXPECT_EQ(ingest.rejected(kRejectSnapTruncated), 1u);
+  ingest.flush_all();
+  EXPECT_TRUE(drain(a).empty());
+  EXPECT_EQ(a.ring().stats().taken, 0u);
+  EXPECT_EQ(reject_name(kRejectNoStream), "no_stream");
+  EXPECT_EQ(reject_name(reject_index(codif::Invalid::bad_sync)), "bad_sync");
+}
+
+TEST_F(Fixture, LateFramesArePutBackInOrderAndDuplicatesRecycled) {
+  for (uint64_t i : {10, 12, 11, 13, 13, 14})
+    feed(frame(kSrcA, i));
+  ingest.flush_all();
+  SlotId id;
+  std::vector<uint64_t> order;
+  bool late_seen = false;
+  while (a.ring().pop(id)) {
+    order.push_back(a.ring().meta(id).frame_index);
+    if (a.ring().meta(id).frame_index == 11) late_seen = a.ring().meta(id).flags & kSlotLate;
+    a.ring().release(id);
+  }
+  EXPECT_EQ(order, (std::vector<uint64_t>{10, 11, 12, 13, 14}));
+  EXPECT_TRUE(late_seen);
+  EXPECT_EQ(a.sequencer().stats().duplicate, 1u);
+  EXPECT_EQ(a.sequencer().stats().lost, 0u);
+  EXPECT_EQ(a.ring().stats().returned, 1u);  // the duplicate's slot went straight back
+}
+
+TEST_F(Fixture, ArrivalQueueRecordsPlacedFramesInArrivalOrder) {
+  feed(frame(kSrcA, 1));
+  feed(frame(kSrcB, 7));
+  feed(frame(kSrcA, 1));  // duplicate: not placed, not recorded
+  feed(frame(kSrcA, 3));
+  ArrivalRef r;
+  std::vector<std::pair<uint32_t, uint64_t>> seen;
+  SpscQueue<ArrivalRef>* q = ingest.arrivals();
+  ASSERT_NE(q, nullptr);
+  while (q->pop(r)) {
+    seen.emplace_back(r.stream, ingest.streams()[r.stream]->ring().meta(r.slot).frame_index);
+  }
+  EXPECT_EQ(seen, (std::vector<std::pair<uint32_t, uint64_t>>{{0, 1}, {1, 7}, {0, 3}}));
+}
+
+TEST(Ingest, FullRingDropsAreCountedAndCaptureRecovers) {
+  StreamPipeline a{spec(kSrcA, 8, 1)};
+  Ingest ingest{{&a}, false};
+  for (uint64_t i = 0; i < 20; ++i) {
+    const auto f = frame(kSrcA, i);
+    ingest.on_frame(f, f.size(), 0);
+  }
+  EXPECT_EQ(a.ring().stats().ring_full_drops, 12u);
+  SlotId id;
+  while (a.ring().pop(id))
+    a.ring().release(id);
+  const auto f = frame(kSrcA, 20);
+  ingest.on_frame(f, f.size(), 0);
+  EXPECT_EQ(a.ring().stats().ring_full_drops, 12u);
+  EXPECT_EQ(a.sequencer().stats().received, 9u);
+}
+
+TEST(Ingest, IdleStreamsAreFlushedOthersKeepTheirWindow) {
+  StreamPipeline a{spec(kSrcA)}, b{spec(kSrcB)};
+  Ingest ingest{{&a, &b}, false};
+  ingest.set_tick(1);
+  auto fa = frame(kSrcA, 5);
+  ingest.on_frame(fa, fa.size(), 0);
+  ingest.set_tick(2);
+  auto fb = frame(kSrcB, 5);
+  ingest.on_frame(fb, fb.size(), 0);
+  ingest.flush_idle(1);  // a last heard at tick 1: idle; b at tick 2: not
+  EXPECT_EQ(a.sequencer().pending(), 0u);
+  EXPECT_EQ(b.sequencer().pending(), 1u);
+}
+
+TEST(Ingest, UdpFormatStreamsPublishInArrivalOrderWithoutCodifChecks) {
+  StreamSpec s = spec(kSrcA);
+  s.format = StreamFormat::udp;
+  StreamPipeline a{s};
+  Ingest ingest{{&a}, false};
+  for (uint32_t sync : {0x11111111u, 0x22222222u}) {
+    const auto f = frame(kSrcA, 3, sync);
+    ingest.on_frame(f, f.size(), 0);
+  }
+  SlotId id;
+  ASSERT_TRUE(a.ring().pop(id));
+  EXPECT_EQ(a.ring().meta(id).frame_index, 0u);
+  EXPECT_TRUE(a.ring().meta(id).flags & kSlotSegmentStart);
+  ASSERT_TRUE(a.ring().pop(id));
+  EXPECT_EQ(a.ring().meta(id).frame_index, 1u);
+}
+
+}  // namespace
+}  // namespace rocecap::capture
