@@ -1,0 +1,160 @@
+#include "writers/output_file.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <system_error>
+
+#include "writers/aligned_buffer.hpp"
+
+namespace rocecap::writers {
+namespace {
+
+int open_excl(const std::filesystem::path& path, bool direct) {
+  int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
+  if (direct) flags |= O_DIRECT;
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags, 0644);
+  } while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+bool aligned(std::span<std::byte> s) {
+  return reinterpret_cast<std::uintptr_t>(s.data()) % kDirectAlignment == 0 &&
+         s.size() % kDirectAlignment == 0 && !s.empty();
+}
+
+}  // namespace
+
+OutputFile::~OutputFile() { (void)close(); }
+
+Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& options,
+                        std::span<std::byte> staging) {
+  if (is_open()) return Status::error(EBUSY, "open " + path.string() + ": writer already open");
+  if (!aligned(staging)) return Status::error(EINVAL, "open " + path.string() + ": bad staging");
+  int fd = open_excl(path, options.direct);
+  bool direct = options.direct;
+  if (fd < 0 && direct && errno == EINVAL) {
+    // The filesystem refuses O_DIRECT; O_EXCL failed before creating anything, so retry plain.
+    direct = false;
+    fd = open_excl(path, false);
+  }
+  if (fd < 0) return sys_error(errno, "open", path);
+  path_ = path;
+  staging_ = staging;
+  fd_ = fd;
+  direct_ = direct;
+  fsync_ = options.fsync_on_close;
+  fill_ = 0;
+  pos_ = flushed_ = last_mark_ = records_ = safe_mark_ = safe_records_ = 0;
+  return {};
+}
+
+Status OutputFile::append(std::span<const std::byte> bytes) {
+  while (!bytes.empty()) {
+    if (fill_ == staging_.size()) {
+      if (Status s = flush_full(); !s) return s;
+    }
+    const std::size_t n = std::min(bytes.size(), staging_.size() - fill_);
+    std::memcpy(staging_.data() + fill_, bytes.data(), n);
+    fill_ += n;
+    pos_ += n;
+    bytes = bytes.subspan(n);
+  }
+  return {};
+}
+
+Status OutputFile::append_zeros(std::size_t count) {
+  while (count > 0) {
+    if (fill_ == staging_.size()) {
+      if (Status s = flush_full(); !s) return s;
+    }
+    const std::size_t n = std::min(count, staging_.size() - fill_);
+    std::memset(staging_.data() + fill_, 0, n);
+    fill_ += n;
+    pos_ += n;
+    count -= n;
+  }
+  return {};
+}
+
+Status OutputFile::flush_full() {
+  if (!is_open()) return Status::error(EBADF, "write " + path_.string() + ": file not open");
+  if (Status s = write_all(staging_.data(), fill_); !s) return fail(std::move(s));
+  fill_ = 0;
+  // Flushing happens when the buffer is full, in the middle of a record at the latest, so the
+  // last completed record ends at or before what is now on disk.
+  safe_mark_ = last_mark_;
+  safe_records_ = records_;
+  return {};
+}
+
+Status OutputFile::write_all(const std::byte* data, std::size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd_, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return sys_error(errno, "write", path_);
+    }
+    if (w == 0) return sys_error(EIO, "write", path_);
+    data += w;
+    n -= static_cast<std::size_t>(w);
+    flushed_ += static_cast<uint64_t>(w);
+  }
+  return {};
+}
+
+// Keeps what is on disk valid: cut back to the last whole record that reached the disk.
+Status OutputFile::fail(Status error) {
+  uint64_t keep = safe_mark_;
+  uint64_t keep_records = safe_records_;
+  if (last_mark_ <= flushed_) keep = last_mark_, keep_records = records_;
+  std::string message = error.message();
+  if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
+    message += "; truncating to the last whole record failed: ";
+    message += std::generic_category().message(errno);
+  } else if (fsync_) {
+    (void)::fsync(fd_);  // best effort: the original error is what matters
+  }
+  close_fd();
+  pos_ = flushed_ = last_mark_ = safe_mark_ = keep;
+  records_ = safe_records_ = keep_records;
+  fill_ = 0;
+  return Status::error(error.code(), std::move(message));
+}
+
+Status OutputFile::close() {
+  if (!is_open()) return {};
+  if (fill_ > 0) {
+    std::size_t n = fill_;
+    if (direct_) {
+      n = (fill_ + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
+      std::memset(staging_.data() + fill_, 0, n - fill_);
+    }
+    if (Status s = write_all(staging_.data(), n); !s) return fail(std::move(s));
+    if (direct_ && n != fill_ && ::ftruncate(fd_, static_cast<off_t>(pos_)) != 0) {
+      return fail(sys_error(errno, "truncate", path_));
+    }
+    flushed_ = pos_;
+    fill_ = 0;
+  }
+  if (fsync_ && ::fsync(fd_) != 0) {
+    Status s = sys_error(errno, "fsync", path_);
+    close_fd();
+    return s;
+  }
+  close_fd();
+  return {};
+}
+
+void OutputFile::close_fd() noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace rocecap::writers

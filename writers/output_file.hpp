@@ -1,0 +1,81 @@
+// One output file: RAII fd, a large staging buffer written with whole-buffer write() calls,
+// optional O_DIRECT, fsync at close.
+//
+// Never clobbers: the file is created with O_CREAT|O_EXCL.
+//
+// Records. The caller appends the pieces of one record (a CODIF frame, a pcap record) and then
+// calls end_record(). When a write fails (ENOSPC, EIO, EDQUOT, EFBIG...) the file is truncated
+// back to the last record boundary known to be on disk, fsynced and closed, so a raw file is
+// always a whole number of frames and a pcap file ends at a record boundary. The bytes lost are
+// at most those of one staging buffer; size() and records() then describe what stays on disk.
+//
+// O_DIRECT. Buffer address, offsets and lengths are multiples of kDirectAlignment. The tail that
+// is not a block multiple is written at close padded with zeros through the same O_DIRECT fd, and
+// the file is then cut to its real length with ftruncate (one fd, no page-cache mix). When the
+// filesystem refuses O_DIRECT at open (EINVAL: tmpfs, some FUSE/overlay), the file falls back to
+// buffered I/O; direct() tells which mode is in effect.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <span>
+
+#include "writers/status.hpp"
+
+namespace rocecap::writers {
+
+struct OutputOptions {
+  bool direct = false;          // request O_DIRECT (falls back to buffered when refused)
+  bool fsync_on_close = true;   // data is on stable storage when close() returns ok
+};
+
+class OutputFile {
+ public:
+  OutputFile() = default;
+  ~OutputFile();  // closes like close(), ignoring the result
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+
+  // `staging` is borrowed and must outlive the file; its address and size must be multiples of
+  // kDirectAlignment (AlignedBuffer gives that). Fails when the file exists (EEXIST).
+  Status open(const std::filesystem::path& path, const OutputOptions& options,
+              std::span<std::byte> staging);
+
+  Status append(std::span<const std::byte> bytes);
+  Status append_zeros(std::size_t count);
+  void end_record() noexcept { last_mark_ = pos_, ++records_; }
+  // A boundary that is not a record (a file header such as pcap's).
+  void end_preamble() noexcept { last_mark_ = pos_; }
+
+  // Flushes the staging buffer (O_DIRECT: padded tail + ftruncate), fsyncs and closes.
+  // A no-op returning ok when not open.
+  Status close();
+
+  bool is_open() const noexcept { return fd_ >= 0; }
+  bool direct() const noexcept { return direct_; }
+  uint64_t size() const noexcept { return pos_; }        // bytes accepted (or left after failure)
+  uint64_t records() const noexcept { return records_; }
+  const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  Status flush_full();
+  Status write_all(const std::byte* data, std::size_t n);
+  Status fail(Status error);
+  void close_fd() noexcept;
+
+  std::filesystem::path path_;
+  std::span<std::byte> staging_;
+  int fd_ = -1;
+  bool direct_ = false;
+  bool fsync_ = true;
+  std::size_t fill_ = 0;       // bytes in staging_
+  uint64_t pos_ = 0;           // logical end of file: flushed_ + fill_
+  uint64_t flushed_ = 0;       // bytes handed to write() successfully
+  uint64_t last_mark_ = 0;     // last record boundary
+  uint64_t records_ = 0;       // records up to last_mark_
+  uint64_t safe_mark_ = 0;     // a boundary <= flushed_: on disk for sure
+  uint64_t safe_records_ = 0;
+};
+
+}  // namespace rocecap::writers
