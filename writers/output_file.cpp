@@ -14,14 +14,19 @@
 namespace rocecap::writers {
 namespace {
 
-int open_excl(const std::filesystem::path& path, bool direct) {
-  int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
-  if (direct) flags |= O_DIRECT;
+int open_excl(const std::filesystem::path& path) {
   int fd;
   do {
-    fd = ::open(path.c_str(), flags, 0644);
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   } while (fd < 0 && errno == EINTR);
   return fd;
+}
+
+// O_DIRECT is switched on after the exclusive create: some filesystems (ramfs) create the file
+// and then refuse O_DIRECT in open(), which would leave a file that a retry could not O_EXCL.
+bool enable_direct(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0;
 }
 
 bool aligned(std::span<std::byte> s) {
@@ -37,14 +42,9 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
                         std::span<std::byte> staging) {
   if (is_open()) return Status::error(EBUSY, "open " + path.string() + ": writer already open");
   if (!aligned(staging)) return Status::error(EINVAL, "open " + path.string() + ": bad staging");
-  int fd = open_excl(path, options.direct);
-  bool direct = options.direct;
-  if (fd < 0 && direct && errno == EINVAL) {
-    // The filesystem refuses O_DIRECT; O_EXCL failed before creating anything, so retry plain.
-    direct = false;
-    fd = open_excl(path, false);
-  }
+  const int fd = open_excl(path);
   if (fd < 0) return sys_error(errno, "open", path);
+  const bool direct = options.direct && enable_direct(fd);
   path_ = path;
   staging_ = staging;
   fd_ = fd;

@@ -11,9 +11,9 @@
 //
 // O_DIRECT. Buffer address, offsets and lengths are multiples of kDirectAlignment. The tail that
 // is not a block multiple is written at close padded with zeros through the same O_DIRECT fd, and
-// the file is then cut to its real length with ftruncate (one fd, no page-cache mix). When the
-// filesystem refuses O_DIRECT at open (EINVAL: tmpfs, some FUSE/overlay), the file falls back to
-// buffered I/O; direct() tells which mode is in effect.
+// the file is then cut to its real length with ftruncate (one fd, no page-cache mix). O_DIRECT is
+// set with fcntl after the exclusive create; when the filesystem refuses it (ramfs, tmpfs before
+// Linux 6.6, some FUSE), the file stays buffered; direct() tells which mode is in effect.
 #pragma once
 
 #include <cstddef>
