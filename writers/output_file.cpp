@@ -52,6 +52,9 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   fsync_ = options.fsync_on_close;
   fill_ = 0;
   pos_ = flushed_ = last_mark_ = records_ = safe_mark_ = safe_records_ = 0;
+  ++round_;
+  segment_shift_ = 0;
+  while ((staging.size() >> segment_shift_) > kSegments) ++segment_shift_;
   return {};
 }
 
@@ -91,6 +94,7 @@ Status OutputFile::flush_full() {
   // last completed record ends at or before what is now on disk.
   safe_mark_ = last_mark_;
   safe_records_ = records_;
+  ++round_;
   return {};
 }
 
@@ -109,11 +113,28 @@ Status OutputFile::write_all(const std::byte* data, std::size_t n) {
   return {};
 }
 
+// The last record end at or before flushed_, while the staging buffer is being written.
+void OutputFile::find_last_mark_on_disk(uint64_t& at, uint64_t& records) const noexcept {
+  at = safe_mark_;
+  records = safe_records_;
+  const uint64_t buffer_start = pos_ - fill_;
+  if (flushed_ < buffer_start) return;
+  const uint64_t on_disk = flushed_ - buffer_start;
+  for (std::size_t i = std::min<uint64_t>(on_disk >> segment_shift_, kSegments) + 1; i-- > 0;) {
+    const Mark& m = marks_[i];
+    if (m.round == round_ && m.at <= on_disk) {
+      at = buffer_start + m.at;
+      records = m.records;
+      return;
+    }
+  }
+}
+
 // Keeps what is on disk valid: cut back to the last whole record that reached the disk.
 Status OutputFile::fail(Status error) {
-  uint64_t keep = safe_mark_;
-  uint64_t keep_records = safe_records_;
-  if (last_mark_ <= flushed_) keep = last_mark_, keep_records = records_;
+  uint64_t keep = 0;
+  uint64_t keep_records = 0;
+  find_last_mark_on_disk(keep, keep_records);
   std::string message = error.message();
   if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
     message += "; truncating to the last whole record failed: ";
@@ -125,6 +146,7 @@ Status OutputFile::fail(Status error) {
   pos_ = flushed_ = last_mark_ = safe_mark_ = keep;
   records_ = safe_records_ = keep_records;
   fill_ = 0;
+  ++round_;
   return Status::error(error.code(), std::move(message));
 }
 

@@ -6,8 +6,10 @@
 // Records. The caller appends the pieces of one record (a CODIF frame, a pcap record) and then
 // calls end_record(). When a write fails (ENOSPC, EIO, EDQUOT, EFBIG...) the file is truncated
 // back to the last record boundary known to be on disk, fsynced and closed, so a raw file is
-// always a whole number of frames and a pcap file ends at a record boundary. The bytes lost are
-// at most those of one staging buffer; size() and records() then describe what stays on disk.
+// always a whole number of frames and a pcap file ends at a record boundary. Record ends inside
+// the staging buffer are remembered per 1/64th of the buffer, so a partial write keeps every
+// record that reached the disk except at most those ending in its last 1/64th (128 KiB of an
+// 8 MiB buffer). size() and records() then describe what stays on disk.
 //
 // O_DIRECT. Buffer address, offsets and lengths are multiples of kDirectAlignment. The tail that
 // is not a block multiple is written at close padded with zeros through the same O_DIRECT fd, and
@@ -16,6 +18,7 @@
 // Linux 6.6, some FUSE), the file stays buffered; direct() tells which mode is in effect.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -44,9 +47,12 @@ class OutputFile {
 
   Status append(std::span<const std::byte> bytes);
   Status append_zeros(std::size_t count);
-  void end_record() noexcept { last_mark_ = pos_, ++records_; }
+  void end_record() noexcept {
+    ++records_;
+    mark();
+  }
   // A boundary that is not a record (a file header such as pcap's).
-  void end_preamble() noexcept { last_mark_ = pos_; }
+  void end_preamble() noexcept { mark(); }
 
   // Flushes the staging buffer (O_DIRECT: padded tail + ftruncate), fsyncs and closes.
   // A no-op returning ok when not open.
@@ -59,6 +65,19 @@ class OutputFile {
   const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
+  // The latest record end in one segment of the staging buffer, valid for one buffer `round`.
+  struct Mark {
+    uint64_t round = 0;
+    uint64_t at = 0;  // offset in the buffer
+    uint64_t records = 0;
+  };
+  static constexpr std::size_t kSegments = 64;
+
+  void mark() noexcept {
+    last_mark_ = pos_;
+    marks_[fill_ >> segment_shift_] = {round_, fill_, records_};
+  }
+  void find_last_mark_on_disk(uint64_t& at, uint64_t& records) const noexcept;
   Status flush_full();
   Status write_all(const std::byte* data, std::size_t n);
   Status fail(Status error);
@@ -76,6 +95,9 @@ class OutputFile {
   uint64_t records_ = 0;       // records up to last_mark_
   uint64_t safe_mark_ = 0;     // a boundary <= flushed_: on disk for sure
   uint64_t safe_records_ = 0;
+  uint64_t round_ = 1;         // staging buffer generation: marks of older rounds are stale
+  unsigned segment_shift_ = 0;
+  std::array<Mark, kSegments + 1> marks_{};  // + 1: a mark at fill_ == staging size
 };
 
 }  // namespace rocecap::writers

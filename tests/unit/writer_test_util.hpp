@@ -2,7 +2,9 @@
 #pragma once
 
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -127,6 +129,28 @@ class TempMount {
   TempDir dir_;
   bool mounted_ = false;
   std::string why_;
+};
+
+// RLIMIT_FSIZE with SIGXFSZ ignored makes write() fail with EFBIG past the limit, without root.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    getrlimit(RLIMIT_FSIZE, &saved_);
+    old_handler_ = signal(SIGXFSZ, SIG_IGN);
+    rlimit l = saved_;
+    l.rlim_cur = bytes;
+    ok_ = setrlimit(RLIMIT_FSIZE, &l) == 0;
+  }
+  ~FileSizeLimit() {
+    setrlimit(RLIMIT_FSIZE, &saved_);
+    signal(SIGXFSZ, old_handler_);
+  }
+  bool ok() const { return ok_; }
+
+ private:
+  rlimit saved_{};
+  sighandler_t old_handler_{};
+  bool ok_ = false;
 };
 
 }  // namespace rocecap::writers::test
