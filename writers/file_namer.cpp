@@ -19,7 +19,8 @@ std::string component_problem(std::string_view path) {
   std::size_t start = 0;
   while (true) {
     const std::size_t end = path.find('/', start);
-    const std::string_view c = path.substr(start, end == std::string_view::npos ? end : end - start);
+    const std::string_view c =
+        path.substr(start, end == std::string_view::npos ? end : end - start);
     if (c.empty()) return "has an empty path component";
     if (c == "." || c == "..") return fmt::format("has a \"{}\" path component", c);
     if (end == std::string_view::npos) return {};
@@ -40,8 +41,9 @@ bool inside(const std::filesystem::path& dir, const std::filesystem::path& root)
 
 Status FileNamer::parse(std::string_view tmpl, FileNamer& out) {
   static constexpr std::pair<std::string_view, Field> kNames[] = {
-      {"run", Field::run},         {"interface", Field::interface}, {"group", Field::group},
-      {"port", Field::port},       {"antenna", Field::antenna},     {"source", Field::source},
+      {"run", Field::run},         {"interface", Field::interface},
+      {"group", Field::group},     {"port", Field::port},
+      {"antenna", Field::antenna}, {"source", Field::source},
       {"format", Field::format},   {"seq", Field::seq}};
   FileNamer n;
   n.pattern_ = std::string(tmpl);
@@ -90,17 +92,25 @@ Status FileNamer::parse(std::string_view tmpl, FileNamer& out) {
 }
 
 std::pair<std::string_view, std::string_view> FileNamer::field_value(Field field,
-                                                                    const NameFields& f) {
+                                                                     const NameFields& f) {
   switch (field) {
-    case Field::run: return {"run", f.run};
-    case Field::interface: return {"interface", f.interface};
-    case Field::group: return {"group", f.group};
-    case Field::port: return {"port", f.port};
-    case Field::antenna: return {"antenna", f.antenna};
-    case Field::source: return {"source", f.source};
-    case Field::format: return {"format", f.format};
+    case Field::run:
+      return {"run", f.run};
+    case Field::interface:
+      return {"interface", f.interface};
+    case Field::group:
+      return {"group", f.group};
+    case Field::port:
+      return {"port", f.port};
+    case Field::antenna:
+      return {"antenna", f.antenna};
+    case Field::source:
+      return {"source", f.source};
+    case Field::format:
+      return {"format", f.format};
     case Field::literal:
-    case Field::seq: break;
+    case Field::seq:
+      break;
   }
   return {"", ""};
 }
@@ -115,8 +125,8 @@ Status FileNamer::expand(const NameFields& f, uint64_t seq, std::string& relativ
     } else {
       const auto [label, value] = field_value(t.field, f);
       if (value.find_first_of(std::string_view("/\0", 2)) != std::string_view::npos) {
-        return bad(pattern_, fmt::format("value of {{{}}} (\"{}\") contains '/' or NUL", label,
-                                         value));
+        return bad(pattern_,
+                   fmt::format("value of {{{}}} (\"{}\") contains '/' or NUL", label, value));
       }
       relative += value;
     }
@@ -140,20 +150,19 @@ Status FileNamer::make_path(const std::filesystem::path& out_dir, const NameFiel
   const auto real_parent = std::filesystem::canonical(path.parent_path(), ec);
   if (ec) return sys_error(ec.value(), "resolve directory", path.parent_path());
   if (!inside(real_parent, real_root)) {
-    return Status::error(EXDEV, fmt::format("file {}: its directory resolves to {}, outside the "
-                                            "output directory {}",
-                                            path.string(), real_parent.string(),
-                                            real_root.string()));
+    return Status::error(EXDEV,
+                         fmt::format("file {}: its directory resolves to {}, outside the "
+                                     "output directory {}",
+                                     path.string(), real_parent.string(), real_root.string()));
   }
   out = path;
   return {};
 }
 
 PathMaker FileNamer::path_maker(std::filesystem::path out_dir, NameFields fields) const {
-  return [namer = *this, dir = std::move(out_dir), f = std::move(fields)](
-             uint64_t seq, std::filesystem::path& out) {
-    return namer.make_path(dir, f, seq, out);
-  };
+  return
+      [namer = *this, dir = std::move(out_dir), f = std::move(fields)](
+          uint64_t seq, std::filesystem::path& out) { return namer.make_path(dir, f, seq, out); };
 }
 
 }  // namespace rocecap::writers

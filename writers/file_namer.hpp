@@ -57,8 +57,8 @@ class FileNamer {
   enum class Field : uint8_t { literal, run, interface, group, port, antenna, source, format, seq };
   struct Token {
     Field field = Field::literal;
-    std::string text;     // literal text
-    unsigned width = 0;   // {seq:NN}
+    std::string text;    // literal text
+    unsigned width = 0;  // {seq:NN}
   };
 
   static std::pair<std::string_view, std::string_view> field_value(Field field,

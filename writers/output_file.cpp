@@ -36,7 +36,9 @@ bool aligned(std::span<std::byte> s) {
 
 }  // namespace
 
-OutputFile::~OutputFile() { (void)close(); }
+OutputFile::~OutputFile() {
+  (void)close();
+}
 
 Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& options,
                         std::span<std::byte> staging) {
@@ -54,7 +56,8 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   pos_ = flushed_ = last_mark_ = records_ = safe_mark_ = safe_records_ = 0;
   ++round_;
   segment_shift_ = 0;
-  while ((staging.size() >> segment_shift_) > kSegments) ++segment_shift_;
+  while ((staging.size() >> segment_shift_) > kSegments)
+    ++segment_shift_;
   return {};
 }
 

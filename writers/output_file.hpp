@@ -29,8 +29,8 @@
 namespace rocecap::writers {
 
 struct OutputOptions {
-  bool direct = false;          // request O_DIRECT (falls back to buffered when refused)
-  bool fsync_on_close = true;   // data is on stable storage when close() returns ok
+  bool direct = false;         // request O_DIRECT (falls back to buffered when refused)
+  bool fsync_on_close = true;  // data is on stable storage when close() returns ok
 };
 
 class OutputFile {
@@ -60,7 +60,7 @@ class OutputFile {
 
   bool is_open() const noexcept { return fd_ >= 0; }
   bool direct() const noexcept { return direct_; }
-  uint64_t size() const noexcept { return pos_; }        // bytes accepted (or left after failure)
+  uint64_t size() const noexcept { return pos_; }  // bytes accepted (or left after failure)
   uint64_t records() const noexcept { return records_; }
   const std::filesystem::path& path() const noexcept { return path_; }
 
@@ -88,14 +88,14 @@ class OutputFile {
   int fd_ = -1;
   bool direct_ = false;
   bool fsync_ = true;
-  std::size_t fill_ = 0;       // bytes in staging_
-  uint64_t pos_ = 0;           // logical end of file: flushed_ + fill_
-  uint64_t flushed_ = 0;       // bytes handed to write() successfully
-  uint64_t last_mark_ = 0;     // last record boundary
-  uint64_t records_ = 0;       // records up to last_mark_
-  uint64_t safe_mark_ = 0;     // a boundary <= flushed_: on disk for sure
+  std::size_t fill_ = 0;    // bytes in staging_
+  uint64_t pos_ = 0;        // logical end of file: flushed_ + fill_
+  uint64_t flushed_ = 0;    // bytes handed to write() successfully
+  uint64_t last_mark_ = 0;  // last record boundary
+  uint64_t records_ = 0;    // records up to last_mark_
+  uint64_t safe_mark_ = 0;  // a boundary <= flushed_: on disk for sure
   uint64_t safe_records_ = 0;
-  uint64_t round_ = 1;         // staging buffer generation: marks of older rounds are stale
+  uint64_t round_ = 1;  // staging buffer generation: marks of older rounds are stale
   unsigned segment_shift_ = 0;
   std::array<Mark, kSegments + 1> marks_{};  // + 1: a mark at fill_ == staging size
 };

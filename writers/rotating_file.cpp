@@ -12,11 +12,14 @@ RotatingFile::RotatingFile(PathMaker path_maker, const RotationOptions& options,
       staging_(options.buffer_bytes),
       seq_(options.first_seq) {}
 
-RotatingFile::~RotatingFile() { (void)close(); }
+RotatingFile::~RotatingFile() {
+  (void)close();
+}
 
 Status RotatingFile::write(std::span<const Piece> pieces) {
   uint64_t n = 0;
-  for (const Piece& p : pieces) n += p.size;
+  for (const Piece& p : pieces)
+    n += p.size;
 
   Status first_error;
   if (!started_) {
@@ -104,7 +107,9 @@ Status RotatingFile::finish_file() {
   return s;
 }
 
-Status RotatingFile::close() { return finish_file(); }
+Status RotatingFile::close() {
+  return finish_file();
+}
 
 const std::vector<FileRecord>& RotatingFile::files() {
   if (file_.is_open()) sync_current();

@@ -32,8 +32,8 @@ namespace rocecap::writers {
 using PathMaker = std::function<Status(uint64_t seq, std::filesystem::path& out)>;
 
 struct RotationOptions {
-  uint64_t max_bytes = 0;                    // rotate before exceeding this; 0 = never
-  std::size_t buffer_bytes = 8u << 20;       // staging buffer, one write() per buffer
+  uint64_t max_bytes = 0;               // rotate before exceeding this; 0 = never
+  std::size_t buffer_bytes = 8u << 20;  // staging buffer, one write() per buffer
   uint64_t first_seq = 0;
   OutputOptions output;
 };
@@ -43,8 +43,12 @@ struct Piece {
   const std::byte* data = nullptr;
   std::size_t size = 0;
 };
-inline Piece bytes_piece(std::span<const std::byte> s) noexcept { return {s.data(), s.size()}; }
-inline Piece zeros_piece(std::size_t n) noexcept { return {nullptr, n}; }
+inline Piece bytes_piece(std::span<const std::byte> s) noexcept {
+  return {s.data(), s.size()};
+}
+inline Piece zeros_piece(std::size_t n) noexcept {
+  return {nullptr, n};
+}
 
 // A file written (or being written), for the run manifest.
 struct FileRecord {
@@ -54,7 +58,7 @@ struct FileRecord {
   uint64_t records = 0;  // frames / pcap records in it
   bool direct = false;   // O_DIRECT in effect
   bool open = false;
-  bool failed = false;   // a write error closed it early (contents up to `bytes` are valid)
+  bool failed = false;  // a write error closed it early (contents up to `bytes` are valid)
 };
 
 class RotatingFile {
@@ -92,7 +96,7 @@ class RotatingFile {
   WriterStats stats_;
   bool started_ = false;
   uint64_t seq_ = 0;
-  uint64_t virtual_bytes_ = 0;    // size file seq_ would have, errors or not
+  uint64_t virtual_bytes_ = 0;  // size file seq_ would have, errors or not
   uint64_t virtual_records_ = 0;
 };
 

@@ -7,8 +7,8 @@
 namespace rocecap::writers {
 
 Status sys_error(int err, std::string_view op, const std::filesystem::path& path) {
-  return Status::error(err, fmt::format("{} {}: {}", op, path.string(),
-                                        std::generic_category().message(err)));
+  return Status::error(
+      err, fmt::format("{} {}: {}", op, path.string(), std::generic_category().message(err)));
 }
 
 }  // namespace rocecap::writers

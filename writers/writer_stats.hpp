@@ -13,8 +13,8 @@ struct WriterStats {
   uint64_t fill_frames = 0;     // fill frames handed to the file (raw, codifhdr)
   uint64_t frames_dropped = 0;  // not in any file because of a write or open error
   uint64_t files_opened = 0;
-  uint64_t write_errors = 0;    // failed open / write / close events
-  std::string last_error;       // message of the latest error (path + strerror); empty if none
+  uint64_t write_errors = 0;  // failed open / write / close events
+  std::string last_error;     // message of the latest error (path + strerror); empty if none
 };
 
 }  // namespace rocecap::writers

@@ -2,14 +2,14 @@
 // intact frames, and the stream resumes at the next rotation point with files still aligned to
 // frame numbers. Unprivileged through RLIMIT_FSIZE (EFBIG); a real ENOSPC on a 1 MiB tmpfs when
 // running as root.
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "writers/raw_writer.hpp"
 #include "writer_test_util.hpp"
+#include "writers/raw_writer.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -110,7 +110,8 @@ TEST(WriterErrors, FileTooLargeSuspendsTheStreamUntilTheNextRotation) {
   EXPECT_TRUE(files[0].failed);
   EXPECT_TRUE(files[1].failed);
   EXPECT_FALSE(files[2].failed);
-  for (const FileRecord& f : files) EXPECT_EQ(f.records, 5u) << f.path;
+  for (const FileRecord& f : files)
+    EXPECT_EQ(f.records, 5u) << f.path;
   expect_consistent(w, s, 25, kPerFile);
   EXPECT_EQ(w.stats().frames_dropped, 10u);
 }
@@ -182,7 +183,8 @@ TEST(WriterErrors, NoSpaceOnATinyTmpfs) {
     ASSERT_GE(errors, 1u);
     EXPECT_EQ(w.stats().write_errors, errors) << "each error returned exactly once";
     EXPECT_EQ(o.errors[0].code(), ENOSPC);
-    EXPECT_TRUE(contains(o.errors[0].message(), "No space left on device")) << o.errors[0].message();
+    EXPECT_TRUE(contains(o.errors[0].message(), "No space left on device"))
+        << o.errors[0].message();
     EXPECT_TRUE(contains(o.errors[0].message(), (tmpfs.path() / "f.3").string()))
         << o.errors[0].message();
     ASSERT_GE(w.files().size(), 4u);

@@ -1,10 +1,10 @@
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <string>
 
-#include <gtest/gtest.h>
-
-#include "writers/file_namer.hpp"
 #include "writer_test_util.hpp"
+#include "writers/file_namer.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -53,8 +53,7 @@ bool contains(const std::string& s, std::string_view part) {
 }
 
 TEST(FileNamer, ExpandsTheDesignExample) {
-  EXPECT_EQ(expand("{run}/{group}_{antenna}.{seq:04}.codif", 7),
-            "run1/239.17.0.1_ak01.0007.codif");
+  EXPECT_EQ(expand("{run}/{group}_{antenna}.{seq:04}.codif", 7), "run1/239.17.0.1_ak01.0007.codif");
 }
 
 TEST(FileNamer, ExpandsEveryPlaceholder) {

@@ -1,11 +1,11 @@
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <string>
 
-#include <gtest/gtest.h>
-
+#include "writer_test_util.hpp"
 #include "writers/aligned_buffer.hpp"
 #include "writers/output_file.hpp"
-#include "writer_test_util.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -132,6 +132,41 @@ TEST(OutputFile, WriteErrorLeavesWholeRecordsOnDisk) {
   EXPECT_GE(on_disk.size() + kRecord + 4096 / 64, kLimit) << "lost whole records that were on disk";
   EXPECT_TRUE(std::equal(on_disk.begin(), on_disk.end(), all.begin()));
   EXPECT_TRUE(f.close().ok()) << "close after failure is a no-op";
+}
+
+}  // namespace
+}  // namespace rocecap::writers
+
+namespace rocecap::writers {
+namespace {
+
+// A record that ends just past the cut, in the same 1/64th of the buffer, is not whole on disk.
+TEST(OutputFile, ARecordEndingJustPastTheCutIsDropped) {
+  test::TempDir dir;
+  AlignedBuffer staging(4096);  // 64-byte segments
+  OutputFile f;
+  const auto path = dir.path() / "cut.bin";
+  ASSERT_TRUE(f.open(path, {}, staging.span()).ok());
+  const std::size_t sizes[] = {1500, 1500, 1500, 1500, 1500, 1500, 1022, 5000};  // ends 9000, 10022
+  Bytes all;
+  Status error;
+  {
+    test::FileSizeLimit limit(10000);
+    ASSERT_TRUE(limit.ok());
+    uint32_t seed = 0;
+    for (std::size_t n : sizes) {
+      const Bytes r = test::pattern(n, seed++);
+      test::append(all, r);
+      if (error = f.append(r); !error.ok()) break;
+      f.end_record();
+    }
+  }
+  ASSERT_EQ(error.code(), EFBIG);
+  const Bytes on_disk = test::read_file(path);
+  EXPECT_EQ(on_disk.size(), 9000u);
+  EXPECT_EQ(f.size(), 9000u);
+  EXPECT_EQ(f.records(), 6u);
+  EXPECT_TRUE(std::equal(on_disk.begin(), on_disk.end(), all.begin()));
 }
 
 }  // namespace

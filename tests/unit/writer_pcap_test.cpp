@@ -1,5 +1,6 @@
 // pcap output read back with libpcap in nanosecond mode: every record's timestamp, lengths and
 // bytes, snaplen cuts, and rotation into files that each stand alone.
+#include <gtest/gtest.h>
 #include <pcap/pcap.h>
 
 #include <cstdint>
@@ -7,10 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "writers/pcap_writer.hpp"
 #include "writer_test_util.hpp"
+#include "writers/pcap_writer.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -39,8 +38,8 @@ struct Readback {
 Readback read_pcap(const std::filesystem::path& path) {
   Readback r;
   char errbuf[PCAP_ERRBUF_SIZE] = {};
-  pcap_t* p = pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO,
-                                                      errbuf);
+  pcap_t* p =
+      pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, errbuf);
   if (p == nullptr) {
     r.error = errbuf;
     return r;
@@ -97,7 +96,8 @@ TEST(PcapWriter, LibpcapReadsEveryRecordBackInNanoseconds) {
   test::TempDir dir;
   PcapWriter w(test::simple_paths(dir.path()), rotation(0));
   const auto in = packets();
-  for (const Packet& p : in) ASSERT_TRUE(w.write_packet(p.ns, p.head, p.tail).ok());
+  for (const Packet& p : in)
+    ASSERT_TRUE(w.write_packet(p.ns, p.head, p.tail).ok());
   ASSERT_TRUE(w.close().ok());
 
   const auto path = dir.path() / "f.0";
@@ -137,11 +137,12 @@ TEST(PcapWriter, SnaplenCutsRecordsAndKeepsTheWireLength) {
   PcapOptions opts;
   opts.snaplen = 200;
   PcapWriter w(test::simple_paths(dir.path()), rotation(0), opts);
-  std::vector<Packet> in = {{10, test::pattern(106, 1), test::pattern(512, 2)},     // cut in tail
-                            {20, test::pattern(300, 3), test::pattern(512, 4)},     // cut in head
-                            {30, test::pattern(106, 5), test::pattern(94, 6)},      // exactly 200
+  std::vector<Packet> in = {{10, test::pattern(106, 1), test::pattern(512, 2)},  // cut in tail
+                            {20, test::pattern(300, 3), test::pattern(512, 4)},  // cut in head
+                            {30, test::pattern(106, 5), test::pattern(94, 6)},   // exactly 200
                             {40, test::pattern(106, 7), test::pattern(10, 8), 9000}};  // wire len
-  for (const Packet& p : in) ASSERT_TRUE(w.write_packet(p.ns, p.head, p.tail, p.wire_len).ok());
+  for (const Packet& p : in)
+    ASSERT_TRUE(w.write_packet(p.ns, p.head, p.tail, p.wire_len).ok());
   ASSERT_TRUE(w.close().ok());
   const Readback r = read_pcap(dir.path() / "f.0");
   ASSERT_EQ(r.error, "");
@@ -159,7 +160,8 @@ TEST(PcapWriter, RotatedFilesEachStartWithAFileHeader) {
   // Room for the file header and the first two packets of the list (8298 + 618 bytes).
   const uint64_t max = kPcapFileHeaderBytes + 2 * kPcapRecordHeaderBytes + 8298 + 618;
   PcapWriter w(test::simple_paths(dir.path()), rotation(max));
-  for (const Packet& p : in) ASSERT_TRUE(w.write_packet(p.ns, p.head, p.tail).ok());
+  for (const Packet& p : in)
+    ASSERT_TRUE(w.write_packet(p.ns, p.head, p.tail).ok());
   ASSERT_TRUE(w.close().ok());
 
   const std::size_t per_file[] = {2, 3};

@@ -1,15 +1,15 @@
 // Raw and codifhdr output: byte-exact files against bytes built here independently (headers
 // filled in field by field and encoded, payloads from a pattern, fill data zero), and rotation.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "capture/codif/header.hpp"
+#include "writer_test_util.hpp"
 #include "writers/codif_header_writer.hpp"
 #include "writers/file_namer.hpp"
 #include "writers/raw_writer.hpp"
-#include "writer_test_util.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -26,7 +26,7 @@ RotationOptions rotation(uint64_t max_bytes, std::size_t buffer_bytes = 8u << 20
   return o;
 }
 
-constexpr std::size_t kData = 512;                        // 64 words of 8 bytes
+constexpr std::size_t kData = 512;  // 64 words of 8 bytes
 constexpr std::size_t kFrame = kData + codif::kHeaderBytes;
 // 8-bit real samples, one channel: 512 samples per frame, 10 frames per 1-second period.
 constexpr codif::Timing kTiming{.samples_per_frame = 512, .frames_per_period = 10, .period = 1};
@@ -61,7 +61,9 @@ struct Expected {
   Bytes raw, stripped, headers;
 };
 
-Bytes data_of(uint32_t seconds, uint32_t frame) { return test::pattern(kData, seconds * 16 + frame); }
+Bytes data_of(uint32_t seconds, uint32_t frame) {
+  return test::pattern(kData, seconds * 16 + frame);
+}
 
 void expect_frame(Expected& e, uint32_t seconds, uint32_t frame, bool fill) {
   const auto h = test::encoded(header_at(seconds, frame, fill));
@@ -147,8 +149,8 @@ TEST(RawWriter, FillFramesDecodeAsInvalidWithAdvancedTime) {
   const bool want_invalid[] = {false, true, true, true, false, true, false};
   for (std::size_t i = 0; i < 7; ++i) {
     codif::Header h;
-    ASSERT_TRUE(codif::decode(std::span(file).subspan(i * kFrame, kFrame),
-                              codif::SyncSet::defaults(), h));
+    ASSERT_TRUE(
+        codif::decode(std::span(file).subspan(i * kFrame, kFrame), codif::SyncSet::defaults(), h));
     EXPECT_EQ(h.seconds, want_seconds[i]) << i;
     EXPECT_EQ(h.frame, want_frame[i]) << i;
     EXPECT_EQ(h.invalid, want_invalid[i]) << i;
@@ -198,8 +200,7 @@ Bytes slice(const Bytes& b, std::size_t first_frame, std::size_t frames) {
 
 TEST(RotatingFile, RotatesAtFrameBoundariesWithExactFileList) {
   test::TempDir dir;
-  RawWriter w(test::simple_paths(dir.path()),
-              rotation(3 * kFrame + 100, 4096, 1));
+  RawWriter w(test::simple_paths(dir.path()), rotation(3 * kFrame + 100, 4096, 1));
   const Bytes all = write_frames(w, 8);
   ASSERT_TRUE(w.close().ok());
 

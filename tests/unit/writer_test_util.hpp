@@ -1,23 +1,22 @@
 // Helpers shared by the writer tests: a temporary directory, whole-file reads, frame building.
 #pragma once
 
-#include <stdlib.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <cstring>
-
 #include <array>
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
-#include <filesystem>
 #include <cstdio>
-#include <stdexcept>
+#include <cstring>
+#include <filesystem>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -55,7 +54,8 @@ inline Bytes read_file(const std::filesystem::path& p) {
   if (f == nullptr) return out;
   std::byte chunk[65536];
   std::size_t n;
-  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) out.insert(out.end(), chunk, chunk + n);
+  while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+    out.insert(out.end(), chunk, chunk + n);
   std::fclose(f);
   return out;
 }
