@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <system_error>
+#include <utility>
 
 #include "writers/aligned_buffer.hpp"
 
@@ -39,6 +40,23 @@ bool aligned(std::span<std::byte> s) {
 OutputFile::~OutputFile() {
   (void)close();
 }
+
+OutputFile::OutputFile(OutputFile&& o) noexcept
+    : path_(std::move(o.path_)),
+      staging_(o.staging_),
+      fd_(std::exchange(o.fd_, -1)),
+      direct_(o.direct_),
+      fsync_(o.fsync_),
+      fill_(o.fill_),
+      pos_(o.pos_),
+      flushed_(o.flushed_),
+      last_mark_(o.last_mark_),
+      records_(o.records_),
+      safe_mark_(o.safe_mark_),
+      safe_records_(o.safe_records_),
+      round_(o.round_),
+      segment_shift_(o.segment_shift_),
+      marks_(o.marks_) {}
 
 Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& options,
                         std::span<std::byte> staging) {

@@ -39,6 +39,9 @@ class OutputFile {
   ~OutputFile();  // closes like close(), ignoring the result
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
+  // Moving keeps borrowing the same staging buffer. The moved-from file is closed (no fd).
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&&) = delete;
 
   // `staging` is borrowed and must outlive the file; its address and size must be multiples of
   // kDirectAlignment (AlignedBuffer gives that). Fails when the file exists (EEXIST).

@@ -16,7 +16,12 @@ RotatingFile::~RotatingFile() {
   (void)close();
 }
 
-Status RotatingFile::write(std::span<const Piece> pieces) {
+Status RotatingFile::write(std::span<const Piece> pieces, bool* written) {
+  if (written != nullptr) *written = false;
+  if (closed_) {
+    ++stats_.frames_dropped;
+    return {};
+  }
   uint64_t n = 0;
   for (const Piece& p : pieces)
     n += p.size;
@@ -38,8 +43,9 @@ Status RotatingFile::write(std::span<const Piece> pieces) {
     ++stats_.frames_dropped;
     return first_error;
   }
-  Status written = append(pieces);
-  if (first_error.ok()) first_error = std::move(written);
+  Status appended = append(pieces);
+  if (written != nullptr) *written = appended.ok();
+  if (first_error.ok()) first_error = std::move(appended);
   return first_error;
 }
 
@@ -108,6 +114,7 @@ Status RotatingFile::finish_file() {
 }
 
 Status RotatingFile::close() {
+  closed_ = true;
   return finish_file();
 }
 

@@ -69,10 +69,15 @@ class RotatingFile {
   ~RotatingFile();  // close(), result ignored: call close() to see it
   RotatingFile(const RotatingFile&) = delete;
   RotatingFile& operator=(const RotatingFile&) = delete;
+  // Movable (writers can live in a std::vector); the staging buffer moves with its file.
+  RotatingFile(RotatingFile&&) noexcept = default;
+  RotatingFile& operator=(RotatingFile&&) = delete;
 
   // Writes one whole record. Returns an error once per failure event; records dropped while
-  // suspended after an error return ok (they are counted).
-  Status write(std::span<const Piece> pieces);
+  // suspended after an error return ok (they are counted). `written`, when given, says whether
+  // the record went into a file.
+  Status write(std::span<const Piece> pieces, bool* written = nullptr);
+  // Final: flushes, fsyncs and closes the current file; later records are counted as dropped.
   Status close();
 
   // Files in the order opened (failed opens are not listed). Sizes of the open file are live.
@@ -95,6 +100,7 @@ class RotatingFile {
   std::vector<FileRecord> files_;
   WriterStats stats_;
   bool started_ = false;
+  bool closed_ = false;
   uint64_t seq_ = 0;
   uint64_t virtual_bytes_ = 0;  // size file seq_ would have, errors or not
   uint64_t virtual_records_ = 0;

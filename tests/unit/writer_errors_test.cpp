@@ -127,12 +127,20 @@ TEST(WriterErrors, WithoutRotationTheStreamStopsAfterAnError) {
     o = write_stream(w, s, 20);
   }
   ASSERT_EQ(o.failed_at.size(), 1u) << "later frames are dropped silently, and counted";
-  EXPECT_TRUE(w.close().ok());
   ASSERT_EQ(w.files().size(), 1u);
   EXPECT_EQ(w.stats().write_errors, 1u);
   EXPECT_EQ(w.stats().frames_written, 5u);
   EXPECT_EQ(w.stats().frames_dropped, 15u);
-  expect_consistent(w, s, 20, 0);
+  // Fill frames are dropped too, and not counted as written fill frames.
+  codif::Header missing;
+  missing.data_words = 64;
+  EXPECT_TRUE(
+      w.write_fill(missing, {.samples_per_frame = 512, .frames_per_period = 10, .period = 1}, 4)
+          .ok());
+  EXPECT_EQ(w.stats().fill_frames, 0u);
+  EXPECT_EQ(w.stats().frames_dropped, 19u);
+  EXPECT_TRUE(w.close().ok());
+  expect_consistent(w, s, 24, 0);
 }
 
 TEST(WriterErrors, AnExistingFileIsNeverClobberedAndItsSlotIsSkipped) {

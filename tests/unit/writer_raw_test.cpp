@@ -259,6 +259,33 @@ TEST(RotatingFile, OpenFileSizeIsLiveAndNoFileBeforeTheFirstFrame) {
   EXPECT_EQ(w.files()[0].records, 2u);
 }
 
+TEST(RawWriter, MovesWithItsOpenFile) {
+  test::TempDir dir;
+  std::vector<RawWriter> writers;
+  writers.reserve(1);
+  writers.emplace_back(test::simple_paths(dir.path(), "a"), rotation(0, 4096));
+  const Bytes first = write_frames(writers[0], 9);  // 5184 bytes: one buffer flushed, rest staged
+  writers.emplace_back(test::simple_paths(dir.path(), "b"), rotation(0, 4096));  // reallocates
+  Bytes all = first;
+  test::append(all, write_frames(writers[0], 3));
+  for (RawWriter& w : writers)
+    ASSERT_TRUE(w.close().ok());
+  EXPECT_EQ(test::read_file(dir.path() / "a.0"), all);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "b.0"));
+}
+
+TEST(RawWriter, CloseIsFinal) {
+  test::TempDir dir;
+  RawWriter w(test::simple_paths(dir.path()), rotation(kFrame));
+  const Bytes all = write_frames(w, 2);
+  ASSERT_TRUE(w.close().ok());
+  const auto h = test::encoded(header_at(1000, 2));
+  EXPECT_TRUE(w.write_frame(h, data_of(1000, 2)).ok());
+  EXPECT_EQ(w.stats().frames_dropped, 1u);
+  EXPECT_EQ(w.files().size(), 2u);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "f.2"));
+}
+
 TEST(RawWriter, NamesFilesFromTheTemplate) {
   test::TempDir dir;
   FileNamer namer;
