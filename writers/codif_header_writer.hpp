@@ -1,0 +1,36 @@
+// codifhdr output of one stream: the 64-byte CODIF headers only, concatenated (codifio's .chead).
+//
+// Fill frames are written here too (their header is the fill header, invalid bit set), so header
+// n of the .chead file describes frame n of the raw file of the same run and gaps stay visible
+// to codifsum as invalid frames.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "capture/codif/header.hpp"
+#include "writers/rotating_file.hpp"
+#include "writers/status.hpp"
+#include "writers/writer_stats.hpp"
+
+namespace rocecap::writers {
+
+class CodifHeaderWriter {
+ public:
+  CodifHeaderWriter(PathMaker path_maker, const RotationOptions& rotation);
+
+  Status write_frame(std::span<const std::byte, codif::kHeaderBytes> header);
+  // As RawWriter::write_fill, headers only.
+  Status write_fill(const codif::Header& first_missing, const codif::Timing& timing,
+                    uint64_t count);
+
+  Status close() { return out_.close(); }
+  const WriterStats& stats() const noexcept { return out_.stats(); }
+  const std::vector<FileRecord>& files() { return out_.files(); }
+
+ private:
+  RotatingFile out_;
+};
+
+}  // namespace rocecap::writers

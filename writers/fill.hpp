@@ -1,0 +1,18 @@
+// Fill frames (CODIF.md): the header a missing frame would have had, marked invalid.
+#pragma once
+
+#include <cstdint>
+
+#include "capture/codif/header.hpp"
+
+namespace rocecap::writers {
+
+// Header of the frame `n` frames after `first_missing`, with the invalid bit set.
+inline codif::Header fill_header(const codif::Header& first_missing, const codif::Timing& timing,
+                                 uint64_t n) noexcept {
+  codif::Header h = codif::advance(first_missing, timing, n);
+  h.invalid = true;
+  return h;
+}
+
+}  // namespace rocecap::writers

@@ -1,0 +1,49 @@
+// pcap output of one interface: nanosecond-resolution classic pcap (magic 0xa1b23c4d, version
+// 2.4, linktype 1 Ethernet), readable by libpcap, tcpdump, tshark and Wireshark.
+//
+// The 24-byte file header (at the start of every rotated file) and the 16-byte record headers are
+// written straight into the staging buffer: one memcpy per piece and one write() per buffer,
+// instead of pcap_dump's stdio path (ECOSYSTEM.md). Fields are in host byte order, as libpcap
+// writes them; readers detect the order from the magic.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "writers/rotating_file.hpp"
+#include "writers/status.hpp"
+#include "writers/writer_stats.hpp"
+
+namespace rocecap::writers {
+
+inline constexpr uint32_t kPcapMagicNs = 0xa1b23c4d;
+inline constexpr uint32_t kLinktypeEthernet = 1;
+inline constexpr std::size_t kPcapFileHeaderBytes = 24;
+inline constexpr std::size_t kPcapRecordHeaderBytes = 16;
+
+struct PcapOptions {
+  // Bytes kept per packet; longer packets are cut (orig_len keeps their length). 262144 is
+  // libpcap's own maximum for Ethernet and holds any jumbo frame.
+  uint32_t snaplen = 262144;
+};
+
+class PcapWriter {
+ public:
+  PcapWriter(PathMaker path_maker, const RotationOptions& rotation, PcapOptions options = {});
+
+  // One Ethernet frame given as up to two pieces (header slot, payload slot), timestamp in
+  // nanoseconds since the Unix epoch (negative clamps to 0). wire_len = 0: head + tail sizes.
+  Status write_packet(int64_t unix_ns, std::span<const std::byte> head,
+                      std::span<const std::byte> tail = {}, uint32_t wire_len = 0);
+
+  Status close() { return out_.close(); }
+  const WriterStats& stats() const noexcept { return out_.stats(); }
+  const std::vector<FileRecord>& files() { return out_.files(); }
+
+ private:
+  RotatingFile out_;
+  PcapOptions options_;
+};
+
+}  // namespace rocecap::writers

@@ -1,0 +1,45 @@
+#include "writers/raw_writer.hpp"
+
+#include <array>
+#include <utility>
+
+#include "writers/fill.hpp"
+
+namespace rocecap::writers {
+
+RawWriter::RawWriter(PathMaker path_maker, const RotationOptions& rotation, RawOptions options)
+    : out_(std::move(path_maker), rotation), options_(options) {}
+
+Status RawWriter::write_frame(std::span<const std::byte, codif::kHeaderBytes> header,
+                              std::span<const std::byte> data) {
+  if (options_.strip_headers) {
+    const std::array<Piece, 1> pieces{bytes_piece(data)};
+    return out_.write(pieces);
+  }
+  const std::array<Piece, 2> pieces{bytes_piece(header), bytes_piece(data)};
+  return out_.write(pieces);
+}
+
+Status RawWriter::write_fill(const codif::Header& first_missing, const codif::Timing& timing,
+                             uint64_t count) {
+  const std::size_t data_bytes = first_missing.payload_bytes();
+  Status first_error;
+  std::array<std::byte, codif::kHeaderBytes> header{};
+  for (uint64_t i = 0; i < count; ++i) {
+    bool written = false;
+    Status s;
+    if (options_.strip_headers) {
+      const std::array<Piece, 1> pieces{zeros_piece(data_bytes)};
+      s = out_.write(pieces, &written);
+    } else {
+      codif::encode(fill_header(first_missing, timing, i), header);
+      const std::array<Piece, 2> pieces{bytes_piece(header), zeros_piece(data_bytes)};
+      s = out_.write(pieces, &written);
+    }
+    if (written) ++out_.stats().fill_frames;
+    if (!s.ok() && first_error.ok()) first_error = std::move(s);
+  }
+  return first_error;
+}
+
+}  // namespace rocecap::writers

@@ -1,0 +1,48 @@
+// Raw output of one stream: a CODIF file, frames in time order, fill frames for gaps.
+//
+// With strip_headers the file holds the data arrays only (time-aligned samples; fill frames are
+// zero data). The caller (the ring consumer) hands frames in sequence order and reports each gap
+// with write_fill(); the writer does no sequencing of its own.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "capture/codif/header.hpp"
+#include "writers/rotating_file.hpp"
+#include "writers/status.hpp"
+#include "writers/writer_stats.hpp"
+
+namespace rocecap::writers {
+
+struct RawOptions {
+  bool strip_headers = false;
+};
+
+class RawWriter {
+ public:
+  RawWriter(PathMaker path_maker, const RotationOptions& rotation, RawOptions options = {});
+
+  // One received frame: its 64-byte CODIF header and its data array (the header and payload
+  // slots of the split capture).
+  Status write_frame(std::span<const std::byte, codif::kHeaderBytes> header,
+                     std::span<const std::byte> data);
+
+  // `count` fill frames: the headers of the frames from `first_missing` on (its index, then
+  // +1...) with the invalid bit set, and first_missing.payload_bytes() zero bytes each.
+  // The caller bounds `count` (the Sequencer resynchronises instead of filling huge jumps).
+  // Returns the first error; fill frames that could not be written are counted as dropped.
+  Status write_fill(const codif::Header& first_missing, const codif::Timing& timing,
+                    uint64_t count);
+
+  Status close() { return out_.close(); }
+  const WriterStats& stats() const noexcept { return out_.stats(); }
+  const std::vector<FileRecord>& files() { return out_.files(); }
+
+ private:
+  RotatingFile out_;
+  RawOptions options_;
+};
+
+}  // namespace rocecap::writers

@@ -1,0 +1,109 @@
+// A sequence of OutputFiles for one writer: rotates at a size, always at a record boundary.
+//
+// Rotation. Before a record that would take the current file past `max_bytes`, the file is
+// closed and the next sequence number opened; a record is never split, so a record larger than
+// `max_bytes` sits alone in its file. max_bytes = 0: no rotation. Files are opened lazily, at
+// the first record (an idle stream leaves no empty file). Each file starts with `preamble`
+// (the pcap file header; empty for raw and codifhdr).
+//
+// Errors. A failed open or write is counted, kept in stats().last_error and returned once (the
+// caller logs it). The broken file is closed with its on-disk bytes valid (OutputFile). The
+// writer then drops records (counted in frames_dropped) until the point where the next rotation
+// would have happened had nothing failed, and opens the next sequence number there: file N still
+// covers the same span of the stream, so raw files stay time-aligned with their neighbours.
+// With max_bytes = 0 there is no next rotation: the stream stops writing for the rest of the run.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "writers/aligned_buffer.hpp"
+#include "writers/output_file.hpp"
+#include "writers/status.hpp"
+#include "writers/writer_stats.hpp"
+
+namespace rocecap::writers {
+
+// Produces the path of file `seq` (FileNamer::path_maker), creating directories as needed.
+using PathMaker = std::function<Status(uint64_t seq, std::filesystem::path& out)>;
+
+struct RotationOptions {
+  uint64_t max_bytes = 0;               // rotate before exceeding this; 0 = never
+  std::size_t buffer_bytes = 8u << 20;  // staging buffer, one write() per buffer
+  uint64_t first_seq = 0;
+  OutputOptions output;
+};
+
+// One piece of a record: bytes, or (data == nullptr) `size` zero bytes.
+struct Piece {
+  const std::byte* data = nullptr;
+  std::size_t size = 0;
+};
+inline Piece bytes_piece(std::span<const std::byte> s) noexcept {
+  return {s.data(), s.size()};
+}
+inline Piece zeros_piece(std::size_t n) noexcept {
+  return {nullptr, n};
+}
+
+// A file written (or being written), for the run manifest.
+struct FileRecord {
+  std::filesystem::path path;
+  uint64_t seq = 0;
+  uint64_t bytes = 0;    // current size; final once closed
+  uint64_t records = 0;  // frames / pcap records in it
+  bool direct = false;   // O_DIRECT in effect
+  bool open = false;
+  bool failed = false;  // a write error closed it early (contents up to `bytes` are valid)
+};
+
+class RotatingFile {
+ public:
+  // Allocates the staging buffer (throws std::bad_alloc); nothing is opened yet.
+  RotatingFile(PathMaker path_maker, const RotationOptions& options,
+               std::span<const std::byte> preamble = {});
+  ~RotatingFile();  // close(), result ignored: call close() to see it
+  RotatingFile(const RotatingFile&) = delete;
+  RotatingFile& operator=(const RotatingFile&) = delete;
+  // Movable (writers can live in a std::vector); the staging buffer moves with its file.
+  RotatingFile(RotatingFile&&) noexcept = default;
+  RotatingFile& operator=(RotatingFile&&) = delete;
+
+  // Writes one whole record. Returns an error once per failure event; records dropped while
+  // suspended after an error return ok (they are counted). `written`, when given, says whether
+  // the record went into a file.
+  Status write(std::span<const Piece> pieces, bool* written = nullptr);
+  // Final: flushes, fsyncs and closes the current file; later records are counted as dropped.
+  Status close();
+
+  // Files in the order opened (failed opens are not listed). Sizes of the open file are live.
+  const std::vector<FileRecord>& files();
+  const WriterStats& stats() const noexcept { return stats_; }
+  WriterStats& stats() noexcept { return stats_; }
+
+ private:
+  Status start_file(uint64_t seq);
+  Status finish_file();
+  Status append(std::span<const Piece> pieces);
+  void record_error(const Status& s);
+  void sync_current() noexcept;
+
+  PathMaker path_maker_;
+  RotationOptions options_;
+  std::vector<std::byte> preamble_;
+  AlignedBuffer staging_;
+  OutputFile file_;
+  std::vector<FileRecord> files_;
+  WriterStats stats_;
+  bool started_ = false;
+  bool closed_ = false;
+  uint64_t seq_ = 0;
+  uint64_t virtual_bytes_ = 0;  // size file seq_ would have, errors or not
+  uint64_t virtual_records_ = 0;
+};
+
+}  // namespace rocecap::writers

@@ -1,0 +1,32 @@
+// Result of a writer operation. Writers never throw on the data path: a failed write comes back
+// as a Status carrying the errno and a message that names the file, so the caller can count it
+// and log it once. An ok Status holds an empty string (no allocation).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace rocecap::writers {
+
+class Status {
+ public:
+  Status() = default;
+  static Status error(int code, std::string message) { return Status(code, std::move(message)); }
+
+  bool ok() const noexcept { return code_ == 0; }
+  explicit operator bool() const noexcept { return ok(); }
+  int code() const noexcept { return code_; }  // errno value; 0 when ok
+  const std::string& message() const noexcept { return message_; }
+
+ private:
+  Status(int code, std::string message) : code_(code), message_(std::move(message)) {}
+  int code_ = 0;
+  std::string message_;
+};
+
+// "<op> <path>: <strerror(err)>", e.g. "write /data/run1/a.0001.codif: No space left on device".
+Status sys_error(int err, std::string_view op, const std::filesystem::path& path);
+
+}  // namespace rocecap::writers
