@@ -11,12 +11,13 @@ RawWriter::RawWriter(PathMaker path_maker, const RotationOptions& rotation, RawO
     : out_(std::move(path_maker), rotation), options_(options) {}
 
 Status RawWriter::write_frame(std::span<const std::byte, codif::kHeaderBytes> header,
-                              std::span<const std::byte> data) {
+                              std::span<const std::byte> data,
+                              std::span<const std::byte> data_tail) {
   if (options_.strip_headers) {
-    const std::array<Piece, 1> pieces{bytes_piece(data)};
+    const std::array<Piece, 2> pieces{bytes_piece(data), bytes_piece(data_tail)};
     return out_.write(pieces);
   }
-  const std::array<Piece, 2> pieces{bytes_piece(header), bytes_piece(data)};
+  const std::array<Piece, 3> pieces{bytes_piece(header), bytes_piece(data), bytes_piece(data_tail)};
   return out_.write(pieces);
 }
 

@@ -26,8 +26,10 @@ class RawWriter {
 
   // One received frame: its 64-byte CODIF header and its data array (the header and payload
   // slots of the split capture).
+  // The data may come in two pieces (`data`, then `data_tail`): the split capture puts the
+  // first bytes after the CODIF header in the header slot and the rest in the payload slot.
   Status write_frame(std::span<const std::byte, codif::kHeaderBytes> header,
-                     std::span<const std::byte> data);
+                     std::span<const std::byte> data, std::span<const std::byte> data_tail = {});
 
   // `count` fill frames: the headers of the frames from `first_missing` on (its index, then
   // +1...) with the invalid bit set, and first_missing.payload_bytes() zero bytes each.

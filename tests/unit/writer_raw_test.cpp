@@ -305,3 +305,33 @@ TEST(RawWriter, NamesFilesFromTheTemplate) {
 
 }  // namespace
 }  // namespace rocecap::writers
+
+namespace rocecap::writers {
+namespace {
+
+// The split capture hands a frame's data in two pieces (end of the header slot, payload slot):
+// the file must hold the same bytes as for one contiguous piece, with and without headers.
+TEST(RawWriter, DataInTwoPiecesWritesTheSameBytesAsOne) {
+  for (const bool strip : {false, true}) {
+    test::TempDir dir;
+    RawOptions opts;
+    opts.strip_headers = strip;
+    RawWriter one(test::simple_paths(dir.path(), "one"), rotation(0), opts);
+    RawWriter two(test::simple_paths(dir.path(), "two"), rotation(0), opts);
+    for (uint32_t f = 0; f < 3; ++f) {
+      const auto h = test::encoded(header_at(1000, f));
+      const Bytes d = data_of(1000, f);
+      ASSERT_TRUE(one.write_frame(h, d).ok());
+      const std::span<const std::byte> all(d);
+      ASSERT_TRUE(two.write_frame(h, all.first(22), all.subspan(22)).ok());
+    }
+    ASSERT_TRUE(one.close().ok());
+    ASSERT_TRUE(two.close().ok());
+    const Bytes a = test::read_file(one.files().at(0).path);
+    EXPECT_EQ(a.size(), 3 * (strip ? kData : kFrame));
+    EXPECT_EQ(a, test::read_file(two.files().at(0).path)) << "strip=" << strip;
+  }
+}
+
+}  // namespace
+}  // namespace rocecap::writers
