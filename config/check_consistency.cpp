@@ -242,7 +242,8 @@ void check_format_options(Context& ctx, RunConfig& cfg) {
 
 void check_output_sizes(Context& ctx, const RunConfig& cfg) {
   const OutputSection& o = cfg.output;
-  if (!ctx.failed("output.directory") && (o.directory.empty() || o.directory.front() != '/')) {
+  if (ctx.present("output.directory") && !ctx.failed("output.directory") &&
+      (o.directory.empty() || o.directory.front() != '/')) {
     ctx.report("output.directory",
                fmt::format("'{}' is relative; use an absolute path", o.directory));
   }

@@ -128,22 +128,21 @@ MapView::MapView(Context& ctx, const Field& field, std::initializer_list<std::st
       continue;
     }
     const auto seen = std::find_if(entries_.begin(), entries_.end(),
-                                   [&](const auto& e) { return e.first == key; });
+                                   [&](const Entry& e) { return e.key == key; });
     if (seen != entries_.end()) {
       ctx.report(key_pos, path,
-                 fmt::format("duplicate key '{}' (first at line {})", key,
-                             ctx.line_of(seen->second.path)));
+                 fmt::format("duplicate key '{}' (first at line {})", key, seen->key_pos.line));
       continue;
     }
     const Pos value_pos = it->second.IsNull() ? key_pos : to_pos(it->second.Mark());
     ctx.remember(path, value_pos);
-    entries_.emplace_back(key, Field{it->second, path, value_pos});
+    entries_.push_back(Entry{key, key_pos, Field{it->second, path, value_pos}});
   }
 }
 
 std::optional<Field> MapView::get(std::string_view key) const {
-  for (const auto& [name, value] : entries_) {
-    if (name == key) return value;
+  for (const Entry& e : entries_) {
+    if (e.key == key) return e.value;
   }
   return std::nullopt;
 }

@@ -73,7 +73,12 @@ class MapView {
   Context& ctx_;
   Field self_;
   bool valid_ = false;
-  std::vector<std::pair<std::string, Field>> entries_;  // first occurrence of each key
+  struct Entry {
+    std::string key;
+    Pos key_pos;
+    Field value;
+  };
+  std::vector<Entry> entries_;  // first occurrence of each key
 };
 
 std::string child_path(std::string_view parent, std::string_view key);

@@ -1,0 +1,365 @@
+// Loading whole run files: values, defaults, several problems at once, YAML-level errors,
+// host checks and the shipped examples.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "config/loader.hpp"
+#include "config/name_template.hpp"
+#include "config/summary.hpp"
+#include "config_test_support.hpp"
+
+namespace rocecap::config {
+namespace {
+
+using testing::fixed_host;
+using testing::kBaseConfig;
+using testing::patched;
+
+std::string all_problems(const LoadResult& r) {
+  std::string out;
+  for (const Problem& p : r.problems) out += format_problem(p) + "\n";
+  return out;
+}
+
+TEST(ConfigLoader, ReadsEveryValueOfTheBaseConfig) {
+  const LoadResult r = load_string(kBaseConfig, "run.yaml", fixed_host());
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  const RunConfig& c = *r.config;
+  EXPECT_EQ(c.source_path, "run.yaml");
+  EXPECT_EQ(c.source_text, kBaseConfig);
+  EXPECT_EQ(c.run.name, "test-run");
+  EXPECT_EQ(c.run.duration, std::chrono::seconds(10));
+  EXPECT_FALSE(c.run.packets.has_value());
+  EXPECT_EQ(c.capture.backend, Backend::verbs);
+  EXPECT_EQ(c.capture.ring_depth, 1024u);
+  EXPECT_EQ(c.capture.header_split, 128u);
+  ASSERT_EQ(c.capture.interfaces.size(), 1u);
+  const InterfaceConfig& itf = c.capture.interfaces[0];
+  EXPECT_EQ(itf.name, "eth0");
+  EXPECT_EQ(itf.device, "mlx5_0");
+  EXPECT_EQ(itf.capture_cpu, 1u);
+  ASSERT_EQ(itf.groups.size(), 2u);
+  EXPECT_EQ(itf.groups[0].address, 0xEF010001u);
+  EXPECT_EQ(itf.groups[0].port, 36001);
+  EXPECT_EQ(itf.groups[1].address, 0xEF010002u);
+  EXPECT_EQ(itf.groups[1].port, 36002);
+  // Two groups x two antennas x 1024 slots share the device's CQ.
+  EXPECT_EQ(c.capture.cq_size, 4096u);
+  EXPECT_EQ(c.streams.format, StreamFormat::codif);
+  ASSERT_EQ(c.streams.antennas.size(), 2u);
+  EXPECT_EQ(c.streams.antennas[1].name, "a2");
+  EXPECT_EQ(c.streams.antennas[1].source, 0xC0000202u);
+  ASSERT_EQ(c.streams.sync.size(), 2u);  // defaults
+  EXPECT_EQ(c.streams.sync[0].word, 0xFEEDCAFEu);
+  EXPECT_EQ(c.streams.sync[0].layout, CodifLayout::v3);
+  EXPECT_EQ(c.streams.sync[1].word, 0xABADDEEDu);
+  EXPECT_EQ(c.streams.sync[1].layout, CodifLayout::v1);
+  EXPECT_EQ(c.output.directory, "/tmp/rocecap-test");
+  EXPECT_EQ(c.output.formats, (std::vector{OutputFormat::raw, OutputFormat::codifhdr}));
+  EXPECT_EQ(c.output.rotate_bytes, uint64_t{1} << 30);
+  EXPECT_EQ(c.output.reorder_window, 8u);
+  EXPECT_EQ(c.output.writer_cpu, 2u);
+  EXPECT_EQ(c.metrics.address, 0x7F000001u);
+  EXPECT_EQ(c.metrics.port, 9464);
+  EXPECT_EQ(c.logging.level, LogLevel::info);
+  EXPECT_EQ(enumerate_streams(c).size(), 4u);
+}
+
+TEST(ConfigLoader, MinimalFileGetsDocumentedDefaults) {
+  const char* text =
+      "run: {name: r}\n"
+      "capture:\n"
+      "  backend: pcap\n"
+      "  interfaces: [{name: lo, groups: [239.2.0.1:5000]}]\n"
+      "streams: {antennas: [{name: x, source: 127.0.0.1}]}\n"
+      "output: {directory: /tmp/x}\n";
+  const LoadResult r = load_string(text, "min.yaml", fixed_host());
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  const RunConfig& c = *r.config;
+  EXPECT_FALSE(c.run.duration.has_value());
+  EXPECT_FALSE(c.run.packets.has_value());
+  EXPECT_EQ(c.capture.ring_depth, 4096u);
+  EXPECT_EQ(c.capture.header_split, 128u);
+  EXPECT_EQ(c.capture.max_frame, 9216u);
+  EXPECT_EQ(c.capture.payload_memory, PayloadMemory::automatic);
+  EXPECT_EQ(c.capture.poll_mode, PollMode::busy_poll);
+  EXPECT_EQ(c.capture.cq_size, 0u);  // not verbs
+  EXPECT_FALSE(c.capture.interfaces[0].capture_cpu.has_value());
+  EXPECT_EQ(c.streams.format, StreamFormat::codif);
+  EXPECT_EQ(c.output.formats, std::vector{OutputFormat::raw});
+  EXPECT_EQ(c.output.rotate_bytes, uint64_t{4} << 30);
+  EXPECT_TRUE(c.output.fill_gaps);
+  EXPECT_FALSE(c.output.strip_headers);
+  EXPECT_FALSE(c.output.direct_io);
+  EXPECT_EQ(c.output.reorder_window, 8u);
+  EXPECT_TRUE(c.metrics.enabled);
+  EXPECT_EQ(c.metrics.address, 0x7F000001u);
+  EXPECT_EQ(c.metrics.port, 9464);
+  EXPECT_EQ(c.logging.level, LogLevel::info);
+  EXPECT_EQ(stream_file_name(c, StreamRef{0, 0, 0}, OutputFormat::raw, 3),
+            "r/239.2.0.1_5000_x.0003.codif");
+}
+
+TEST(ConfigLoader, ReportsAllProblemsInFileOrder) {
+  std::string text = patched("rotate: 1GiB", "rotate: 4GB");
+  text = text.substr(0, text.find("  duration: 10s")) + "  duration: ten\n" +
+         text.substr(text.find("capture:"));
+  const std::size_t port = text.find("port: 36002");
+  text.replace(port, 11, "port: 99999");
+  text.replace(text.find("level: info"), 11, "level: loud");
+  const LoadResult r = load_string(text, "run.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 4u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "run.yaml:3:13: run.duration: 'ten' is not a duration; use e.g. 30s, 5m or 1h30m");
+  EXPECT_EQ(r.problems[1].key_path, "capture.interfaces[0].groups[1].port");
+  EXPECT_EQ(r.problems[1].line, 16);
+  EXPECT_EQ(format_problem(r.problems[2]),
+            "run.yaml:27:11: output.rotate: '4GB' is not a size; use e.g. 4GiB");
+  EXPECT_EQ(r.problems[3].key_path, "logging.level");
+  EXPECT_EQ(r.problems[3].line, 33);
+  EXPECT_FALSE(r.config.has_value());
+}
+
+TEST(ConfigLoader, DuplicateTopLevelSectionIsAnError) {
+  const std::string text = std::string(kBaseConfig) + "logging:\n  level: debug\n";
+  const LoadResult r = load_string(text, "run.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "run.yaml:34:1: logging: duplicate key 'logging' (first at line 32)");
+}
+
+TEST(ConfigLoader, UnknownKeyWithoutCloseMatchListsTheKnownKeys) {
+  const LoadResult r = load_string(patched("level: info", "colour: red"), "r.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].message, "unknown key 'colour' (known here: level)");
+}
+
+TEST(ConfigLoader, MissingSectionsPointAtTheDocument) {
+  const LoadResult r = load_string("run: {name: a}\n", "r.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 3u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]), "r.yaml:1:1: capture: missing (required)");
+  EXPECT_EQ(r.problems[1].key_path, "streams");
+  EXPECT_EQ(r.problems[2].key_path, "output");
+}
+
+TEST(ConfigLoader, YamlSyntaxErrorIsOneProblemWithAPosition) {
+  const LoadResult r = load_string("run:\n  name: [a, b\ncapture: x\n", "r.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_GE(r.problems[0].line, 2);
+  EXPECT_NE(r.problems[0].message.find("not valid YAML"), std::string::npos);
+}
+
+TEST(ConfigLoader, EmptyFileAndSecondDocumentAreRefused) {
+  LoadResult r = load_string("", "e.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_NE(r.problems[0].message.find("the file is empty"), std::string::npos);
+  r = load_string(std::string(kBaseConfig) + "---\nrun: {name: b}\n", "two.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].line, 35);
+  EXPECT_NE(r.problems[0].message.find("more than one YAML document"), std::string::npos);
+}
+
+TEST(ConfigLoader, TopLevelNotAMap) {
+  const LoadResult r = load_string("- a\n- b\n", "l.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]), "l.yaml:1:1: expected a map of keys, found a list");
+}
+
+TEST(ConfigLoader, UnreadableFileIsOneProblemWithoutPosition) {
+  const LoadResult r = load_file("/nonexistent/rocecap/run.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "/nonexistent/rocecap/run.yaml: cannot read: No such file or directory");
+  const LoadResult dir = load_file("/", fixed_host());
+  ASSERT_EQ(dir.problems.size(), 1u);
+  EXPECT_NE(dir.problems[0].message.find("cannot read"), std::string::npos);
+}
+
+TEST(ConfigLoader, SyncWordsLayoutAndUdpFormat) {
+  LoadResult r = load_string(
+      patched("  format: codif\n",
+              "  format: codif\n  sync: [0xabaddeed, {word: 0xADEADBEE, layout: v1}]\n"),
+      "s.yaml", fixed_host());
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  ASSERT_EQ(r.config->streams.sync.size(), 2u);
+  EXPECT_EQ(r.config->streams.sync[0].word, 0xABADDEEDu);
+  EXPECT_EQ(r.config->streams.sync[0].layout, CodifLayout::v1);
+  EXPECT_EQ(r.config->streams.sync[1].word, 0xADEADBEEu);
+
+  r = load_string(patched("  format: codif\n", "  format: udp\n  sync: [0xFEEDCAFE]\n"), "u.yaml",
+                  fixed_host());
+  ASSERT_EQ(r.problems.size(), 2u) << all_problems(r);  // sync, and codifhdr in formats
+  EXPECT_EQ(r.problems[0].key_path, "streams.sync");
+  EXPECT_EQ(r.problems[0].message, "only used with format codif");
+}
+
+TEST(ConfigLoader, ProblemsBelowAFailedValueAreNotPiledOn) {
+  // A bad backend must not also produce "device only with verbs" and the like.
+  const LoadResult r =
+      load_string(patched("backend: verbs", "backend: [verbs]"), "r.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].message, "expected a single value, found a list");
+}
+
+// --- host checks -------------------------------------------------------------------------
+
+class ConfigHostChecks : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rocecap-cfg-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override {
+    std::filesystem::permissions(dir_, std::filesystem::perms::owner_all);
+    std::filesystem::remove_all(dir_);
+  }
+  LoadResult load_with_directory(const std::string& directory) {
+    HostChecks host = fixed_host();
+    host.check_filesystem = true;
+    return load_string(patched("directory: /tmp/rocecap-test", "directory: " + directory),
+                       "run.yaml", host);
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(ConfigHostChecks, ExistingWritableDirectoryAndCreatableOneAreAccepted) {
+  EXPECT_TRUE(load_with_directory(dir_.string()).ok());
+  EXPECT_TRUE(load_with_directory((dir_ / "new" / "deeper").string()).ok());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "new")) << "checking must not create it";
+  EXPECT_TRUE(std::filesystem::is_empty(dir_)) << "the probe must leave nothing behind";
+}
+
+TEST_F(ConfigHostChecks, FileInsteadOfDirectoryIsRefused) {
+  std::ofstream(dir_ / "file") << "x";
+  LoadResult r = load_with_directory((dir_ / "file").string());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].line, 25);
+  EXPECT_EQ(r.problems[0].key_path, "output.directory");
+  EXPECT_NE(r.problems[0].message.find("exists and is not a directory"), std::string::npos);
+  r = load_with_directory((dir_ / "file" / "sub").string());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_NE(r.problems[0].message.find("is not a directory"), std::string::npos);
+}
+
+TEST_F(ConfigHostChecks, ReadOnlyDirectoryIsRefused) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root may write anywhere";
+  std::filesystem::permissions(dir_, std::filesystem::perms::owner_read |
+                                         std::filesystem::perms::owner_exec);
+  LoadResult r = load_with_directory(dir_.string());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_NE(r.problems[0].message.find("is not writable"), std::string::npos);
+  r = load_with_directory((dir_ / "sub").string());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_NE(r.problems[0].message.find("cannot be created"), std::string::npos);
+}
+
+TEST_F(ConfigHostChecks, ReplayFileMustBeReadable) {
+  HostChecks host = fixed_host();
+  host.check_filesystem = true;
+  const std::string base = patched("directory: /tmp/rocecap-test", "directory: " + dir_.string());
+  std::string text = base;
+  text.replace(text.find("backend: verbs"), 14,
+               "backend: pcap-file\n  pcap_file: " + (dir_ / "in.pcap").string());
+  text.replace(text.find("      device: mlx5_0\n"), 21, "");
+  LoadResult r = load_string(text, "run.yaml", host);
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].key_path, "capture.pcap_file");
+  EXPECT_EQ(r.problems[0].line, 6);
+  EXPECT_NE(r.problems[0].message.find("No such file or directory"), std::string::npos);
+  std::ofstream(dir_ / "in.pcap") << "pcap";
+  r = load_string(text, "run.yaml", host);
+  EXPECT_TRUE(r.ok()) << all_problems(r);
+}
+
+TEST_F(ConfigHostChecks, CpuIdsAreCheckedAgainstThisProcessByDefault) {
+  HostChecks host;
+  host.check_filesystem = false;
+  const LoadResult r =
+      load_string(patched("capture_cpu: 1", "capture_cpu: 4095"), "run.yaml", host);
+  const Problem* cpu = nullptr;
+  for (const Problem& p : r.problems) {
+    if (p.key_path == "capture.interfaces[0].capture_cpu") cpu = &p;
+  }
+  ASSERT_NE(cpu, nullptr) << all_problems(r);
+  EXPECT_NE(cpu->message.find("CPU 4095 is not usable on this host"), std::string::npos);
+}
+
+// --- the shipped examples ------------------------------------------------------------------
+
+LoadResult load_example(const std::string& name) {
+  HostChecks host;
+  host.check_filesystem = false;  // they name production paths
+  host.usable_cpus = std::vector<unsigned>();
+  for (unsigned cpu = 0; cpu < 64; ++cpu) host.usable_cpus->push_back(cpu);
+  return load_file(std::string(ROCECAP_SOURCE_DIR) + "/config/examples/" + name, host);
+}
+
+TEST(ConfigExamples, EveryExampleLoadsCleanly) {
+  std::size_t examples = 0;
+  for (const auto& entry :
+       std::filesystem::directory_iterator(std::string(ROCECAP_SOURCE_DIR) + "/config/examples")) {
+    if (entry.path().extension() != ".yaml") continue;
+    ++examples;
+    const LoadResult r = load_example(entry.path().filename().string());
+    EXPECT_TRUE(r.ok()) << entry.path() << ":\n" << all_problems(r);
+  }
+  EXPECT_GE(examples, 3u);
+}
+
+TEST(ConfigExamples, OneExamplePerBackend) {
+  const LoadResult verbs = load_example("verbs.yaml");
+  const LoadResult pcap = load_example("pcap.yaml");
+  const LoadResult file = load_example("pcap-file.yaml");
+  ASSERT_TRUE(verbs.ok() && pcap.ok() && file.ok());
+  EXPECT_EQ(verbs.config->capture.backend, Backend::verbs);
+  EXPECT_EQ(pcap.config->capture.backend, Backend::pcap);
+  EXPECT_EQ(file.config->capture.backend, Backend::pcap_file);
+  EXPECT_EQ(enumerate_streams(*verbs.config).size(), 6u);
+  // mlx5_0 carries 2 groups x 2 antennas x 8192 slots; mlx5_1 half of that.
+  EXPECT_EQ(verbs.config->capture.cq_size, 32768u);
+  EXPECT_EQ(file.config->capture.pcap_file, "/var/lib/rocecap/recordings/atca-20261121.pcap");
+  EXPECT_FALSE(file.config->output.fill_gaps);  // udp streams have no fill frames
+}
+
+TEST(ConfigSummary, ShowsRunBackendInterfacesStreamsOutputAndMetrics) {
+  const LoadResult r = load_example("verbs.yaml");
+  ASSERT_TRUE(r.ok());
+  const std::string s = render_summary(*r.config);
+  for (const char* expected :
+       {"run         atca-verbs (stops after 1h30m)", "backend verbs, busy_poll, payload memory auto",
+        "ring 8192 slots per stream, header split 128 B, max frame 8320 B, CQ 32768 entries",
+        "interface enp65s0f0 (mlx5_0, CPU 2): 239.17.0.1:36001, 239.17.0.2:36002",
+        "interface enp65s0f1 (mlx5_1, CPU 3): 239.17.0.3:36003", "streams     6 ",
+        "sync 0xFEEDCAFE v3, 0xABADDEED v1", "239.17.0.3:36003 ca02       from 192.0.2.12",
+        "/var/lib/rocecap/data [raw, codifhdr], rotate at 4 GiB",
+        "raw       e.g. /var/lib/rocecap/data/atca-verbs/239.17.0.1_36001_ca01.0000.codif",
+        "codifhdr  e.g. /var/lib/rocecap/data/atca-verbs/239.17.0.1_36001_ca01.0000.chead",
+        "writer CPU 4", "metrics     http://127.0.0.1:9464/metrics", "logging     info"}) {
+    EXPECT_NE(s.find(expected), std::string::npos) << "missing '" << expected << "' in:\n" << s;
+  }
+  // 6 streams x 8192 slots x 128 header bytes.
+  EXPECT_NE(s.find("headers 6 MiB (host)"), std::string::npos) << s;
+}
+
+TEST(ConfigSummary, LongStreamListsStayOnOneScreen) {
+  std::string text = kBaseConfig;
+  std::string antennas;
+  for (int i = 3; i <= 20; ++i) {
+    antennas += "    - {name: x" + std::to_string(i) + ", source: 192.0.2." + std::to_string(i) +
+                "}\n";
+  }
+  text.insert(text.find("output:"), antennas);
+  const LoadResult r = load_string(text, "big.yaml", fixed_host());
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  const std::string s = render_summary(*r.config);
+  EXPECT_NE(s.find("streams     40 "), std::string::npos) << s;
+  EXPECT_NE(s.find("... and 24 more"), std::string::npos) << s;
+  EXPECT_LE(std::count(s.begin(), s.end(), '\n'), 40);
+}
+
+}  // namespace
+}  // namespace rocecap::config
