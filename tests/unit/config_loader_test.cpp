@@ -20,7 +20,8 @@ using testing::patched;
 
 std::string all_problems(const LoadResult& r) {
   std::string out;
-  for (const Problem& p : r.problems) out += format_problem(p) + "\n";
+  for (const Problem& p : r.problems)
+    out += format_problem(p) + "\n";
   return out;
 }
 
@@ -247,8 +248,8 @@ TEST_F(ConfigHostChecks, FileInsteadOfDirectoryIsRefused) {
 
 TEST_F(ConfigHostChecks, ReadOnlyDirectoryIsRefused) {
   if (::geteuid() == 0) GTEST_SKIP() << "root may write anywhere";
-  std::filesystem::permissions(dir_, std::filesystem::perms::owner_read |
-                                         std::filesystem::perms::owner_exec);
+  std::filesystem::permissions(
+      dir_, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
   LoadResult r = load_with_directory(dir_.string());
   ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
   EXPECT_NE(r.problems[0].message.find("is not writable"), std::string::npos);
@@ -294,7 +295,8 @@ LoadResult load_example(const std::string& name) {
   HostChecks host;
   host.check_filesystem = false;  // they name production paths
   host.usable_cpus = std::vector<unsigned>();
-  for (unsigned cpu = 0; cpu < 64; ++cpu) host.usable_cpus->push_back(cpu);
+  for (unsigned cpu = 0; cpu < 64; ++cpu)
+    host.usable_cpus->push_back(cpu);
   return load_file(std::string(ROCECAP_SOURCE_DIR) + "/config/examples/" + name, host);
 }
 
@@ -330,7 +332,8 @@ TEST(ConfigSummary, ShowsRunBackendInterfacesStreamsOutputAndMetrics) {
   ASSERT_TRUE(r.ok());
   const std::string s = render_summary(*r.config);
   for (const char* expected :
-       {"run         atca-verbs (stops after 1h30m)", "backend verbs, busy_poll, payload memory auto",
+       {"run         atca-verbs (stops after 1h30m)",
+        "backend verbs, busy_poll, payload memory auto",
         "ring 8192 slots per stream, header split 128 B, max frame 8320 B, CQ 32768 entries",
         "interface enp65s0f0 (mlx5_0, CPU 2): 239.17.0.1:36001, 239.17.0.2:36002",
         "interface enp65s0f1 (mlx5_1, CPU 3): 239.17.0.3:36003", "streams     6 ",
@@ -349,8 +352,8 @@ TEST(ConfigSummary, LongStreamListsStayOnOneScreen) {
   std::string text = kBaseConfig;
   std::string antennas;
   for (int i = 3; i <= 20; ++i) {
-    antennas += "    - {name: x" + std::to_string(i) + ", source: 192.0.2." + std::to_string(i) +
-                "}\n";
+    antennas +=
+        "    - {name: x" + std::to_string(i) + ", source: 192.0.2." + std::to_string(i) + "}\n";
   }
   text.insert(text.find("output:"), antennas);
   const LoadResult r = load_string(text, "big.yaml", fixed_host());
