@@ -1,6 +1,7 @@
 // Loading whole run files: values, defaults, several problems at once, YAML-level errors,
 // host checks and the shipped examples.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -208,7 +209,7 @@ TEST(ConfigLoader, ProblemsBelowAFailedValueAreNotPiledOn) {
 // --- host checks -------------------------------------------------------------------------
 
 class ConfigHostChecks : public ::testing::Test {
- protected:
+ public:
   void SetUp() override {
     std::string pattern = (std::filesystem::temp_directory_path() / "rocecap-cfg-XXXXXX").string();
     ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
@@ -246,16 +247,51 @@ TEST_F(ConfigHostChecks, FileInsteadOfDirectoryIsRefused) {
   EXPECT_NE(r.problems[0].message.find("is not a directory"), std::string::npos);
 }
 
+// The problems of loading with output.directory = directory, as text, checked by an
+// unprivileged user: root passes every permission check, so as root a child process drops to
+// nobody (65534) first.
+std::string problems_as_unprivileged(ConfigHostChecks& self, const std::string& directory) {
+  if (::geteuid() != 0) return all_problems(self.load_with_directory(directory));
+  int fds[2];
+  if (::pipe(fds) != 0) return "pipe failed";
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(3);
+    const std::string text = all_problems(self.load_with_directory(directory));
+    const bool written = ::write(fds[1], text.data(), text.size()) == ssize_t(text.size());
+    ::_exit(written ? 0 : 4);
+  }
+  ::close(fds[1]);
+  std::string text;
+  char buffer[4096];
+  ssize_t n = 0;
+  while ((n = ::read(fds[0], buffer, sizeof buffer)) > 0)
+    text.append(buffer, size_t(n));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "child failed";
+  return text;
+}
+
 TEST_F(ConfigHostChecks, ReadOnlyDirectoryIsRefused) {
-  if (::geteuid() == 0) GTEST_SKIP() << "root may write anywhere";
-  std::filesystem::permissions(
-      dir_, std::filesystem::perms::owner_read | std::filesystem::perms::owner_exec);
-  LoadResult r = load_with_directory(dir_.string());
-  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
-  EXPECT_NE(r.problems[0].message.find("is not writable"), std::string::npos);
-  r = load_with_directory((dir_ / "sub").string());
-  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
-  EXPECT_NE(r.problems[0].message.find("cannot be created"), std::string::npos);
+  using std::filesystem::perms;
+  // r-x for everyone: the unprivileged checker can look inside but not create anything.
+  std::filesystem::permissions(dir_, perms::owner_read | perms::owner_exec | perms::group_read |
+                                         perms::group_exec | perms::others_read |
+                                         perms::others_exec);
+  std::string problems = problems_as_unprivileged(*this, dir_.string());
+  EXPECT_EQ(std::count(problems.begin(), problems.end(), '\n'), 1) << problems;
+  EXPECT_NE(problems.find("run.yaml:25:14: output.directory: '" + dir_.string() +
+                          "' is not writable: Permission denied"),
+            std::string::npos)
+      << problems;
+  problems = problems_as_unprivileged(*this, (dir_ / "sub").string());
+  EXPECT_EQ(std::count(problems.begin(), problems.end(), '\n'), 1) << problems;
+  EXPECT_NE(problems.find("cannot be created: '" + dir_.string() + "' is not writable"),
+            std::string::npos)
+      << problems;
 }
 
 TEST_F(ConfigHostChecks, ReplayFileMustBeReadable) {
