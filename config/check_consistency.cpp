@@ -265,10 +265,12 @@ void check_file_names(Context& ctx, const RunConfig& cfg) {
   const std::string pcap_error =
       check_name_template(o.pcap_name_template, TemplateScope::interface);
   if (!pcap_error.empty()) ctx.report("output.pcap_name_template", pcap_error);
-  if (!stream_error.empty() || !pcap_error.empty() || ctx.failed("run") || ctx.failed("capture") ||
-      ctx.failed("streams") || ctx.failed("output")) {
-    return;
+  // Only the values that make up names matter; anything wrong there was reported already.
+  for (const char* input : {"run.name", "capture.interfaces", "streams.format", "streams.antennas",
+                            "output.formats", "output.strip_headers"}) {
+    if (ctx.failed(input)) return;
   }
+  if (!stream_error.empty() || !pcap_error.empty()) return;
   std::map<std::string, std::string> writers;  // file name -> what writes it
   auto claim = [&](const std::string& name, const std::string& who, const char* key) {
     const auto [it, fresh] = writers.emplace(name, who);

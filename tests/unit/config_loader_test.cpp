@@ -206,6 +206,59 @@ TEST(ConfigLoader, ProblemsBelowAFailedValueAreNotPiledOn) {
   EXPECT_EQ(r.problems[0].message, "expected a single value, found a list");
 }
 
+// Two interfaces after the base config's eth0 (device mlx5_0, CPU 1).
+std::string with_second_interface(const std::string& device, int cpu) {
+  return patched("          port: 36002\n",
+                 "          port: 36002\n    - name: eth1\n      device: " + device +
+                     "\n      capture_cpu: " + std::to_string(cpu) +
+                     "\n      groups: [239.1.0.9:36009]\n");
+}
+
+TEST(ConfigLoader, CpuPlanAndCqSizeFollowTheDevices) {
+  // Same device: one capture thread and one CQ for both interfaces (3 groups x 2 x 1024).
+  LoadResult r = load_string(with_second_interface("mlx5_0", 1), "r.yaml", fixed_host());
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_EQ(r.config->capture.cq_size, 6144u);
+
+  r = load_string(with_second_interface("mlx5_0", 3), "r.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "r.yaml:19:20: capture.interfaces[1].capture_cpu: interfaces on device mlx5_0 share "
+            "one capture thread; give them the same capture_cpu (line 11 says 1)");
+
+  // Different devices: two busy-polling threads may not share CPU 1; the busiest CQ sets size.
+  r = load_string(with_second_interface("mlx5_1", 1), "r.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].line, 19);
+  EXPECT_NE(
+      r.problems[0].message.find("CPU 1 already runs the busy-polling capture thread of eth0"),
+      std::string::npos);
+  r = load_string(with_second_interface("mlx5_1", 3), "r.yaml", fixed_host());
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_EQ(r.config->capture.cq_size, 4096u);
+
+  // Threads that sleep between packets may share a CPU.
+  std::string text = with_second_interface("mlx5_1", 1);
+  text.replace(text.find("  ring_depth: 1024\n"), 18, "  ring_depth: 1024\n  poll_mode: event\n");
+  r = load_string(text, "r.yaml", fixed_host());
+  EXPECT_TRUE(r.ok()) << all_problems(r);
+}
+
+TEST(ConfigLoader, FileNameClashesAreFoundBesideUnrelatedProblems) {
+  std::string text = with_second_interface("mlx5_1", 3);
+  text.replace(text.find("formats: [raw, codifhdr]"), 24, "formats: [raw, pcap]");
+  text.replace(text.find("  reorder_window: 8\n"), 20,
+               "  reorder_window: 8\n  pcap_name_template: \"{run}.{seq}.pcap\"\n");
+  text.replace(text.find("writer_cpu: 2"), 13, "writer_cpu: 64");
+  const LoadResult r = load_string(text, "r.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 2u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "r.yaml:33:23: output.pcap_name_template: eth0 (pcap) and eth1 (pcap) would both "
+            "write 'test-run.0.pcap'; add a placeholder that tells them apart ({interface}, "
+            "{group}, {port}, {antenna}, {ext})");
+  EXPECT_EQ(r.problems[1].key_path, "output.writer_cpu");
+}
+
 // --- host checks -------------------------------------------------------------------------
 
 class ConfigHostChecks : public ::testing::Test {
