@@ -57,7 +57,7 @@ struct CaptureSection {
   uint32_t header_split = 128;  // bytes of each frame kept in the host header slot
   uint32_t max_frame = 9216;    // largest Ethernet frame accepted (header + payload slot)
   PayloadMemory payload_memory = PayloadMemory::automatic;
-  uint32_t cq_size = 0;  // verbs: entries of each device's shared CQ; resolved, never 0
+  uint32_t cq_size = 0;  // verbs: entries of each device's shared CQ (loader resolves it); else 0
   PollMode poll_mode = PollMode::busy_poll;
   std::string pcap_file;  // pcap-file: the capture to replay (absolute path)
   ReplayPace replay_pace = ReplayPace::fast;
@@ -80,8 +80,8 @@ struct StreamsSection {
 };
 
 struct OutputSection {
-  std::string directory;  // absolute
-  std::vector<OutputFormat> formats;
+  std::string directory;              // absolute
+  std::vector<OutputFormat> formats;  // no repeats; the loader's default is {raw}
   uint64_t rotate_bytes = uint64_t{4} << 30;
   // Relative to directory; placeholders in config/name_template.hpp.
   std::string name_template = "{run}/{group}_{port}_{antenna}.{seq:04}.{ext}";  // per stream
