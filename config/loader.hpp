@@ -1,0 +1,43 @@
+// Loading a run file: YAML -> RunConfig, with every problem found (never only the first).
+//
+//   auto result = rocecap::config::load_file("/etc/rocecap/atca.yaml");
+//   if (!result.ok()) for (auto& p : result.problems) std::cerr << format_problem(p) << '\n';
+//
+// Checks, in order: YAML syntax; the schema (types, unknown and duplicate keys, required keys,
+// enumerations, ranges); cross-field rules (duplicate antennas/groups/streams, backend-specific
+// keys, CQ size, file-name collisions); host checks (CPU ids usable by this process, output
+// directory writable or creatable, replay file readable). Exceptions never leave the loader.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config/problem.hpp"
+#include "config/run_config.hpp"
+
+namespace rocecap::config {
+
+struct LoadResult {
+  std::optional<RunConfig> config;  // set exactly when problems is empty
+  std::vector<Problem> problems;    // in file order (line, then column)
+  bool ok() const noexcept { return problems.empty(); }
+};
+
+// What the host checks consult; the defaults look at this host and this process.
+struct HostChecks {
+  // CPU ids a thread may be pinned to; nullopt: this process's affinity mask.
+  std::optional<std::vector<unsigned>> usable_cpus;
+  // Output directory writable/creatable and replay file readable.
+  bool check_filesystem = true;
+};
+
+LoadResult load_file(const std::string& path);
+LoadResult load_file(const std::string& path, const HostChecks& host);
+
+// Same, from text in memory; file_name is used in problems (and as RunConfig::source_path).
+LoadResult load_string(std::string_view text, const std::string& file_name,
+                       const HostChecks& host = {});
+
+}  // namespace rocecap::config

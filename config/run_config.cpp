@@ -1,0 +1,96 @@
+#include "config/run_config.hpp"
+
+#include <algorithm>
+
+namespace rocecap::config {
+
+std::string_view to_string(Backend v) noexcept {
+  switch (v) {
+    case Backend::verbs:
+      return "verbs";
+    case Backend::pcap:
+      return "pcap";
+    case Backend::pcap_file:
+      return "pcap-file";
+  }
+  return "?";
+}
+
+std::string_view to_string(PayloadMemory v) noexcept {
+  switch (v) {
+    case PayloadMemory::automatic:
+      return "auto";
+    case PayloadMemory::host:
+      return "host";
+    case PayloadMemory::gpu:
+      return "gpu";
+  }
+  return "?";
+}
+
+std::string_view to_string(PollMode v) noexcept {
+  return v == PollMode::busy_poll ? "busy_poll" : "event";
+}
+
+std::string_view to_string(ReplayPace v) noexcept {
+  return v == ReplayPace::fast ? "fast" : "recorded";
+}
+
+std::string_view to_string(StreamFormat v) noexcept {
+  return v == StreamFormat::codif ? "codif" : "udp";
+}
+
+std::string_view to_string(CodifLayout v) noexcept {
+  return v == CodifLayout::v3 ? "v3" : "v1";
+}
+
+std::string_view to_string(OutputFormat v) noexcept {
+  switch (v) {
+    case OutputFormat::raw:
+      return "raw";
+    case OutputFormat::codifhdr:
+      return "codifhdr";
+    case OutputFormat::pcap:
+      return "pcap";
+  }
+  return "?";
+}
+
+std::string_view to_string(LogLevel v) noexcept {
+  switch (v) {
+    case LogLevel::trace:
+      return "trace";
+    case LogLevel::debug:
+      return "debug";
+    case LogLevel::info:
+      return "info";
+    case LogLevel::warn:
+      return "warn";
+    case LogLevel::error:
+      return "error";
+    case LogLevel::critical:
+      return "critical";
+    case LogLevel::off:
+      return "off";
+  }
+  return "?";
+}
+
+std::vector<StreamRef> enumerate_streams(const RunConfig& config) {
+  std::vector<StreamRef> out;
+  const auto& interfaces = config.capture.interfaces;
+  for (std::size_t i = 0; i < interfaces.size(); ++i) {
+    for (std::size_t g = 0; g < interfaces[i].groups.size(); ++g) {
+      for (std::size_t a = 0; a < config.streams.antennas.size(); ++a) {
+        out.push_back(StreamRef{i, g, a});
+      }
+    }
+  }
+  return out;
+}
+
+bool has_format(const OutputSection& output, OutputFormat format) noexcept {
+  return std::find(output.formats.begin(), output.formats.end(), format) != output.formats.end();
+}
+
+}  // namespace rocecap::config

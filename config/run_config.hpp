@@ -1,0 +1,129 @@
+// The validated configuration of one observing run: plain structs, filled only by the loader
+// (config/loader.hpp) after every check passed. Everything downstream (capture, writers, daemon)
+// reads these and never YAML. Addresses and ports are in host byte order.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rocecap::config {
+
+enum class Backend : uint8_t { verbs, pcap, pcap_file };
+enum class PayloadMemory : uint8_t { automatic, host, gpu };  // YAML: auto | host | gpu
+enum class PollMode : uint8_t { busy_poll, event };
+enum class ReplayPace : uint8_t { fast, recorded };
+enum class StreamFormat : uint8_t { codif, udp };
+enum class CodifLayout : uint8_t { v3, v1 };
+enum class OutputFormat : uint8_t { raw, codifhdr, pcap };
+enum class LogLevel : uint8_t { trace, debug, info, warn, error, critical, off };
+
+// YAML spellings ("pcap-file", "auto", "busy_poll", ...).
+std::string_view to_string(Backend v) noexcept;
+std::string_view to_string(PayloadMemory v) noexcept;
+std::string_view to_string(PollMode v) noexcept;
+std::string_view to_string(ReplayPace v) noexcept;
+std::string_view to_string(StreamFormat v) noexcept;
+std::string_view to_string(CodifLayout v) noexcept;
+std::string_view to_string(OutputFormat v) noexcept;
+std::string_view to_string(LogLevel v) noexcept;
+
+struct RunSection {
+  std::string name;                                  // [A-Za-z0-9._-], used in paths and labels
+  std::optional<std::chrono::nanoseconds> duration;  // stop after; none: run until stopped
+  std::optional<uint64_t> packets;                   // stop after this many packets, all streams
+};
+
+struct GroupConfig {
+  uint32_t address = 0;  // IPv4 multicast group
+  uint16_t port = 0;     // UDP destination port
+};
+
+struct InterfaceConfig {
+  std::string name;    // netdev name (pcap-file: a label for the streams)
+  std::string device;  // verbs: RDMA device (e.g. mlx5_0); empty: found from name
+  std::vector<GroupConfig> groups;
+  std::optional<unsigned> capture_cpu;
+};
+
+struct CaptureSection {
+  Backend backend = Backend::verbs;
+  std::vector<InterfaceConfig> interfaces;
+  uint32_t ring_depth = 4096;   // slots per stream (= receive queue depth with verbs)
+  uint32_t header_split = 128;  // bytes of each frame kept in the host header slot
+  uint32_t max_frame = 9216;    // largest Ethernet frame accepted (header + payload slot)
+  PayloadMemory payload_memory = PayloadMemory::automatic;
+  uint32_t cq_size = 0;  // verbs: entries of each device's shared CQ (loader resolves it); else 0
+  PollMode poll_mode = PollMode::busy_poll;
+  std::string pcap_file;  // pcap-file: the capture to replay (absolute path)
+  ReplayPace replay_pace = ReplayPace::fast;
+};
+
+struct SyncWord {
+  uint32_t word = 0;
+  CodifLayout layout = CodifLayout::v3;
+};
+
+struct Antenna {
+  std::string name;     // [A-Za-z0-9_-], used in file names and metric labels
+  uint32_t source = 0;  // IPv4 unicast source address
+};
+
+struct StreamsSection {
+  StreamFormat format = StreamFormat::codif;
+  std::vector<SyncWord> sync;  // codif: 1..4 words; default FEEDCAFE (v3) and ABADDEED (v1)
+  std::vector<Antenna> antennas;
+};
+
+struct OutputSection {
+  std::string directory;              // absolute
+  std::vector<OutputFormat> formats;  // no repeats; the loader's default is {raw}
+  uint64_t rotate_bytes = uint64_t{4} << 30;
+  // Relative to directory; placeholders in config/name_template.hpp.
+  std::string name_template = "{run}/{group}_{port}_{antenna}.{seq:04}.{ext}";  // per stream
+  std::string pcap_name_template = "{run}/{interface}.{seq:04}.pcap";           // per interface
+  bool fill_gaps = true;        // codif raw: write fill frames for lost frames
+  bool strip_headers = false;   // codif raw: data only, no 64-byte headers
+  uint32_t reorder_window = 8;  // frames
+  bool direct_io = false;
+  std::optional<unsigned> writer_cpu;
+};
+
+struct MetricsSection {
+  bool enabled = true;
+  uint32_t address = 0x7F000001;  // 127.0.0.1
+  uint16_t port = 9464;
+};
+
+struct LoggingSection {
+  LogLevel level = LogLevel::info;
+};
+
+struct RunConfig {
+  std::string source_path;  // the YAML file as given
+  std::string source_text;  // its bytes, for the run manifest's config snapshot
+  RunSection run;
+  CaptureSection capture;
+  StreamsSection streams;
+  OutputSection output;
+  MetricsSection metrics;
+  LoggingSection logging;
+};
+
+// One stream = (interface, group, antenna): indices into the config's vectors.
+struct StreamRef {
+  std::size_t interface = 0;
+  std::size_t group = 0;  // into capture.interfaces[interface].groups
+  std::size_t antenna = 0;
+};
+
+// Every stream of the run, interface by interface, group by group, antenna by antenna.
+std::vector<StreamRef> enumerate_streams(const RunConfig& config);
+
+bool has_format(const OutputSection& output, OutputFormat format) noexcept;
+
+}  // namespace rocecap::config

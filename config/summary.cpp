@@ -1,0 +1,115 @@
+#include "config/summary.hpp"
+
+#include <fmt/format.h>
+
+#include "config/name_template.hpp"
+#include "config/units.hpp"
+
+namespace rocecap::config {
+namespace {
+
+std::string run_line(const RunSection& run) {
+  std::string stop;
+  if (run.duration) stop = "after " + format_duration(*run.duration);
+  if (run.packets)
+    stop += fmt::format("{}after {} packets", stop.empty() ? "" : " or ", *run.packets);
+  if (stop.empty()) stop = "until stopped";
+  return fmt::format("run         {} (stops {})\n", run.name, stop);
+}
+
+std::string capture_lines(const RunConfig& cfg) {
+  const CaptureSection& c = cfg.capture;
+  std::string out =
+      fmt::format("capture     backend {}, {}, payload memory {}\n", to_string(c.backend),
+                  to_string(c.poll_mode), to_string(c.payload_memory));
+  out += fmt::format("            ring {} slots per stream, header split {} B, max frame {} B",
+                     c.ring_depth, c.header_split, c.max_frame);
+  if (c.backend == Backend::verbs) out += fmt::format(", CQ {} entries", c.cq_size);
+  out += '\n';
+  if (c.backend == Backend::pcap_file) {
+    out += fmt::format("            replay {} ({})\n", c.pcap_file, to_string(c.replay_pace));
+  }
+  for (const InterfaceConfig& itf : c.interfaces) {
+    std::string where = itf.device.empty() ? "" : itf.device;
+    if (itf.capture_cpu)
+      where += fmt::format("{}CPU {}", where.empty() ? "" : ", ", *itf.capture_cpu);
+    out += fmt::format("  interface {}{}: ", itf.name, where.empty() ? "" : " (" + where + ")");
+    for (std::size_t g = 0; g < itf.groups.size(); ++g) {
+      out += fmt::format("{}{}:{}", g ? ", " : "", format_ipv4(itf.groups[g].address),
+                         itf.groups[g].port);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+std::string stream_lines(const RunConfig& cfg) {
+  const StreamsSection& s = cfg.streams;
+  const auto streams = enumerate_streams(cfg);
+  std::string out = fmt::format("streams     {} ({} antennas x groups), format {}", streams.size(),
+                                s.antennas.size(), to_string(s.format));
+  for (std::size_t i = 0; i < s.sync.size(); ++i) {
+    out += fmt::format("{}0x{:08X} {}", i ? ", " : ", sync ", s.sync[i].word,
+                       to_string(s.sync[i].layout));
+  }
+  out += '\n';
+  for (std::size_t i = 0; i < streams.size() && i < kSummaryStreamLines; ++i) {
+    const auto& itf = cfg.capture.interfaces[streams[i].interface];
+    const auto& g = itf.groups[streams[i].group];
+    const Antenna& a = s.antennas[streams[i].antenna];
+    out += fmt::format("  {:<10} {:>15}:{:<5} {:<10} from {}\n", itf.name, format_ipv4(g.address),
+                       g.port, a.name, format_ipv4(a.source));
+  }
+  if (streams.size() > kSummaryStreamLines) {
+    out += fmt::format("  ... and {} more\n", streams.size() - kSummaryStreamLines);
+  }
+  return out;
+}
+
+std::string output_lines(const RunConfig& cfg) {
+  const OutputSection& o = cfg.output;
+  std::string formats;
+  for (OutputFormat f : o.formats)
+    formats += fmt::format("{}{}", formats.empty() ? "" : ", ", to_string(f));
+  std::string out =
+      fmt::format("output      {} [{}], rotate at {}, reorder window {} frames\n", o.directory,
+                  formats, format_size(o.rotate_bytes), o.reorder_window);
+  out +=
+      fmt::format("            fill gaps {}, strip headers {}, direct I/O {}, writer CPU {}\n",
+                  o.fill_gaps ? "yes" : "no", o.strip_headers ? "yes" : "no",
+                  o.direct_io ? "yes" : "no", o.writer_cpu ? std::to_string(*o.writer_cpu) : "any");
+  const auto streams = enumerate_streams(cfg);
+  for (OutputFormat f : o.formats) {
+    const std::string first = f == OutputFormat::pcap || streams.empty()
+                                  ? pcap_file_name(cfg, 0, 0)
+                                  : stream_file_name(cfg, streams.front(), f, 0);
+    out += fmt::format("  {:<9} e.g. {}/{}\n", to_string(f), o.directory, first);
+  }
+  return out;
+}
+
+std::string memory_line(const RunConfig& cfg) {
+  const uint64_t slots = uint64_t{cfg.capture.ring_depth} * enumerate_streams(cfg).size();
+  const uint64_t header = slots * cfg.capture.header_split;
+  const uint64_t payload = slots * (cfg.capture.max_frame - cfg.capture.header_split);
+  return fmt::format("memory      headers {} (host), payload {} ({})\n", format_size(header),
+                     format_size(payload), to_string(cfg.capture.payload_memory));
+}
+
+}  // namespace
+
+std::string render_summary(const RunConfig& cfg) {
+  std::string out = fmt::format("config      {}\n", cfg.source_path);
+  out += run_line(cfg.run);
+  out += capture_lines(cfg);
+  out += stream_lines(cfg);
+  out += output_lines(cfg);
+  out += memory_line(cfg);
+  out += cfg.metrics.enabled ? fmt::format("metrics     http://{}:{}/metrics\n",
+                                           format_ipv4(cfg.metrics.address), cfg.metrics.port)
+                             : std::string("metrics     disabled\n");
+  out += fmt::format("logging     {}\n", to_string(cfg.logging.level));
+  return out;
+}
+
+}  // namespace rocecap::config

@@ -1,0 +1,80 @@
+// `rocecapd --check-config`: exit codes and what goes to stdout and stderr.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "config_test_support.hpp"
+#include "daemon/lib/check_config.hpp"
+
+namespace rocecap::daemon {
+namespace {
+
+class CheckConfig : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rocecap-chk-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = (dir_ / name).string();
+    std::ofstream(path) << text;
+    return path;
+  }
+  // Host checks on, with the output directory inside the test's temporary directory.
+  std::string valid_config() {
+    return config::testing::patched("directory: /tmp/rocecap-test",
+                                    "directory: " + (dir_ / "out").string());
+  }
+  config::HostChecks host() {
+    config::HostChecks h;
+    h.usable_cpus = std::vector<unsigned>{0, 1, 2, 3};
+    return h;
+  }
+
+  std::filesystem::path dir_;
+  std::ostringstream out_, err_;
+};
+
+TEST_F(CheckConfig, ValidFilePrintsTheSummaryAndExitsZero) {
+  const std::string path = write("good.yaml", valid_config());
+  EXPECT_EQ(run_check_config(path, out_, err_, host()), kCheckConfigOk);
+  EXPECT_EQ(kCheckConfigOk, 0);
+  EXPECT_EQ(err_.str(), "");
+  const std::string s = out_.str();
+  EXPECT_EQ(s.rfind("config      " + path + "\n", 0), 0u) << s;
+  EXPECT_NE(s.find("run         test-run (stops after 10s)"), std::string::npos) << s;
+  EXPECT_NE(s.find("streams     4 "), std::string::npos) << s;
+  EXPECT_NE(s.find(path + ": OK\n"), std::string::npos) << s;
+}
+
+TEST_F(CheckConfig, InvalidFilePrintsEveryProblemAndExitsTwo) {
+  std::string text = valid_config();
+  text.replace(text.find("rotate: 1GiB"), 12, "rotate: 4GB");
+  text.replace(text.find("capture_cpu: 1"), 14, "capture_cpu: 9");
+  const std::string path = write("bad.yaml", text);
+  EXPECT_EQ(run_check_config(path, out_, err_, host()), kCheckConfigInvalid);
+  EXPECT_EQ(kCheckConfigInvalid, 2);
+  EXPECT_EQ(out_.str(), "");
+  EXPECT_EQ(err_.str(),
+            path +
+                ":11:20: capture.interfaces[0].capture_cpu: CPU 9 is not usable on this host "
+                "(this process may run on CPUs 0-3)\n" +
+                path + ":27:11: output.rotate: '4GB' is not a size; use e.g. 4GiB\n" + path +
+                ": 2 problems, nothing started\n");
+}
+
+TEST_F(CheckConfig, MissingFileExitsTwo) {
+  const std::string path = (dir_ / "absent.yaml").string();
+  EXPECT_EQ(run_check_config(path, out_, err_, host()), kCheckConfigInvalid);
+  EXPECT_EQ(err_.str(), path + ": cannot read: No such file or directory\n" + path +
+                            ": 1 problem, nothing started\n");
+}
+
+}  // namespace
+}  // namespace rocecap::daemon
