@@ -141,6 +141,11 @@ Status FileNamer::make_path(const std::filesystem::path& out_dir, const NameFiel
                             uint64_t seq, std::filesystem::path& out) const {
   std::string relative;
   if (Status s = expand(fields, seq, relative); !s) return s;
+  return place_in_directory(out_dir, relative, out);
+}
+
+Status place_in_directory(const std::filesystem::path& out_dir, const std::string& relative,
+                          std::filesystem::path& out) {
   const std::filesystem::path path = out_dir / relative;
   std::error_code ec;
   std::filesystem::create_directories(path.parent_path(), ec);

@@ -69,4 +69,9 @@ class FileNamer {
   bool has_seq_ = false;
 };
 
+// out_dir / relative with its parent directories created, checked (symlinks resolved) to lie
+// inside out_dir. For names expanded elsewhere (the run config's templates).
+Status place_in_directory(const std::filesystem::path& out_dir, const std::string& relative,
+                          std::filesystem::path& out);
+
 }  // namespace rocecap::writers

@@ -7,48 +7,17 @@
 #include <vector>
 
 #include "capture/codif/header.hpp"
+#include "test_frames.hpp"
 
 namespace rocecap::capture {
 namespace {
 
-constexpr uint32_t kGroup = 0xEF110001, kSrcA = 0xC000020B, kSrcB = 0xC000020C;
-constexpr uint16_t kPort = 36001;
-constexpr uint32_t kPayload = 1024;  // CODIF data bytes per frame
-
-codif::Header base_header() {
-  codif::Header h;
-  h.nbits = 8;
-  h.nchan = 1;
-  h.period = 1;
-  h.data_words = kPayload / 8;
-  h.total_samples = 1000 * kPayload;  // 1000 frames per period
-  h.version = 3;
-  return h;
-}
-
-// Ethernet/IPv4/UDP frame carrying CODIF frame `index`; data bytes = (index + i) & 0xFF.
-std::vector<std::byte> frame(uint32_t src, uint64_t index, uint32_t sync = codif::kSyncV3,
-                             uint32_t group = kGroup) {
-  codif::Header h = base_header();
-  h.sync = sync;
-  codif::Timing t{kPayload, 1000, 1};
-  h = codif::at_index(h, t, index);
-  const std::size_t udp_payload = codif::kHeaderBytes + kPayload;
-  std::vector<std::byte> f(14 + 20 + 8 + udp_payload);
-  auto b = [&](std::size_t i, unsigned v) { f[i] = std::byte(v); };
-  b(0, 0x01), b(1, 0x00), b(2, 0x5e), b(12, 0x08), b(13, 0x00);
-  b(14, 0x45);
-  b(16, (20 + 8 + udp_payload) >> 8), b(17, (20 + 8 + udp_payload) & 0xFF);
-  b(22, 64), b(23, 17);
-  for (int i = 0; i < 4; ++i)
-    b(26 + i, src >> (24 - 8 * i) & 0xFF), b(30 + i, group >> (24 - 8 * i) & 0xFF);
-  b(34, 0x9c), b(35, 0x40), b(36, kPort >> 8), b(37, kPort & 0xFF);
-  b(38, (8 + udp_payload) >> 8), b(39, (8 + udp_payload) & 0xFF);
-  codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
-  for (uint32_t i = 0; i < kPayload; ++i)
-    b(42 + 64 + i, (index + i) & 0xFF);
-  return f;
-}
+using test::frame;
+using test::kGroup;
+using test::kPayload;
+using test::kPort;
+using test::kSrcA;
+using test::kSrcB;
 
 StreamSpec spec(uint32_t src, uint32_t slots = 64, uint32_t window = 4) {
   StreamSpec s;

@@ -1,0 +1,165 @@
+#include "writers/capture_writer.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <stdexcept>
+
+namespace rocecap::writers {
+namespace {
+
+using capture::SlotId;
+using capture::SlotMeta;
+using capture::StreamRing;
+
+// The UDP payload of a slot, which the split may have cut in two: the end of the header slot
+// and the start of the payload slot.
+struct UdpPayload {
+  std::span<const std::byte> head, tail;
+  std::size_t size() const noexcept { return head.size() + tail.size(); }
+  // Bytes [from, size()) as two spans.
+  std::pair<std::span<const std::byte>, std::span<const std::byte>> from(std::size_t at) const {
+    if (at >= head.size()) return {tail.subspan(std::min(at - head.size(), tail.size())), {}};
+    return {head.subspan(at), tail};
+  }
+};
+
+UdpPayload udp_payload(const StreamRing& ring, SlotId id) {
+  const SlotMeta& m = ring.meta(id);
+  const auto header = std::span<const std::byte>(ring.header(id)).first(m.header_bytes);
+  const auto payload = std::span<const std::byte>(ring.payload(id)).first(m.payload_bytes);
+  if (m.udp_payload_offset >= header.size()) {
+    return {payload.subspan(m.udp_payload_offset - header.size()), {}};
+  }
+  return {header.subspan(m.udp_payload_offset), payload};
+}
+
+}  // namespace
+
+CaptureWriter::CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters> per_stream,
+                             std::optional<PcapWriter> pcap, const CaptureWriterOptions& options,
+                             WriteErrorReporter on_error)
+    : ingest_(ingest),
+      per_stream_(std::move(per_stream)),
+      pcap_(std::move(pcap)),
+      options_(options),
+      on_error_(std::move(on_error)),
+      state_(per_stream_.size()),
+      batches_(per_stream_.size(), std::vector<SlotId>(options.batch)),
+      popped_(per_stream_.size()) {
+  if (per_stream_.size() != ingest_.streams().size()) {
+    throw std::invalid_argument("capture writer: one StreamWriters per stream needed");
+  }
+  if (pcap_ && ingest_.arrivals() == nullptr) {
+    throw std::invalid_argument("capture writer: pcap output needs the arrival queue");
+  }
+  if (pcap_) arrivals_.resize(ingest_.arrivals()->capacity());
+}
+
+void CaptureWriter::check(Status s) {
+  if (!s.ok() && on_error_) on_error_(s);
+}
+
+std::size_t CaptureWriter::poll() {
+  for (std::size_t s = 0; s < per_stream_.size(); ++s) {
+    popped_[s] = ingest_.streams()[s]->ring().pop(batches_[s]);
+  }
+  if (pcap_) write_arrivals();
+  std::size_t total = 0;
+  for (std::size_t s = 0; s < per_stream_.size(); ++s) {
+    StreamRing& ring = ingest_.streams()[s]->ring();
+    const std::span<const SlotId> ids(batches_[s].data(), popped_[s]);
+    for (SlotId id : ids)
+      write_frame(s, id);
+    ring.release(ids);
+    total += ids.size();
+    take_gap_events(s);
+  }
+  return total;
+}
+
+void CaptureWriter::write_arrivals() {
+  capture::SpscQueue<capture::ArrivalRef>* queue = ingest_.arrivals();
+  if (queue == nullptr) return;  // checked at construction; keeps the compiler sure too
+  const std::size_t n = queue->pop(arrivals_);
+  for (std::size_t i = 0; i < n; ++i) {
+    const StreamRing& ring = ingest_.streams()[arrivals_[i].stream]->ring();
+    const SlotId id = arrivals_[i].slot;
+    const SlotMeta& m = ring.meta(id);
+    check(pcap_->write_packet(
+        m.timestamp_ns, std::span<const std::byte>(ring.header(id)).first(m.header_bytes),
+        std::span<const std::byte>(ring.payload(id)).first(m.payload_bytes), m.wire_bytes));
+  }
+}
+
+void CaptureWriter::write_frame(std::size_t s, SlotId id) {
+  StreamWriters& w = per_stream_[s];
+  StreamWriteState& st = state_[s];
+  const StreamRing& ring = ingest_.streams()[s]->ring();
+  const SlotMeta& m = ring.meta(id);
+  const UdpPayload udp = udp_payload(ring, id);
+  const bool segment_start = (m.flags & capture::kSlotSegmentStart) != 0 || !st.started;
+  const bool codif = ingest_.streams()[s]->spec().format == capture::StreamFormat::codif;
+
+  std::array<std::byte, codif::kHeaderBytes> header{};
+  if (codif) {
+    // The 64 CODIF header bytes, gathered if the split fell inside them.
+    const auto [h0, h1] = udp.from(0);
+    const std::size_t first = std::min(h0.size(), header.size());
+    std::memcpy(header.data(), h0.data(), first);
+    std::memcpy(header.data() + first, h1.data(), std::min(h1.size(), header.size() - first));
+    if (!segment_start && options_.fill_gaps && m.frame_index > st.last_index + 1) {
+      write_fill(s, header, static_cast<uint32_t>(udp.size()), st.last_index + 1,
+                 m.frame_index - st.last_index - 1);
+    }
+  }
+  const auto [d0, d1] = udp.from(codif ? codif::kHeaderBytes : 0);
+  if (w.raw) check(w.raw->write_frame(header, d0, d1));
+  if (w.codifhdr) check(w.codifhdr->write_frame(header));
+  st.started = true;
+  st.last_index = m.frame_index;
+  ++st.frames;
+}
+
+void CaptureWriter::write_fill(std::size_t s,
+                               std::span<const std::byte, codif::kHeaderBytes> header,
+                               uint32_t udp_payload_bytes, uint64_t from, uint64_t count) {
+  codif::Header h;
+  codif::Timing t;
+  // The frame was validated at capture, so this only recovers its timing.
+  if (!codif::decode(header, ingest_.streams()[s]->spec().syncs, h) ||
+      codif::validate(h, udp_payload_bytes, t) != codif::Invalid::ok) {
+    return;
+  }
+  const codif::Header first_missing = codif::at_index(h, t, from);
+  StreamWriters& w = per_stream_[s];
+  if (w.raw) check(w.raw->write_fill(first_missing, t, count));
+  if (w.codifhdr) check(w.codifhdr->write_fill(first_missing, t, count));
+}
+
+void CaptureWriter::take_gap_events(std::size_t s) {
+  StreamWriteState& st = state_[s];
+  capture::GapEvent g;
+  while (ingest_.streams()[s]->sequencer().pop_gap(g)) {
+    if (st.gaps.size() < options_.max_gaps_listed) {
+      st.gaps.push_back(g);
+    } else {
+      ++st.gaps_not_listed;
+    }
+  }
+}
+
+Status CaptureWriter::close() {
+  Status first;
+  auto keep = [&](Status s) {
+    if (!s.ok() && first.ok()) first = s;
+  };
+  for (StreamWriters& w : per_stream_) {
+    if (w.raw) keep(w.raw->close());
+    if (w.codifhdr) keep(w.codifhdr->close());
+  }
+  if (pcap_) keep(pcap_->close());
+  return first;
+}
+
+}  // namespace rocecap::writers

@@ -1,0 +1,90 @@
+// The consumer side of one interface's stream rings: takes published slots and writes them to
+// the run's files, on the writer thread, then releases the slots so the capture side can reuse
+// them (DESIGN.md data path).
+//
+// Per stream: raw (CODIF frames in time order, fill frames where the sequencer found gaps, so
+// file offset is a function of time) and codifhdr. Per interface: pcap, in arrival order (the
+// Ingest's arrival queue), so record times never go backwards although the sequencer hands raw
+// frames over in time order after its reorder window.
+//
+// Ordering rule that keeps slots alive long enough: each pass first pops the published slots,
+// then drains the arrival queue (a slot's arrival is queued before its publication, so every
+// popped slot's pcap record is written in this pass), and only then writes raw/codifhdr and
+// releases.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "capture/ingest.hpp"
+#include "writers/codif_header_writer.hpp"
+#include "writers/pcap_writer.hpp"
+#include "writers/raw_writer.hpp"
+
+namespace rocecap::writers {
+
+struct StreamWriters {
+  std::optional<RawWriter> raw;
+  std::optional<CodifHeaderWriter> codifhdr;
+};
+
+struct CaptureWriterOptions {
+  bool fill_gaps = true;
+  std::size_t batch = 256;               // slots popped per stream per pass
+  std::size_t max_gaps_listed = 100000;  // per stream, for the manifest; the rest counted
+};
+
+// Writer-thread state of one stream, read by the same thread for the manifest.
+struct StreamWriteState {
+  bool started = false;
+  uint64_t last_index = 0;
+  uint64_t frames = 0;  // received frames handed to the writers
+  std::vector<capture::GapEvent> gaps;
+  uint64_t gaps_not_listed = 0;
+};
+
+// Called on the writer thread once for each file a write error broke (the writers return each
+// error once); the caller logs it and records it in the manifest.
+using WriteErrorReporter = std::function<void(const Status&)>;
+
+class CaptureWriter {
+ public:
+  // per_stream[i] belongs to ingest.streams()[i]. A pcap writer needs an Ingest built with
+  // record_arrivals. Throws std::invalid_argument otherwise.
+  CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters> per_stream,
+                std::optional<PcapWriter> pcap, const CaptureWriterOptions& options,
+                WriteErrorReporter on_error);
+
+  // One pass over every stream; returns the number of slots written and released.
+  std::size_t poll();
+  // Closes every file (flush + fsync). The first error, if any.
+  Status close();
+
+  std::size_t streams() const noexcept { return per_stream_.size(); }
+  const StreamWriteState& state(std::size_t stream) const { return state_.at(stream); }
+  StreamWriters& writers(std::size_t stream) { return per_stream_.at(stream); }
+  PcapWriter* pcap() noexcept { return pcap_ ? &*pcap_ : nullptr; }
+
+ private:
+  void write_arrivals();
+  void write_frame(std::size_t stream, capture::SlotId id);
+  void write_fill(std::size_t stream, std::span<const std::byte, codif::kHeaderBytes> header,
+                  uint32_t udp_payload_bytes, uint64_t from, uint64_t count);
+  void take_gap_events(std::size_t stream);
+  void check(Status s);
+
+  capture::Ingest& ingest_;
+  std::vector<StreamWriters> per_stream_;
+  std::optional<PcapWriter> pcap_;
+  CaptureWriterOptions options_;
+  WriteErrorReporter on_error_;
+  std::vector<StreamWriteState> state_;
+  std::vector<std::vector<capture::SlotId>> batches_;  // preallocated, one per stream
+  std::vector<std::size_t> popped_;                    // per stream, this pass
+  std::vector<capture::ArrivalRef> arrivals_;          // preallocated
+};
+
+}  // namespace rocecap::writers
