@@ -138,13 +138,15 @@ netns_exec_receiver() {
 }
 
 # Background variants; every process inside our namespaces is killed at teardown anyway.
+# The command itself (not a subshell around it) is the background job, so NETNS_BG_PID is
+# timeout's pid and signals sent to it (SIGINT to stop tcpdump) reach the command.
 netns_bg_sender() {
-  netns_exec_sender "$@" &
+  timeout --kill-after=5 "$NETNS_CMD_TIMEOUT" ip netns exec "$NETNS_SENDER" "$@" &
   NETNS_BG_PID=$!
 }
 
 netns_bg_receiver() {
-  netns_exec_receiver "$@" &
+  timeout --kill-after=5 "$NETNS_CMD_TIMEOUT" ip netns exec "$NETNS_RECEIVER" "$@" &
   NETNS_BG_PID=$!
 }
 
