@@ -36,10 +36,10 @@ struct GenFrameParams {
 };
 
 struct GenStream {
-  std::string group;  // dotted quad
+  std::string group;   // dotted quad
   uint16_t port = 0;
-  std::string source;        // dotted quad of the antenna's source address
-  uint32_t antenna = 0;      // index in the generator's source list: the payload pattern's antenna
+  std::string source;  // dotted quad of the antenna's source address
+  uint32_t antenna = 0;  // index in the generator's source list: the payload pattern's antenna
   uint64_t first_index = 0;  // absolute CODIF frame index of the first generated frame
   uint64_t frames = 0;       // frame indices first_index .. first_index + frames - 1
   uint64_t datagrams = 0;    // datagrams sent for this stream (foreign copies not included)
@@ -77,7 +77,7 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenStream, group, port, source, 
                                                 duplicated, bad_sync, truncated, invalid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenForeign, source, group, port, indices)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenSummary, tool, version, output, pcap_file,
-                                                interface, seed, frame, streams, foreign, datagrams,
-                                                bytes, seconds)
+                                                interface, seed, frame, streams, foreign,
+                                                datagrams, bytes, seconds)
 
 }  // namespace rocecap::tools
