@@ -42,6 +42,8 @@ capture_join 239.17.0.1 239.17.0.2
 echo "gen: 3 antennas x 2 groups, 3000 frames per stream at 1000 frames/s per stream"
 netns_exec_sender "$rocecap" gen --groups "$groups" --sources "${NETNS_ANTENNA_ADDRS// /,}" \
   --frames 3000 --rate 1000 --interface "$NETNS_SENDER_IF" --seed 20261121 \
+  --nchan 4 --nbits 4 --complex --epoch 52 --start-seconds 1000 --station AT --thread-id 100 \
+  --group-id 7 \
   --drop 0.004 --drop-every 1000 --swap 0.004 --duplicate 0.004 --bad-sync 0.004 \
   --truncate 0.004 --invalid 0.004 --foreign "$NETNS_FOREIGN_ADDR" --foreign-prob 0.004 \
   --summary "$work/summary.json" >"$work/gen.out" 2>"$work/gen.err" || {
@@ -59,4 +61,31 @@ if [ "$CAPTURE_KERNEL_DROPS" != 0 ]; then
 fi
 
 "$check_capture" --pcap "$work/capture.pcap" --summary "$work/summary.json"
+
+# The same capture against a summary that claims one more frame was dropped must fail, naming
+# that frame: the check above could not have passed by accident.
+victim=$(python3 - "$work/summary.json" "$work/tampered.json" <<'PY'
+import json, sys
+s = json.load(open(sys.argv[1]))
+st = s["streams"][0]
+taken = set(st["dropped"] + st["duplicated"] + st["bad_sync"] + st["truncated"] + st["invalid"]
+            + st["swapped"] + [i + 1 for i in st["swapped"]])
+victim = next(i for i in range(st["first_index"], st["first_index"] + st["frames"]) if i not in taken)
+st["dropped"].append(victim)
+st["datagrams"] -= 1
+s["datagrams"] -= 1
+json.dump(s, open(sys.argv[2], "w"))
+print(victim)
+PY
+)
+set +e
+"$check_capture" --pcap "$work/capture.pcap" --summary "$work/tampered.json" >"$work/tampered.out"
+rc=$?
+set -e
+if [ "$rc" != 1 ] || ! grep -q "does not list: $victim(intact)" "$work/tampered.out"; then
+  echo "FAIL: check_capture accepted a summary with frame $victim wrongly marked dropped (exit $rc):"
+  cat "$work/tampered.out"
+  exit 1
+fi
+echo "check_capture rejects a tampered summary (frame $victim): ok"
 passed=1
