@@ -12,6 +12,7 @@ CAPTURE_LIB_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 CAPTURE_TCPDUMP_PID=""
 CAPTURE_PACKETS=""
 CAPTURE_KERNEL_DROPS=""
+: "${CAPTURE_BUFFER_KIB:=65536}" # tcpdump -B: kernel capture buffer, KiB
 
 # Polls `test_cmd` every 0.1 s for at most `seconds`; 0 when it succeeded.
 capture_poll() {
@@ -28,11 +29,11 @@ _capture_listening() { grep -q "listening on" "$1" 2>/dev/null || ! kill -0 "$2"
 
 capture_start_tcpdump() {
   local pcap=$1 log=$2
-  # -B 65536: a 64 MiB kernel buffer (KiB units); -U/--immediate-mode: every packet reaches
+  # -B: kernel buffer in KiB (64 MiB by default); -U/--immediate-mode: every packet reaches
   # the file at once, so nothing waits in a half-filled block when tcpdump is stopped.
   # -Z root: Debian's tcpdump otherwise drops to user tcpdump, who may not write here.
   # The file name ends in .pcap: AppArmor's tcpdump profile allows writing such files.
-  netns_bg_receiver tcpdump -i "$NETNS_RECEIVER_IF" -w "$pcap" -B 65536 -U --immediate-mode \
+  netns_bg_receiver tcpdump -i "$NETNS_RECEIVER_IF" -w "$pcap" -B "$CAPTURE_BUFFER_KIB" -U --immediate-mode \
     -n -Z root 'udp or igmp' 2>"$log"
   CAPTURE_TCPDUMP_PID=$NETNS_BG_PID
   if ! capture_poll 15 _capture_listening "$log" "$CAPTURE_TCPDUMP_PID" ||
