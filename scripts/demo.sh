@@ -16,7 +16,6 @@
 # DEMO_RATE (frames/s per stream, 1000: 50 MB/s in all), DEMO_SEED (1), BUILD_DIR (build/demo).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-run_dir=$(mkdir -p "${DEMO_DIR:-./demo-run}" && cd "${DEMO_DIR:-./demo-run}" && pwd)
 frames=${DEMO_FRAMES:-20000}
 rate=${DEMO_RATE:-1000}
 seed=${DEMO_SEED:-1}
@@ -30,6 +29,7 @@ die() {
 }
 
 [ "$(id -u)" -eq 0 ] || die "run as root: the demo builds network namespaces (sudo $0)"
+run_dir=$(mkdir -p "${DEMO_DIR:-./demo-run}" && cd "${DEMO_DIR:-./demo-run}" && pwd)
 
 step "1/6 dependencies (scripts/install-deps.sh)"
 bash "$root/scripts/install-deps.sh"

@@ -1,10 +1,14 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # the NETNS_* variables are read by the sourcing script
 # Network-namespace harness for rocecap's integration tests and demo. Source it, do not run it.
 #
 #   source tests/integration/netns.sh
 #   netns_require_root            # exits 77 (ctest SKIPPED) when namespaces cannot be made
-#   netns_up                      # two namespaces joined by a veth pair; teardown is trapped
-#   netns_exec_sender   CMD...    # runs CMD in the sender namespace, under a timeout
+#   netns_up                      # two namespaces joined by a veth pair; installs EXIT, INT
+#                                 # and TERM traps that tear down (register your own cleanup
+#                                 # with netns_on_exit, not with trap); fails (set -e) on error
+#   netns_exec_sender   CMD...    # runs CMD in the sender namespace, under a timeout; its
+#                                 # exit status (124: timed out); stdin is /dev/null
 #   netns_exec_receiver CMD...    # same in the receiver namespace
 #   netns_bg_sender / netns_bg_receiver CMD...   # same, in the background; pid in NETNS_BG_PID
 #   netns_on_exit 'shell code'    # extra cleanup, run (last registered first) before teardown
@@ -16,7 +20,7 @@
 #   [ $NETNS_SENDER ]  $NETNS_SENDER_IF  <-- veth, MTU $NETNS_MTU -->  $NETNS_RECEIVER_IF  [ $NETNS_RECEIVER ]
 #     $NETNS_SENDER_ADDR/24                                             $NETNS_RECEIVER_ADDR/24
 #     + each of $NETNS_ANTENNA_ADDRS, + $NETNS_FOREIGN_ADDR
-#     route 224.0.0.0/4 dev $NETNS_SENDER_IF
+#     route 224.0.0.0/4 dev $NETNS_SENDER_IF                            route 224.0.0.0/4 too
 #
 # Variables read by netns_up (set them before calling it; defaults in brackets):
 #   NETNS_RECEIVER_ADDR   receiver's address [192.0.2.100]
@@ -29,7 +33,8 @@
 #   NETNS_CMD_TIMEOUT     seconds any netns_exec_*/netns_bg_* command may run [300]
 #   NETNS_MAX_SECONDS     watchdog: after this many seconds from netns_up, every process in the
 #                         namespaces is killed and the script gets SIGTERM (so it tears down)
-#                         [900]; keep it below any outer timeout that would SIGKILL the script
+#                         [900]; keep it below any outer timeout. If the script is killed
+#                         outright (SIGKILL skips traps) the watchdog removes the namespaces.
 # Variables set by netns_up (unique per run: they contain the shell's pid $$):
 #   NETNS_SENDER, NETNS_RECEIVER         namespace names (rcs<pid>, rcr<pid>)
 #   NETNS_SENDER_IF, NETNS_RECEIVER_IF   veth names inside them (vs<pid>, vr<pid>)
@@ -54,7 +59,10 @@ _netns_cleanups=()
 _netns_watchdog_pid=""
 _netns_torn_down=0
 
-netns_log() { echo "netns: $*" >&2; }
+# The stderr the script started with: teardown may run inside a command whose stderr is
+# redirected to a log file, and its messages belong on the terminal.
+exec {_netns_log_fd}>&2
+netns_log() { echo "netns: $*" >&"$_netns_log_fd"; }
 
 # Exits 77 (the ctest skip code) when this shell cannot create network namespaces.
 netns_require_root() {
@@ -69,6 +77,10 @@ netns_require_root() {
 }
 
 netns_on_exit() { _netns_cleanups+=("$1"); }
+
+# Start time of process $1 (clock ticks since boot), empty when it is gone: tells our shell
+# from a later process that reuses its pid.
+_netns_start_time() { cut -d' ' -f22 "/proc/$1/stat" 2>/dev/null || true; }
 
 _netns_ip_s() { ip -n "$NETNS_SENDER" "$@"; }
 _netns_ip_r() { ip -n "$NETNS_RECEIVER" "$@"; }
@@ -115,26 +127,50 @@ netns_up() {
   # The receiver needs a multicast route too: joins and IGMP reports go out of its veth.
   _netns_ip_r route add 224.0.0.0/4 dev "$NETNS_RECEIVER_IF"
 
-  # Watchdog: a hung step cannot outlive NETNS_MAX_SECONDS; the TERM trap tears down.
+  # Watchdog: a hung step cannot outlive NETNS_MAX_SECONDS (the TERM trap tears down), and
+  # namespaces of a script killed outright (SIGKILL skips traps) are removed within a second.
+  local me
+  me=$(_netns_start_time $$)
   (
     trap - EXIT INT TERM
-    sleep "$NETNS_MAX_SECONDS" || exit 0
-    netns_log "watchdog: ${NETNS_MAX_SECONDS}s exceeded, stopping"
+    # Hold no descriptor of the caller's: a test runner waits for its pipes to close.
+    exec {_netns_log_fd}>&- </dev/null >/dev/null 2>&1
+    for ((i = 0; i < NETNS_MAX_SECONDS; i++)); do
+      sleep 1
+      if [ "$(_netns_start_time $$)" != "$me" ]; then
+        _netns_kill_inside "$NETNS_SENDER"
+        _netns_kill_inside "$NETNS_RECEIVER"
+        ip netns del "$NETNS_SENDER"
+        ip netns del "$NETNS_RECEIVER"
+        exit 0
+      fi
+    done
     # bash runs its TERM trap only once the foreground command returns: end that first.
     _netns_kill_inside "$NETNS_SENDER"
     _netns_kill_inside "$NETNS_RECEIVER"
     kill -TERM $$
-  ) </dev/null >/dev/null 2>&1 &
+  ) &
   _netns_watchdog_pid=$!
   netns_log "up: $NETNS_SENDER($NETNS_SENDER_IF) <-> $NETNS_RECEIVER($NETNS_RECEIVER_IF)"
 }
 
+# Run as a background job plus `wait`: bash runs a TERM/INT trap only after the foreground
+# command returns, but interrupts `wait` at once, so a stop request tears down immediately.
+# (Hence the command's stdin is /dev/null.)
 netns_exec_sender() {
-  timeout --kill-after=5 "$NETNS_CMD_TIMEOUT" ip netns exec "$NETNS_SENDER" "$@"
+  timeout --kill-after=5 "$NETNS_CMD_TIMEOUT" ip netns exec "$NETNS_SENDER" "$@" &
+  _netns_wait $!
 }
 
 netns_exec_receiver() {
-  timeout --kill-after=5 "$NETNS_CMD_TIMEOUT" ip netns exec "$NETNS_RECEIVER" "$@"
+  timeout --kill-after=5 "$NETNS_CMD_TIMEOUT" ip netns exec "$NETNS_RECEIVER" "$@" &
+  _netns_wait $!
+}
+
+_netns_wait() {
+  local rc=0
+  wait "$1" || rc=$?
+  return "$rc"
 }
 
 # Background variants; every process inside our namespaces is killed at teardown anyway.
