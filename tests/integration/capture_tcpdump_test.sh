@@ -6,12 +6,20 @@
 # memberships and tcpdump writes a pcap. check_capture then requires the capture to equal the
 # generator's own summary: every datagram, header field and payload byte, and the IGMP joins.
 #
-# usage: capture_tcpdump_test.sh ROCECAP CHECK_CAPTURE   (as root; exits 77 otherwise)
+# usage: capture_tcpdump_test.sh ROCECAP CHECK_CAPTURE [GEN_FRAME_OPTIONS...]
+#   (as root; exits 77 otherwise). GEN_FRAME_OPTIONS replace the default CODIF frame options
+#   (layout, sizes, ids, time) given to `rocecap gen`.
 # KEEP_WORKDIR=1 keeps the pcap and logs also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 rocecap=${1:?usage: $0 ROCECAP CHECK_CAPTURE}
 check_capture=${2:?usage: $0 ROCECAP CHECK_CAPTURE}
+shift 2
+frame_options=("$@")
+if [ ${#frame_options[@]} -eq 0 ]; then
+  frame_options=(--nchan 4 --nbits 4 --complex --epoch 52 --start-seconds 1000 --station AT
+    --thread-id 100 --group-id 7)
+fi
 # shellcheck source=netns.sh
 source "$here/netns.sh"
 # shellcheck source=capture_lib.sh
@@ -39,11 +47,10 @@ groups=239.17.0.1:36001,239.17.0.2:36002
 capture_start_tcpdump "$work/capture.pcap" "$work/tcpdump.log"
 capture_join 239.17.0.1 239.17.0.2
 
-echo "gen: 3 antennas x 2 groups, 3000 frames per stream at 1000 frames/s per stream"
+echo "gen: 3 antennas x 2 groups, 3000 frames per stream at 1000 frames/s per stream, ${frame_options[*]}"
 netns_exec_sender "$rocecap" gen --groups "$groups" --sources "${NETNS_ANTENNA_ADDRS// /,}" \
   --frames 3000 --rate 1000 --interface "$NETNS_SENDER_IF" --seed 20261121 \
-  --nchan 4 --nbits 4 --complex --epoch 52 --start-seconds 1000 --station AT --thread-id 100 \
-  --group-id 7 \
+  "${frame_options[@]}" \
   --drop 0.004 --drop-every 1000 --swap 0.004 --duplicate 0.004 --bad-sync 0.004 \
   --truncate 0.004 --invalid 0.004 --foreign "$NETNS_FOREIGN_ADDR" --foreign-prob 0.004 \
   --summary "$work/summary.json" >"$work/gen.out" 2>"$work/gen.err" || {
