@@ -386,25 +386,41 @@ void CaptureChecker::add_datagram(Flow& flow, std::span<const std::byte> payload
     free_fields_ = got;
     have_free_fields_ = true;
   }
+  as = classify(got, as, payload.size(), where);
   const uint64_t index = codif::absolute_index(got, timing_);
-  const std::size_t full_bytes = codif::kHeaderBytes + summary_.frame.payload_bytes;
-  codif::Timing t;
-  const codif::Invalid v = codif::validate(got, payload.size(), t);
-  if (as == SentAs::bad_sync) {
-    // Rejected for its sync word alone: everything else about it must be sound.
-    if (v != codif::Invalid::ok) {
-      error(where + "bad-sync frame also fails validation: " + std::string(codif::to_string(v)));
-    }
-  } else if (v == codif::Invalid::size_mismatch && payload.size() < full_bytes) {
-    as = SentAs::truncated;
-  } else if (v != codif::Invalid::ok) {
-    error(where + "frame rejected for an unexpected reason: " + std::string(codif::to_string(v)));
-  } else if (got.invalid) {
-    as = SentAs::invalid;
-  }
   if (index < flow.first_index || index >= flow.first_index + flow.frames) {
     error(where + "frame index " + std::to_string(index) + " outside the generated range");
   }
+  check_contents(flow, got, as, index, payload, where);
+  flow.received.push_back({index, as});
+}
+
+// What happened to a decoded frame, from how a receiver judges it: a bad sync must be the
+// only fault of its frame; a truncated frame must fail on its size alone.
+SentAs CaptureChecker::classify(const codif::Header& got, SentAs decoded_as,
+                                std::size_t udp_payload_bytes, const std::string& where) {
+  codif::Timing t;
+  const codif::Invalid v = codif::validate(got, udp_payload_bytes, t);
+  const std::size_t full_bytes = codif::kHeaderBytes + summary_.frame.payload_bytes;
+  if (decoded_as == SentAs::bad_sync) {
+    if (v != codif::Invalid::ok) {
+      error(where + "bad-sync frame also fails validation: " + std::string(codif::to_string(v)));
+    }
+    return SentAs::bad_sync;
+  }
+  if (v == codif::Invalid::size_mismatch && udp_payload_bytes < full_bytes) {
+    return SentAs::truncated;
+  }
+  if (v != codif::Invalid::ok) {
+    error(where + "frame rejected for an unexpected reason: " + std::string(codif::to_string(v)));
+  }
+  return got.invalid ? SentAs::invalid : SentAs::intact;
+}
+
+// Header fields against what gen writes for (antenna, index), payload against the pattern.
+void CaptureChecker::check_contents(const Flow& flow, const codif::Header& got, SentAs as,
+                                    uint64_t index, std::span<const std::byte> payload,
+                                    const std::string& where) {
   codif::Header want = expected_header(summary_.frame, flow.antenna, index, free_fields_);
   if (as == SentAs::bad_sync) {
     if (got.sync == want.sync) error(where + "sync word intact but decoding failed");
@@ -420,7 +436,6 @@ void CaptureChecker::add_datagram(Flow& flow, std::span<const std::byte> payload
     error(where + "index " + std::to_string(index) + " payload byte " + std::to_string(bad) +
           " differs from the pattern of antenna " + std::to_string(flow.antenna));
   }
-  flow.received.push_back({index, as});
 }
 
 void CaptureChecker::check_flow(const Flow& flow, CheckResult& r) const {

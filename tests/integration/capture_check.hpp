@@ -113,6 +113,10 @@ class CaptureChecker {
   void add_igmp(std::span<const std::byte> frame);
   void add_datagram(Flow& flow, std::span<const std::byte> payload);
   bool decode_any_sync(std::span<const std::byte> payload, codif::Header& h, SentAs& as);
+  SentAs classify(const codif::Header& got, SentAs decoded_as, std::size_t udp_payload_bytes,
+                  const std::string& where);
+  void check_contents(const Flow& flow, const codif::Header& got, SentAs as, uint64_t index,
+                      std::span<const std::byte> payload, const std::string& where);
   void check_flow(const Flow& flow, CheckResult& r) const;
 
   tools::GenSummary summary_;
