@@ -9,7 +9,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   rocecap::tools::Action action;
   rocecap::tools::add_gen_command(app, action);
-  // INSPECT rocecap::tools::add_inspect_command(app, action);
+  rocecap::tools::add_inspect_command(app, action);
   CLI11_PARSE(app, argc, argv);
   try {
     return action ? action() : 2;
