@@ -33,8 +33,9 @@ capture_start_tcpdump() {
   # the file at once, so nothing waits in a half-filled block when tcpdump is stopped.
   # -Z root: Debian's tcpdump otherwise drops to user tcpdump, who may not write here.
   # The file name ends in .pcap: AppArmor's tcpdump profile allows writing such files.
-  netns_bg_receiver tcpdump -i "$NETNS_RECEIVER_IF" -w "$pcap" -B "$CAPTURE_BUFFER_KIB" -U --immediate-mode \
-    -n -Z root 'udp or igmp' 2>"$log"
+  # Nanosecond timestamps in the file, as rocecap's own pcap output has.
+  netns_bg_receiver tcpdump -i "$NETNS_RECEIVER_IF" -w "$pcap" -B "$CAPTURE_BUFFER_KIB" \
+    -U --immediate-mode --time-stamp-precision=nano -n -Z root 'udp or igmp' 2>"$log"
   CAPTURE_TCPDUMP_PID=$NETNS_BG_PID
   if ! capture_poll 15 _capture_listening "$log" "$CAPTURE_TCPDUMP_PID" ||
     ! kill -0 "$CAPTURE_TCPDUMP_PID" 2>/dev/null; then
