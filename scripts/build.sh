@@ -9,4 +9,6 @@ cmake -S "$root" -B "$dir" -DROCECAP_WERROR=ON "$@" >"$dir.configure.log" 2>&1 |
   cat "$dir.configure.log"
   exit 1
 }
-cmake --build "$dir" -j"$(nproc)"
+# ROCECAP_BUILD_TARGETS="a b" builds only those targets (the demo needs two).
+# shellcheck disable=SC2086
+cmake --build "$dir" -j"$(nproc)" ${ROCECAP_BUILD_TARGETS:+--target $ROCECAP_BUILD_TARGETS}

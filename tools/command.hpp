@@ -1,0 +1,15 @@
+// How a subcommand plugs into `rocecap`: it adds itself to the CLI11 app and, when chosen,
+// leaves the function to run in `action` (called after parsing; its value is the exit code).
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace rocecap::tools {
+
+using Action = std::function<int()>;
+
+void add_gen_command(CLI::App& app, Action& action);
+void add_inspect_command(CLI::App& app, Action& action);
+
+}  // namespace rocecap::tools

@@ -1,0 +1,292 @@
+// `rocecap gen`: sends (or writes to a pcap file) CODIF multicast streams, one per group and
+// source address, with seeded impairments, and prints a JSON summary of exactly what went out.
+#include <time.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include "capture/net/packet.hpp"
+#include "tools/command.hpp"
+#include "tools/lib/gen_engine.hpp"
+#include "tools/lib/gen_sinks.hpp"
+
+namespace rocecap::tools {
+namespace {
+
+struct GenArgs {
+  std::vector<std::string> groups, sources;
+  uint64_t frames = 0;
+  double duration = 0;
+  double rate = 10000;
+  double gbps = 0;
+  std::string interface;
+  unsigned ttl = 1;
+  bool loopback = false;
+  unsigned payload_bytes = 8192, nchan = 1, nbits = 8, period = 1;
+  bool complex = false;
+  uint64_t total_samples = 0;
+  unsigned epoch = 0, start_seconds = 0, start_frame = 0, thread_id = 0, group_id = 0;
+  std::string station = "RC", layout = "v3";
+  uint64_t seed = 0;
+  ImpairmentRates rates;
+  std::string foreign;
+  bool foreign_prob_given = false;
+  std::string pcap, summary;
+};
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_stop_signal(int) {
+  g_stop.store(true);
+}
+
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: a sleeping sender wakes up at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+uint32_t parse_address(const std::string& text, const char* option) {
+  uint32_t ip = 0;
+  if (!net::parse_ipv4(text, ip)) {
+    throw std::invalid_argument(std::string(option) + ": '" + text + "' is not an IPv4 address");
+  }
+  return ip;
+}
+
+GroupAddress parse_group(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) {
+    throw std::invalid_argument("--groups: '" + text + "' is not GROUP:PORT");
+  }
+  GroupAddress g{parse_address(text.substr(0, colon), "--groups"), 0};
+  if (!net::is_multicast(g.ip)) {
+    throw std::invalid_argument("--groups: " + text.substr(0, colon) +
+                                " is not a multicast address");
+  }
+  const std::string port = text.substr(colon + 1);
+  char* end = nullptr;
+  const unsigned long p = std::strtoul(port.c_str(), &end, 10);
+  if (port.empty() || *end != '\0' || p == 0 || p > 65535) {
+    throw std::invalid_argument("--groups: '" + port + "' in '" + text + "' is not a UDP port");
+  }
+  g.port = static_cast<uint16_t>(p);
+  return g;
+}
+
+GenFrameParams frame_params(const GenArgs& a) {
+  GenFrameParams p;
+  p.payload_bytes = a.payload_bytes;
+  p.nchan = static_cast<uint16_t>(a.nchan);
+  p.nbits = static_cast<uint8_t>(a.nbits);
+  p.complex = a.complex;
+  p.period = static_cast<uint16_t>(a.period);
+  p.total_samples = a.total_samples;
+  p.epoch = static_cast<uint8_t>(a.epoch);
+  p.start_seconds = a.start_seconds;
+  p.start_frame = a.start_frame;
+  p.thread_id = static_cast<uint16_t>(a.thread_id);
+  p.group_id = static_cast<uint16_t>(a.group_id);
+  p.station = a.station;
+  p.layout = a.layout;
+  return p;
+}
+
+GenSetup make_setup(const GenArgs& a, const FrameBuilder& frames) {
+  GenSetup s;
+  for (const auto& g : a.groups)
+    s.groups.push_back(parse_group(g));
+  for (const auto& src : a.sources)
+    s.sources.push_back(parse_address(src, "--sources"));
+  if (!a.foreign.empty()) s.foreign = parse_address(a.foreign, "--foreign");
+  s.seed = a.seed;
+  s.rates = a.rates;
+  if (!a.foreign.empty() && !a.foreign_prob_given) s.rates.foreign = 0.01;
+  if (a.foreign.empty()) s.rates.foreign = 0;
+  if (const std::string why = s.rates.check(); !why.empty()) throw std::invalid_argument(why);
+  const double streams = static_cast<double>(s.groups.size() * s.sources.size());
+  s.rate_per_stream = a.gbps > 0
+                          ? a.gbps * 1e9 / (static_cast<double>(frames.frame_bytes()) * 8) / streams
+                          : a.rate;
+  s.frames_per_stream = a.frames != 0
+                            ? a.frames
+                            : static_cast<uint64_t>(std::llround(a.duration * s.rate_per_stream));
+  if (s.frames_per_stream == 0) {
+    throw std::invalid_argument("--duration: too short for one frame at the chosen rate");
+  }
+  return s;
+}
+
+int64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void write_summary(const GenSummary& summary, const std::string& path) {
+  const std::string text = nlohmann::json(summary).dump(2) + "\n";
+  if (path.empty()) {
+    std::cout << text << std::flush;
+    return;
+  }
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error("cannot write the summary to " + path);
+}
+
+int run_gen(const GenArgs& a) {
+  GenSummary summary;
+  std::unique_ptr<FrameBuilder> frames;
+  GenSetup setup;
+  try {
+    frames = std::make_unique<FrameBuilder>(frame_params(a));
+    setup = make_setup(a, *frames);
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "rocecap gen: " << e.what() << "\n";
+    return 2;
+  }
+  summary.version = ROCECAP_VERSION;
+  summary.output = a.pcap.empty() ? "udp" : "pcap";
+  summary.pcap_file = a.pcap;
+  summary.interface = a.interface;
+  summary.seed = a.seed;
+  summary.frame = frames->params();
+
+  std::vector<uint32_t> senders = setup.sources;
+  if (setup.foreign) senders.push_back(*setup.foreign);
+  // Opening the sink is set-up: when it fails nothing was sent, and no summary is printed.
+  std::unique_ptr<DatagramSink> sink;
+  PcapSink* pcap = nullptr;
+  try {
+    if (a.pcap.empty()) {
+      sink = std::make_unique<UdpSink>(
+          senders, UdpOptions{a.interface, static_cast<int>(a.ttl), a.loopback});
+    } else {
+      auto p =
+          std::make_unique<PcapSink>(a.pcap, senders, realtime_ns(), static_cast<uint8_t>(a.ttl));
+      pcap = p.get();
+      sink = std::move(p);
+    }
+  } catch (const std::runtime_error& e) {
+    std::cerr << "rocecap gen: " << e.what() << "\n";
+    return 1;
+  }
+  install_stop_handlers();
+  int rc = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    run_generator(setup, *frames, *sink, g_stop, summary);
+    if (pcap != nullptr) pcap->close();
+  } catch (const std::runtime_error& e) {
+    std::cerr << "rocecap gen: " << e.what() << "\n";
+    rc = 1;
+  }
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_summary(summary, a.summary);
+  return rc;
+}
+
+void add_impairments(CLI::App& gen, GenArgs& a) {
+  const auto prob = CLI::Range(0.0, 1.0);
+  gen.add_option("--seed", a.seed, "Seed of the impairment choices (same seed and args, same run)");
+  gen.add_option("--drop-every", a.rates.drop_every, "Drop every K-th frame of each stream");
+  gen.add_option("--drop", a.rates.drop, "Probability a frame is not sent")->check(prob);
+  gen.add_option("--swap", a.rates.swap, "Probability a frame is sent after its successor")
+      ->check(prob);
+  gen.add_option("--duplicate", a.rates.duplicate, "Probability a frame is sent twice")
+      ->check(prob);
+  gen.add_option("--bad-sync", a.rates.bad_sync, "Probability of a corrupted sync word")
+      ->check(prob);
+  gen.add_option("--truncate", a.rates.truncate, "Probability the data is cut to half")
+      ->check(prob);
+  gen.add_option("--invalid", a.rates.invalid, "Probability the CODIF invalid bit is set")
+      ->check(prob);
+  gen.add_option("--foreign", a.foreign,
+                 "Source address of extra copies of antenna 0's frames (no stream's source)");
+  gen.add_option_function<double>(
+         "--foreign-prob",
+         [&a](const double& p) {
+           a.rates.foreign = p;
+           a.foreign_prob_given = true;
+         },
+         "Probability an antenna-0 frame is also sent from --foreign (default 0.01)")
+      ->check(prob);
+}
+
+void add_frame_options(CLI::App& gen, GenArgs& a) {
+  gen.add_option("--payload-bytes", a.payload_bytes, "CODIF data bytes per frame (multiple of 8)")
+      ->capture_default_str();
+  gen.add_option("--nchan", a.nchan, "Channels")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  gen.add_option("--nbits", a.nbits, "Bits per sample component")
+      ->check(CLI::Range(1, 255))
+      ->capture_default_str();
+  gen.add_flag("--complex", a.complex, "Complex samples");
+  gen.add_option("--period", a.period, "Period in seconds")
+      ->check(CLI::Range(1, 65535))
+      ->capture_default_str();
+  gen.add_option("--total-samples", a.total_samples,
+                 "Samples per channel per period (default: 10000 frames per period)");
+  gen.add_option("--epoch", a.epoch, "Reference epoch (half-years since 2000)")
+      ->check(CLI::Range(0, 255));
+  gen.add_option("--start-seconds", a.start_seconds, "Seconds of the first frame's period");
+  gen.add_option("--start-frame", a.start_frame, "Frame number of the first frame");
+  gen.add_option("--station", a.station, "Station id, two characters")->capture_default_str();
+  gen.add_option("--thread-id", a.thread_id, "Thread id of antenna 0 (antenna k: + k)")
+      ->check(CLI::Range(0, 65535));
+  gen.add_option("--group-id", a.group_id, "Group id")->check(CLI::Range(0, 65535));
+  gen.add_option("--layout", a.layout, "Header layout")
+      ->check(CLI::IsMember({"v3", "v1"}))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+void add_gen_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<GenArgs>();
+  GenArgs& a = *args;
+  CLI::App* gen = app.add_subcommand("gen", "Send CODIF multicast streams (groups x sources)");
+  gen->add_option("--groups", a.groups, "Multicast GROUP:PORT list")->required()->delimiter(',');
+  gen->add_option("--sources", a.sources, "Source address per antenna (local addresses)")
+      ->required()
+      ->delimiter(',');
+  auto* frames = gen->add_option("--frames", a.frames, "Frames per stream")
+                     ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 40));
+  auto* duration =
+      gen->add_option("--duration", a.duration, "Seconds of traffic")->check(CLI::PositiveNumber);
+  frames->excludes(duration);
+  auto* rate = gen->add_option("--rate", a.rate, "Frames per second per stream")
+                   ->check(CLI::PositiveNumber)
+                   ->capture_default_str();
+  auto* gbps = gen->add_option("--gbps", a.gbps, "Total rate in Gbit/s of UDP payload")
+                   ->check(CLI::PositiveNumber);
+  rate->excludes(gbps);
+  gen->add_option("--interface", a.interface, "Send through this interface (IP_MULTICAST_IF)");
+  gen->add_option("--ttl", a.ttl, "Multicast TTL")
+      ->check(CLI::Range(0, 255))
+      ->capture_default_str();
+  gen->add_flag("--loopback", a.loopback, "Deliver to local listeners too (IP_MULTICAST_LOOP)");
+  add_frame_options(*gen, a);
+  add_impairments(*gen, a);
+  gen->add_option("--pcap", a.pcap, "Write the traffic to this pcap file instead of sending");
+  gen->add_option("--summary", a.summary, "Write the JSON summary here (default: stdout)");
+  gen->callback([args, frames, duration, &action] {
+    if (frames->count() == 0 && duration->count() == 0) {
+      throw CLI::RequiredError("--frames or --duration");
+    }
+    action = [args] { return run_gen(*args); };
+  });
+}
+
+}  // namespace rocecap::tools

@@ -1,0 +1,112 @@
+#include "tools/lib/gen_frame.hpp"
+
+#include <stdexcept>
+
+#include "tools/lib/payload_pattern.hpp"
+
+namespace rocecap::tools {
+namespace {
+
+[[noreturn]] void bad(const std::string& what) {
+  throw std::invalid_argument(what);
+}
+
+codif::Header base_header(const GenFrameParams& p) {
+  codif::Header h;
+  if (p.layout == "v3") {
+    h.layout = codif::Layout::v3;
+    h.sync = codif::kSyncV3;
+    h.version = 3;
+  } else if (p.layout == "v1") {
+    h.layout = codif::Layout::v1;
+    h.sync = codif::kSyncV1;
+    h.version = 1;
+  } else {
+    bad("--layout: must be v3 or v1, not '" + p.layout + "'");
+  }
+  if (p.station.size() != 2)
+    bad("--station: must be two ASCII characters, not '" + p.station + "'");
+  h.station_id = codif::station_id(p.station[0], p.station[1]);
+  h.epoch = p.epoch;
+  h.nbits = p.nbits;
+  h.complex = p.complex;
+  h.period = p.period;
+  h.thread_id = p.thread_id;
+  h.group_id = p.group_id;
+  h.nchan = p.nchan;
+  h.data_words = p.payload_bytes / 8;
+  h.total_samples = p.total_samples;
+  h.seconds = p.start_seconds;
+  h.frame = p.start_frame;
+  return h;
+}
+
+void check_ranges(const GenFrameParams& p) {
+  if (p.payload_bytes == 0 || p.payload_bytes % 8 != 0) {
+    bad("--payload-bytes: must be a positive multiple of 8, not " +
+        std::to_string(p.payload_bytes));
+  }
+  if (codif::kHeaderBytes + p.payload_bytes > kMaxUdpPayload) {
+    bad("--payload-bytes: 64 + " + std::to_string(p.payload_bytes) +
+        " exceeds the largest UDP payload (" + std::to_string(kMaxUdpPayload) + ")");
+  }
+  if (p.nbits == 0) bad("--nbits: must be at least 1");
+  if (p.layout == "v1" && p.nbits > 31) bad("--nbits: the v1 layout holds at most 31");
+  if (p.nchan == 0) bad("--nchan: must be at least 1");
+  if (p.period == 0) bad("--period: must be at least 1 second");
+  if (p.start_seconds % p.period != 0) {
+    bad("--start-seconds: " + std::to_string(p.start_seconds) + " is not a multiple of --period " +
+        std::to_string(p.period));
+  }
+  if (p.layout == "v1" && p.epoch > 63) bad("--epoch: the v1 layout holds at most 63");
+}
+
+}  // namespace
+
+FrameBuilder::FrameBuilder(const GenFrameParams& params) : params_(params) {
+  check_ranges(params_);
+  const uint64_t sample_bits = uint64_t{params_.nchan} * params_.nbits * (params_.complex ? 2 : 1);
+  const uint64_t payload_bits = uint64_t{params_.payload_bytes} * 8;
+  if (payload_bits % sample_bits != 0) {
+    bad("--payload-bytes " + std::to_string(params_.payload_bytes) +
+        " does not hold a whole number of samples of --nchan " + std::to_string(params_.nchan) +
+        " x --nbits " + std::to_string(params_.nbits) + (params_.complex ? " x 2 (complex)" : ""));
+  }
+  if (params_.total_samples == 0) {
+    params_.total_samples = kDefaultFramesPerPeriod * (payload_bits / sample_bits);
+  }
+  base_ = base_header(params_);
+  const codif::Invalid why = codif::validate(base_, frame_bytes(), timing_);
+  if (why == codif::Invalid::fractional_frames) {
+    bad("--total-samples " + std::to_string(params_.total_samples) +
+        " is not a whole number of frames of " + std::to_string(payload_bits / sample_bits) +
+        " samples");
+  }
+  if (why == codif::Invalid::frame_out_of_range) {
+    bad("--start-frame " + std::to_string(params_.start_frame) + " is not below the " +
+        std::to_string(params_.total_samples / (payload_bits / sample_bits)) +
+        " frames of a period");
+  }
+  if (why != codif::Invalid::ok) {
+    bad("frame parameters rejected by CODIF validation: " + std::string(codif::to_string(why)));
+  }
+  first_index_ = codif::absolute_index(base_, timing_);
+}
+
+codif::Header FrameBuilder::header(uint32_t antenna, uint64_t index, Fate fate) const noexcept {
+  codif::Header h = codif::at_index(base_, timing_, index);
+  h.thread_id = static_cast<uint16_t>(params_.thread_id + antenna);
+  if (fate == Fate::invalid) h.invalid = true;
+  if (fate == Fate::bad_sync) h.sync = ~h.sync;  // matches none of the accepted sync words
+  return h;
+}
+
+std::size_t FrameBuilder::build(uint32_t antenna, uint64_t index, Fate fate,
+                                std::span<std::byte> out) const noexcept {
+  const std::size_t size = fate == Fate::truncated ? truncated_bytes() : frame_bytes();
+  codif::encode(header(antenna, index, fate), out.first<codif::kHeaderBytes>());
+  fill_pattern(antenna, index, 0, out.subspan(codif::kHeaderBytes, size - codif::kHeaderBytes));
+  return size;
+}
+
+}  // namespace rocecap::tools

@@ -1,0 +1,52 @@
+// The CODIF frames `rocecap gen` sends: header fields from GenFrameParams, the antenna's thread
+// id, the frame's absolute index, the deterministic payload pattern, and the impairment that
+// changes the bytes (invalid bit, corrupted sync word, cut-short data).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "capture/codif/header.hpp"
+#include "tools/lib/gen_plan.hpp"
+#include "tools/lib/gen_summary.hpp"
+
+namespace rocecap::tools {
+
+// Frames per period when --total-samples is not given.
+inline constexpr uint64_t kDefaultFramesPerPeriod = 10000;
+
+// Largest UDP payload an IPv4 datagram can carry.
+inline constexpr std::size_t kMaxUdpPayload = 65507;
+
+class FrameBuilder {
+ public:
+  // Resolves defaults (total_samples 0 -> kDefaultFramesPerPeriod frames per period) and
+  // validates; throws std::invalid_argument naming the option at fault.
+  explicit FrameBuilder(const GenFrameParams& params);
+
+  const GenFrameParams& params() const noexcept { return params_; }
+  const codif::Timing& timing() const noexcept { return timing_; }
+  uint64_t first_index() const noexcept { return first_index_; }
+  std::size_t frame_bytes() const noexcept { return codif::kHeaderBytes + params_.payload_bytes; }
+  // UDP payload of a truncated frame: the header and the first half of the data, in 8s.
+  std::size_t truncated_bytes() const noexcept {
+    return codif::kHeaderBytes + (params_.payload_bytes / 2) / 8 * 8;
+  }
+
+  // The header of absolute frame `index` of antenna `antenna`, impairment applied.
+  codif::Header header(uint32_t antenna, uint64_t index, Fate fate) const noexcept;
+
+  // Writes the UDP payload of that frame into `out` (at least frame_bytes()); returns its size.
+  std::size_t build(uint32_t antenna, uint64_t index, Fate fate,
+                    std::span<std::byte> out) const noexcept;
+
+ private:
+  GenFrameParams params_;
+  codif::Header base_;
+  codif::Timing timing_;
+  uint64_t first_index_ = 0;
+};
+
+}  // namespace rocecap::tools

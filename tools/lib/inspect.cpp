@@ -1,0 +1,391 @@
+#include "tools/lib/inspect.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <ctime>
+#include <iomanip>
+#include <stdexcept>
+
+#include "capture/net/packet.hpp"
+#include "tools/lib/pcap_file.hpp"
+
+namespace rocecap::tools {
+namespace {
+
+[[noreturn]] void fail(const std::string& file, const std::string& what) {
+  throw std::runtime_error(file + ": " + what);
+}
+
+// A read-only mapping of a whole file.
+class MappedFile {
+ public:
+  explicit MappedFile(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fail(path, std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int err = errno;
+      ::close(fd);
+      fail(path, std::strerror(err));
+    }
+    size_ = static_cast<std::size_t>(st.st_size);
+    if (size_ > 0) {
+      data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+      if (data_ == MAP_FAILED) {
+        const int err = errno;
+        ::close(fd);
+        fail(path, std::strerror(err));
+      }
+    }
+    ::close(fd);
+  }
+  ~MappedFile() {
+    if (size_ > 0) ::munmap(data_, size_);
+  }
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+  std::span<const std::byte> bytes() const noexcept {
+    return {static_cast<const std::byte*>(data_), size_};
+  }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+uint32_t load32(const std::byte* p, bool swap) noexcept {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return swap ? __builtin_bswap32(v) : v;
+}
+
+std::string dotted(uint32_t ip) {
+  return net::format_ipv4(ip).data();
+}
+
+// Sequencing of one frame into its stream: counts now, gaps and first/last at finish().
+void add_frame(InspectStream& s, const codif::Header& h, const codif::Timing& t) {
+  if (!s.first_header) {
+    s.first_header = h;
+    s.timing = t;
+  }
+  const uint64_t index = codif::absolute_index(h, t);
+  ++s.frames;
+  if (h.invalid) ++s.invalid;
+  if (!s.indices.empty() && index < s.highest) ++s.late;
+  if (s.indices.empty() || index > s.highest) s.highest = index;
+  s.indices.push_back(index);
+}
+
+// The CODIF part of a record: a frame, or one reason for rejecting it.
+void add_codif(InspectStream& s, std::span<const std::byte> payload, std::size_t payload_bytes) {
+  ++s.records;
+  codif::Header h;
+  if (payload.size() < codif::kHeaderBytes) {
+    ++s.rejected["short_payload"];
+    return;
+  }
+  if (!codif::decode(payload, codif::SyncSet::defaults(), h)) {
+    ++s.rejected[std::string(codif::to_string(codif::Invalid::bad_sync))];
+    return;
+  }
+  codif::Timing t;
+  const codif::Invalid why = codif::validate(h, payload_bytes, t);
+  if (why != codif::Invalid::ok) {
+    ++s.rejected[std::string(codif::to_string(why))];
+    return;
+  }
+  add_frame(s, h, t);
+}
+
+void finish(InspectStream& s) {
+  std::vector<uint64_t>& v = s.indices;
+  std::sort(v.begin(), v.end());
+  const auto end = std::unique(v.begin(), v.end());
+  s.unique_frames = static_cast<uint64_t>(end - v.begin());
+  s.duplicates = s.frames - s.unique_frames;
+  if (s.unique_frames > 0) {
+    s.first_index = v.front();
+    s.last_index = *(end - 1);
+    s.first_time_ns = codif::frame_start_unix_ns(
+        codif::at_index(*s.first_header, s.timing, s.first_index), s.timing);
+    s.last_time_ns = codif::frame_start_unix_ns(
+        codif::at_index(*s.first_header, s.timing, s.last_index), s.timing);
+    for (auto it = v.begin(); it + 1 < end; ++it) {
+      if (it[1] > it[0] + 1) {
+        s.gaps.emplace_back(it[0] + 1, it[1] - it[0] - 1);
+        s.missing += it[1] - it[0] - 1;
+      }
+    }
+  }
+  v.clear();
+  v.shrink_to_fit();
+}
+
+struct PcapKey {
+  uint32_t group, source;
+  uint16_t port;
+  bool operator<(const PcapKey& o) const noexcept {
+    return std::tie(group, port, source) < std::tie(o.group, o.port, o.source);
+  }
+};
+
+std::string iso_time(int64_t unix_ns) {
+  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  char frac[16];
+  std::snprintf(frac, sizeof frac, ".%09lldZ", static_cast<long long>(unix_ns % 1'000'000'000));
+  return std::string(buf) + frac;
+}
+
+std::string stream_name(const InspectStream& s) {
+  if (!s.group.empty()) return s.group + ":" + std::to_string(s.port) + " <- " + s.source;
+  return std::string("station ") + codif::station_name(s.station_id).data() + " group " +
+         std::to_string(s.group_id) + " thread " + std::to_string(s.thread_id);
+}
+
+uint64_t total(const std::map<std::string, uint64_t>& m) {
+  uint64_t n = 0;
+  for (const auto& [k, v] : m)
+    n += v;
+  return n;
+}
+
+}  // namespace
+
+InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::string& name) {
+  InspectReport r{name, "pcap", "", 0, {}, {}};
+  if (file.size() < 24) fail(name, "shorter than a pcap file header");
+  const uint32_t magic = load32(file.data(), false);
+  const bool swap =
+      magic == __builtin_bswap32(kPcapMagicNanos) || magic == __builtin_bswap32(kPcapMagicMicros);
+  const uint32_t m = swap ? __builtin_bswap32(magic) : magic;
+  if (m != kPcapMagicNanos && m != kPcapMagicMicros) fail(name, "not a pcap file (magic)");
+  r.precision = m == kPcapMagicNanos ? "ns" : "us";
+  const uint32_t linktype = load32(file.data() + 20, swap) & 0xFFFF;
+  if (linktype != kLinktypeEthernet) {
+    fail(name, "link type " + std::to_string(linktype) + " is not Ethernet (1)");
+  }
+  std::map<PcapKey, std::size_t> slot;
+  std::size_t off = 24;
+  while (off < file.size()) {
+    if (file.size() - off < 16)
+      fail(name, "record header cut short at offset " + std::to_string(off));
+    const uint32_t incl = load32(file.data() + off + 8, swap);
+    const uint32_t orig = load32(file.data() + off + 12, swap);
+    if (incl > file.size() - off - 16) {
+      fail(name, "record at offset " + std::to_string(off) + " runs past the end of the file");
+    }
+    const std::span<const std::byte> frame = file.subspan(off + 16, incl);
+    off += 16 + incl;
+    ++r.records;
+    net::UdpFrame u;
+    const net::ParseError e = net::parse_udp(frame, std::max<std::size_t>(orig, incl), u);
+    if (e != net::ParseError::ok) {
+      ++r.rejected[std::string(net::to_string(e))];
+      continue;
+    }
+    const PcapKey key{u.dst_ip, u.src_ip, u.dst_port};
+    auto [it, fresh] = slot.try_emplace(key, r.streams.size());
+    if (fresh) {
+      InspectStream s;
+      s.group = dotted(u.dst_ip);
+      s.port = u.dst_port;
+      s.source = dotted(u.src_ip);
+      r.streams.push_back(std::move(s));
+    }
+    InspectStream& s = r.streams[it->second];
+    const std::size_t have = frame.size() > u.payload_offset ? frame.size() - u.payload_offset : 0;
+    if (have < u.payload_bytes) {  // snapped capture: the frame is not all there
+      ++s.records;
+      ++s.rejected["snapped"];
+      continue;
+    }
+    add_codif(s, frame.subspan(u.payload_offset, u.payload_bytes), u.payload_bytes);
+  }
+  for (auto& s : r.streams)
+    finish(s);
+  for (auto& s : r.streams) {
+    if (s.first_header) {
+      s.station_id = s.first_header->station_id;
+      s.thread_id = s.first_header->thread_id;
+      s.group_id = s.first_header->group_id;
+    }
+  }
+  return r;
+}
+
+InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::string& name) {
+  InspectReport r{name, "codif", "", 0, {}, {}};
+  codif::Header first;
+  if (!codif::decode(file, codif::SyncSet::defaults(), first)) {
+    fail(name, "neither a pcap file nor a CODIF file (no CODIF sync word at offset 0)");
+  }
+  const uint64_t frame_bytes = first.frame_bytes();
+  if (first.data_words == 0) fail(name, "first CODIF header has a zero data array length");
+  std::map<std::tuple<uint16_t, uint16_t, uint16_t>, std::size_t> slot;
+  for (std::size_t off = 0; off < file.size(); off += frame_bytes) {
+    ++r.records;
+    if (file.size() - off < frame_bytes) {
+      ++r.rejected["partial_frame"];
+      break;
+    }
+    const auto frame = file.subspan(off, frame_bytes);
+    codif::Header h;
+    if (!codif::decode(frame, codif::SyncSet::defaults(), h)) {
+      ++r.rejected["bad_sync"];
+      continue;
+    }
+    auto [it, fresh] = slot.try_emplace({h.station_id, h.group_id, h.thread_id}, r.streams.size());
+    if (fresh) {
+      InspectStream s;
+      s.station_id = h.station_id;
+      s.group_id = h.group_id;
+      s.thread_id = h.thread_id;
+      r.streams.push_back(std::move(s));
+    }
+    add_codif(r.streams[it->second], frame, frame.size());
+  }
+  for (auto& s : r.streams)
+    finish(s);
+  return r;
+}
+
+InspectReport inspect_file(const std::string& path) {
+  MappedFile f(path);
+  const auto bytes = f.bytes();
+  if (bytes.size() >= 4) {
+    const uint32_t magic = load32(bytes.data(), false);
+    for (uint32_t m : {kPcapMagicNanos, kPcapMagicMicros}) {
+      if (magic == m || magic == __builtin_bswap32(m)) return inspect_pcap_bytes(bytes, path);
+    }
+  }
+  return inspect_codif_bytes(bytes, path);
+}
+
+nlohmann::json header_json(const codif::Header& h, const codif::Timing& t) {
+  char sync[16];
+  std::snprintf(sync, sizeof sync, "0x%08X", h.sync);
+  return {{"layout", h.layout == codif::Layout::v3 ? "v3" : "v1"},
+          {"sync", sync},
+          {"frame", h.frame},
+          {"seconds", h.seconds},
+          {"epoch", h.epoch},
+          {"nbits", h.nbits},
+          {"complex", h.complex},
+          {"invalid", h.invalid},
+          {"atypical", h.atypical},
+          {"cal", h.cal},
+          {"representation", h.representation},
+          {"version", h.version},
+          {"protocol", h.protocol},
+          {"period", h.period},
+          {"thread_id", h.thread_id},
+          {"group_id", h.group_id},
+          {"secondary_id", h.secondary_id},
+          {"station", codif::station_name(h.station_id).data()},
+          {"nchan", h.nchan},
+          {"block_length", h.block_length},
+          {"payload_bytes", h.payload_bytes()},
+          {"total_samples", h.total_samples},
+          {"samples_per_frame", t.samples_per_frame},
+          {"frames_per_period", t.frames_per_period}};
+}
+
+nlohmann::json to_json(const InspectReport& r) {
+  nlohmann::json streams = nlohmann::json::array();
+  for (const auto& s : r.streams) {
+    nlohmann::json j;
+    if (!s.group.empty()) {
+      j["group"] = s.group;
+      j["port"] = s.port;
+      j["source"] = s.source;
+    }
+    j["station"] = codif::station_name(s.station_id).data();
+    j["group_id"] = s.group_id;
+    j["thread_id"] = s.thread_id;
+    j["records"] = s.records;
+    j["frames"] = s.frames;
+    j["unique_frames"] = s.unique_frames;
+    j["duplicates"] = s.duplicates;
+    j["late"] = s.late;
+    j["invalid"] = s.invalid;
+    j["rejected"] = s.rejected;
+    if (s.first_header) {
+      j["first_index"] = s.first_index;
+      j["last_index"] = s.last_index;
+      j["first_time"] = iso_time(s.first_time_ns);
+      j["last_time"] = iso_time(s.last_time_ns);
+      j["first_time_ns"] = s.first_time_ns;
+      j["last_time_ns"] = s.last_time_ns;
+      j["first_header"] = header_json(*s.first_header, s.timing);
+    }
+    j["missing"] = s.missing;
+    j["gaps"] = nlohmann::json::array();
+    for (const auto& [first, count] : s.gaps)
+      j["gaps"].push_back({first, count});
+    streams.push_back(std::move(j));
+  }
+  nlohmann::json out{{"file", r.file},
+                     {"format", r.format},
+                     {"records", r.records},
+                     {"rejected", r.rejected},
+                     {"streams", streams}};
+  if (!r.precision.empty()) out["timestamp_precision"] = r.precision;
+  return out;
+}
+
+void print_table(const InspectReport& r, std::ostream& out) {
+  out << r.file << ": " << r.format << (r.precision.empty() ? "" : " (" + r.precision + ")") << ", "
+      << r.records << " records, " << r.streams.size() << " streams";
+  if (!r.rejected.empty()) {
+    out << ", not CODIF/UDP:";
+    for (const auto& [k, v] : r.rejected)
+      out << " " << k << "=" << v;
+  }
+  out << "\n\n";
+  for (const auto& s : r.streams) {
+    out << stream_name(s) << "\n";
+    out << "  frames " << s.frames << " (unique " << s.unique_frames << "), duplicates "
+        << s.duplicates << ", late " << s.late << ", invalid " << s.invalid << ", missing "
+        << s.missing << " in " << s.gaps.size() << " gaps, rejected " << total(s.rejected) << "\n";
+    if (s.first_header) {
+      out << "  first " << s.first_index << " " << iso_time(s.first_time_ns) << "\n"
+          << "  last  " << s.last_index << " " << iso_time(s.last_time_ns) << "\n";
+    }
+    if (!s.gaps.empty()) {
+      out << "  gaps [first, count]:";
+      std::size_t shown = 0;
+      for (const auto& [first, count] : s.gaps) {
+        if (shown++ == 10) {
+          out << " ... (" << s.gaps.size() - 10 << " more)";
+          break;
+        }
+        out << " [" << first << ", " << count << "]";
+      }
+      out << "\n";
+    }
+    for (const auto& [k, v] : s.rejected)
+      out << "  rejected " << k << ": " << v << "\n";
+    if (s.first_header) {
+      out << "  first header:";
+      const nlohmann::json fields = header_json(*s.first_header, s.timing);
+      for (const auto& [k, v] : fields.items()) {
+        out << " " << k << "=" << (v.is_string() ? v.get<std::string>() : v.dump());
+      }
+      out << "\n";
+    }
+    out << "\n";
+  }
+}
+
+}  // namespace rocecap::tools

@@ -1,0 +1,69 @@
+// `rocecap inspect`: what a pcap file or a raw CODIF file holds, per stream: frame counts,
+// first/last frame, gaps, duplicates, late and invalid frames, rejected frames by reason, and
+// the first frame's header. Offline and whole-file: simplicity over speed.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "capture/codif/header.hpp"
+
+namespace rocecap::tools {
+
+struct InspectStream {
+  // pcap: the datagrams' group:port and source. CODIF file: empty/0, the header ids identify it.
+  std::string group;
+  uint16_t port = 0;
+  std::string source;
+  uint16_t station_id = 0;
+  uint16_t thread_id = 0;
+  uint16_t group_id = 0;
+
+  uint64_t records = 0;     // datagrams (pcap) or frames (CODIF file) of this stream
+  uint64_t frames = 0;      // records with a valid CODIF header, copies included
+  uint64_t duplicates = 0;  // valid records whose frame index was seen before
+  uint64_t late = 0;        // valid records below the highest index seen before them
+  uint64_t invalid = 0;     // valid records with the CODIF invalid bit set
+  std::map<std::string, uint64_t> rejected;  // records without a usable frame, by reason
+  std::optional<codif::Header> first_header;
+  codif::Timing timing;
+
+  // Filled by finish(): over distinct frame indices.
+  uint64_t unique_frames = 0;
+  uint64_t first_index = 0, last_index = 0;
+  int64_t first_time_ns = 0, last_time_ns = 0;
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;  // [first missing index, count]
+  uint64_t missing = 0;
+
+  std::vector<uint64_t> indices;  // every valid record's index, arrival order (until finish)
+  uint64_t highest = 0;
+};
+
+struct InspectReport {
+  std::string file;
+  std::string format;     // "pcap" or "codif"
+  std::string precision;  // pcap: "ns" or "us"
+  uint64_t records = 0;
+  std::map<std::string, uint64_t> rejected;  // records of no stream (not IPv4/UDP, ...)
+  std::vector<InspectStream> streams;        // in order of first appearance
+};
+
+// Reads `path` (pcap detected by magic, else raw CODIF); throws std::runtime_error naming the
+// file and what is wrong with it.
+InspectReport inspect_file(const std::string& path);
+
+// Analyses in-memory input (what inspect_file reads): for tests.
+InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::string& name);
+InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::string& name);
+
+nlohmann::json to_json(const InspectReport& report);
+nlohmann::json header_json(const codif::Header& h, const codif::Timing& t);
+void print_table(const InspectReport& report, std::ostream& out);
+
+}  // namespace rocecap::tools
