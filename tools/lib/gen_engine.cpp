@@ -41,6 +41,7 @@ class Engine {
     }
     pending_swap_.assign(nstreams_, false);
     out_.reserve(batch_ + 2);
+    units_.reserve(batch_ + 2);
     init_summary();
   }
 
