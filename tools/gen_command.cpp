@@ -101,6 +101,31 @@ GenFrameParams frame_params(const GenArgs& a) {
   return p;
 }
 
+// Streams must be distinguishable by (group, port, source), and foreign copies by source.
+void check_distinct(const GenSetup& s) {
+  for (std::size_t i = 0; i < s.sources.size(); ++i) {
+    for (std::size_t j = i + 1; j < s.sources.size(); ++j) {
+      if (s.sources[i] == s.sources[j]) {
+        throw std::invalid_argument(
+            "--sources: " + std::string(net::format_ipv4(s.sources[i]).data()) +
+            " is listed twice");
+      }
+    }
+    if (s.foreign && *s.foreign == s.sources[i]) {
+      throw std::invalid_argument("--foreign: must not be one of --sources");
+    }
+  }
+  for (std::size_t i = 0; i < s.groups.size(); ++i) {
+    for (std::size_t j = i + 1; j < s.groups.size(); ++j) {
+      if (s.groups[i].ip == s.groups[j].ip && s.groups[i].port == s.groups[j].port) {
+        throw std::invalid_argument(
+            "--groups: " + std::string(net::format_ipv4(s.groups[i].ip).data()) + ":" +
+            std::to_string(s.groups[i].port) + " is listed twice");
+      }
+    }
+  }
+}
+
 GenSetup make_setup(const GenArgs& a, const FrameBuilder& frames) {
   GenSetup s;
   for (const auto& g : a.groups)
@@ -108,15 +133,15 @@ GenSetup make_setup(const GenArgs& a, const FrameBuilder& frames) {
   for (const auto& src : a.sources)
     s.sources.push_back(parse_address(src, "--sources"));
   if (!a.foreign.empty()) s.foreign = parse_address(a.foreign, "--foreign");
+  check_distinct(s);
   s.seed = a.seed;
   s.rates = a.rates;
   if (!a.foreign.empty() && !a.foreign_prob_given) s.rates.foreign = 0.01;
   if (a.foreign.empty()) s.rates.foreign = 0;
   if (const std::string why = s.rates.check(); !why.empty()) throw std::invalid_argument(why);
-  const double streams = static_cast<double>(s.groups.size() * s.sources.size());
-  s.rate_per_stream = a.gbps > 0
-                          ? a.gbps * 1e9 / (static_cast<double>(frames.frame_bytes()) * 8) / streams
-                          : a.rate;
+  s.rate_per_stream = a.gbps > 0 ? frames_per_second_for_gbps(a.gbps, frames.frame_bytes(),
+                                                              s.groups.size() * s.sources.size())
+                                 : a.rate;
   s.frames_per_stream = a.frames != 0
                             ? a.frames
                             : static_cast<uint64_t>(std::llround(a.duration * s.rate_per_stream));

@@ -26,6 +26,9 @@ expect_error "--groups" gen --sources 192.0.2.11 --frames 1
 expect_error "--groups: 10.0.0.1 is not a multicast address" gen --groups 10.0.0.1:5 --sources 192.0.2.11 --frames 1
 expect_error "is not a UDP port" gen --groups 239.1.1.1:99999 --sources 192.0.2.11 --frames 1
 expect_error "--sources: '192.0.2.300' is not an IPv4 address" gen --groups 239.1.1.1:5 --sources 192.0.2.300 --frames 1
+expect_error "--sources: 192.0.2.11 is listed twice" gen --groups 239.1.1.1:5 --sources 192.0.2.11,192.0.2.11 --frames 1
+expect_error "--groups: 239.1.1.1:5 is listed twice" gen --groups 239.1.1.1:5,239.1.1.1:5 --sources 192.0.2.11 --frames 1
+expect_error "--foreign: must not be one of --sources" gen --groups 239.1.1.1:5 --sources 192.0.2.11 --foreign 192.0.2.11 --frames 1
 expect_error "--payload-bytes" "${base[@]}" --payload-bytes 100 --pcap "$tmp/x.pcap"
 expect_error "--total-samples" "${base[@]}" --total-samples 1000 --pcap "$tmp/x.pcap"
 expect_error "--drop" "${base[@]}" --drop 1.5 --pcap "$tmp/x.pcap"

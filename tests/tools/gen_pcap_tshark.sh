@@ -63,3 +63,22 @@ if fails:
     sys.exit(1)
 print(f"ok: {len(rows)} frames")
 PY
+
+# --gbps: all streams together carry that many bits of UDP payload per second of timestamps.
+"$rocecap" gen --groups 239.17.0.3:36003 --sources 192.0.2.11,192.0.2.12 --frames 500 \
+  --gbps 2.5 --payload-bytes 7168 --pcap "$tmp/gbps.pcap" --summary "$tmp/gbps.json"
+tshark -r "$tmp/gbps.pcap" -T fields -E separator=, -e frame.time_epoch -e udp.length \
+  > "$tmp/gbps.csv" 2>/dev/null
+python3 - "$tmp" <<'PY'
+import sys
+from decimal import Decimal
+tmp = sys.argv[1]
+rows = [l.strip().split(",") for l in open(f"{tmp}/gbps.csv") if l.strip()]
+assert len(rows) == 1000, len(rows)
+bits = sum((int(r[1]) - 8) * 8 for r in rows)
+# n datagrams span n - 1 intervals of the schedule.
+span = (Decimal(rows[-1][0]) - Decimal(rows[0][0])) * len(rows) / (len(rows) - 1)
+gbps = bits / float(span) / 1e9
+assert abs(gbps - 2.5) < 0.01, f"{gbps} Gbit/s in the timestamps, asked for 2.5"
+print(f"ok: {gbps:.4f} Gbit/s")
+PY

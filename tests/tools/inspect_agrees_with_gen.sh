@@ -61,3 +61,14 @@ if fails:
     sys.exit(1)
 print("ok")
 PY
+
+# The older header layout is generated and recognised as such.
+"$rocecap" gen --groups 239.17.0.5:36005 --sources 192.0.2.21 --frames 20 --layout v1 \
+  --pcap "$tmp/v1.pcap" >/dev/null
+"$rocecap" inspect --json "$tmp/v1.pcap" | python3 -c '
+import json, sys
+r = json.load(sys.stdin)
+h = r["streams"][0]["first_header"]
+assert h["layout"] == "v1" and h["sync"] == "0xABADDEED", h
+assert r["streams"][0]["frames"] == 20 and r["streams"][0]["gaps"] == [], r["streams"][0]
+print("ok: v1")'

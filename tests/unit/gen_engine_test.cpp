@@ -308,6 +308,11 @@ TEST(GenEngine, StopKeepsTheSummaryTrue) {
   EXPECT_GT(held, 0) << "no stop hit a held swap partner: the case is not exercised";
 }
 
+TEST(GenEngine, GbpsCountsUdpPayloadBitsOfAllStreams) {
+  // 8256-byte frames = 66048 bits; 10 Gbit/s over 6 streams.
+  EXPECT_DOUBLE_EQ(frames_per_second_for_gbps(10, 8256, 6), 1e10 / 66048.0 / 6.0);
+}
+
 TEST(GenEngine, BatchSizeIsAboutAMillisecond) {
   EXPECT_EQ(batch_size_for(10), 1u);
   EXPECT_EQ(batch_size_for(20000), 20u);

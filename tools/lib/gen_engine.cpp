@@ -41,6 +41,7 @@ class Engine {
     }
     pending_swap_.assign(nstreams_, false);
     out_.reserve(batch_ + 2);
+    units_.reserve(batch_ + 2);
     init_summary();
   }
 
@@ -192,6 +193,11 @@ class Engine {
 };
 
 }  // namespace
+
+double frames_per_second_for_gbps(double gbps, std::size_t frame_bytes,
+                                  std::size_t streams) noexcept {
+  return gbps * 1e9 / (static_cast<double>(frame_bytes) * 8.0 * static_cast<double>(streams));
+}
 
 std::size_t batch_size_for(double datagrams_per_second) noexcept {
   const double n = std::floor(datagrams_per_second / 1000.0);

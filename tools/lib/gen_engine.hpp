@@ -52,6 +52,11 @@ class DatagramSink {
   virtual void deliver(std::span<const OutDatagram> batch, const std::atomic<bool>& stop) = 0;
 };
 
+// --gbps: the per-stream frame rate that makes all streams together carry `gbps` Gbit/s of
+// UDP payload (CODIF header included).
+double frames_per_second_for_gbps(double gbps, std::size_t frame_bytes,
+                                  std::size_t streams) noexcept;
+
 // Datagrams per batch: about a millisecond of traffic, between 1 and kMaxBatch.
 inline constexpr std::size_t kMaxBatch = 64;
 std::size_t batch_size_for(double datagrams_per_second) noexcept;
