@@ -31,7 +31,7 @@ enum class ParseError : uint8_t {
   truncated,            // frame ends inside the Ethernet, VLAN, IPv4 or UDP header
   too_many_vlans,       // more than kMaxVlanTags tags
   not_ipv4,             // EtherType (after tags) is not IPv4, or IP version != 4
-  bad_ip_header,        // IHL < 5 or header checksum area inconsistent
+  bad_ip_header,        // IHL < 5 (the header checksum is left to the NIC / kernel)
   ip_options_too_long,  // IHL says more header than the frame holds
   bad_ip_length,        // IPv4 total length < header, or > the bytes on the wire
   fragment,             // MF set or fragment offset != 0: not reassembled, counted
