@@ -66,6 +66,7 @@ struct Header {
 
   constexpr uint64_t payload_bytes() const noexcept { return uint64_t{data_words} * 8; }
   constexpr uint64_t frame_bytes() const noexcept { return payload_bytes() + kHeaderBytes; }
+  friend constexpr bool operator==(const Header&, const Header&) = default;
 };
 
 // Decodes 64 bytes. Returns false (and leaves `out` unspecified) when the sync word matches
@@ -75,6 +76,11 @@ bool decode(std::span<const std::byte, kHeaderBytes> bytes, const SyncSet& syncs
 inline bool decode(std::span<const std::byte> bytes, const SyncSet& syncs, Header& out) noexcept {
   return bytes.size() >= kHeaderBytes &&
          decode(bytes.first<kHeaderBytes>(), syncs, out);
+}
+// A 64-byte array converts to both spans above; this picks the fixed one.
+inline bool decode(const std::array<std::byte, kHeaderBytes>& bytes, const SyncSet& syncs,
+                   Header& out) noexcept {
+  return decode(std::span<const std::byte, kHeaderBytes>(bytes), syncs, out);
 }
 
 // Encodes in h.layout. Values wider than a layout's field are truncated to the field.
