@@ -25,12 +25,12 @@ constexpr std::array<uint64_t, 6> kMaskV1 = {
 
 }  // namespace
 
-Invalid FrameIndexer::learn(std::span<const std::byte> udp_payload,
+Invalid FrameIndexer::learn(std::span<const std::byte> head, std::size_t udp_payload_bytes,
                             const SyncSet& syncs) noexcept {
   Header h;
-  if (!decode(udp_payload, syncs, h)) return Invalid::bad_sync;
+  if (!decode(head, syncs, h)) return Invalid::bad_sync;
   Timing t;
-  const Invalid v = validate(h, udp_payload.size(), t);
+  const Invalid v = validate(h, udp_payload_bytes, t);
   if (v == Invalid::ok) learn(h, t);
   return v;
 }
@@ -47,8 +47,8 @@ void FrameIndexer::learn(const Header& h, const Timing& t) noexcept {
   mask_ = v3 ? kMaskV3 : kMaskV1;
   for (std::size_t i = 0; i < kCheckedWords; ++i) expect_[i] = w[i] & mask_[i];
   seconds_mask_ = v3 ? 0xFFFF'FFFFu : 0x3FFF'FFFFu;
-  invalid_word_ = v3 ? 1 : 0;
-  invalid_shift_ = v3 ? 17 : 63;
+  invalid_mask_ = v3 ? std::array<uint64_t, 2>{0, uint64_t{1} << 17}
+                     : std::array<uint64_t, 2>{uint64_t{1} << 63, 0};
   frame_bytes_ = static_cast<std::size_t>(h.frame_bytes());
   timing_ = t;
   header_ = h;
@@ -64,6 +64,7 @@ std::string_view to_string(FrameIndexer::Status s) noexcept {
     case FrameIndexer::Status::size_mismatch: return "size_mismatch";
     case FrameIndexer::Status::stream_changed: return "stream_changed";
     case FrameIndexer::Status::frame_out_of_range: return "frame_out_of_range";
+    case FrameIndexer::Status::header_not_readable: return "header_not_readable";
   }
   return "unknown";
 }

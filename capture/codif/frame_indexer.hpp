@@ -27,7 +27,12 @@ class FrameIndexer {
     size_mismatch,       // UDP payload length differs from the learned frame size
     stream_changed,      // a constant header field (sync, ids, sizes, epoch, period...) differs
     frame_out_of_range,  // frame number >= frames per period
+    header_not_readable, // fewer than kReadBytes of the header readable (header/payload split)
   };
+
+  // Bytes of the CODIF header index() reads: words 0-5 hold every field that matters for
+  // timing and identity; 6-7 are metadata.
+  static constexpr std::size_t kReadBytes = 48;
 
   struct Result {
     uint64_t index = 0;    // == absolute_index(decoded header, timing())
@@ -36,7 +41,13 @@ class FrameIndexer {
 
   // Decodes and validates one UDP payload and, when it is ok, adopts its stream. Returns the
   // reason it was not adopted (bad_sync when decode fails); the previous stream is kept then.
-  Invalid learn(std::span<const std::byte> udp_payload, const SyncSet& syncs) noexcept;
+  Invalid learn(std::span<const std::byte> udp_payload, const SyncSet& syncs) noexcept {
+    return learn(udp_payload, udp_payload.size(), syncs);
+  }
+  // The same when only `head` (the readable start of the UDP payload, at least 64 bytes for
+  // success) is at hand and the payload length comes from the UDP header.
+  Invalid learn(std::span<const std::byte> head, std::size_t udp_payload_bytes,
+                const SyncSet& syncs) noexcept;
 
   // Adopts the stream of a header that validate() accepted with timing `t`.
   void learn(const Header& h, const Timing& t) noexcept;
@@ -47,12 +58,21 @@ class FrameIndexer {
   // The header the stream was learned from (reference for fill frames).
   const Header& header() const noexcept { return header_; }
 
+  // The index of the frame whose UDP payload is `udp_payload`, when it belongs to the learned
+  // stream; otherwise why not, and the caller takes the slow path (decode, validate, learn).
   Status index(std::span<const std::byte> udp_payload, Result& out) noexcept {
-    if (udp_payload.size() != frame_bytes_) {
+    return index(udp_payload, udp_payload.size(), out);
+  }
+  // The same for a split packet: `head` is the readable start of the UDP payload,
+  // `udp_payload_bytes` the payload length from the UDP header.
+  Status index(std::span<const std::byte> head, std::size_t udp_payload_bytes,
+               Result& out) noexcept {
+    if (udp_payload_bytes != frame_bytes_) {
       return learned_ ? Status::size_mismatch : Status::not_learned;
     }
+    if (head.size() < kReadBytes) return Status::header_not_readable;
     std::array<uint64_t, kCheckedWords> w;
-    std::memcpy(w.data(), udp_payload.data(), sizeof w);
+    std::memcpy(w.data(), head.data(), sizeof w);
     if constexpr (std::endian::native == std::endian::big) {
       for (auto& x : w) x = __builtin_bswap64(x);
     }
@@ -67,13 +87,12 @@ class FrameIndexer {
       cached_base_ = uint64_t{seconds / timing_.period} * timing_.frames_per_period;
     }
     out.index = cached_base_ + frame;
-    out.invalid = ((w[invalid_word_] >> invalid_shift_) & 1u) != 0;
+    out.invalid = ((w[0] & invalid_mask_[0]) | (w[1] & invalid_mask_[1])) != 0;
     return Status::ok;
   }
 
  private:
-  // Words 0-5 hold every field that matters for timing and identity; 6-7 are metadata.
-  static constexpr std::size_t kCheckedWords = 6;
+  static constexpr std::size_t kCheckedWords = kReadBytes / 8;
 
   std::array<uint64_t, kCheckedWords> expect_{};
   std::array<uint64_t, kCheckedWords> mask_{};
@@ -82,9 +101,8 @@ class FrameIndexer {
   Header header_{};
   uint64_t cached_base_ = 0;
   uint64_t seconds_mask_ = 0;
+  std::array<uint64_t, 2> invalid_mask_{};  // the invalid bit: word 1 bit 17 (v3), 0/63 (v1)
   uint32_t cached_seconds_ = 0;
-  uint8_t invalid_word_ = 0;
-  uint8_t invalid_shift_ = 0;
   bool learned_ = false;
 };
 

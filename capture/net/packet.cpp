@@ -46,18 +46,17 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
   const std::size_t avail = head.size() < wire_bytes ? head.size() : wire_bytes;
   const std::byte* p = head.data();
   if (avail < kEthHeaderBytes) return missing(kEthHeaderBytes, wire_bytes);
-  std::memcpy(out.dst_mac.data(), p, 6);
-  std::memcpy(out.src_mac.data(), p + 6, 6);
 
+  // Locals until the frame is accepted: `out` is written once, at the end.
   std::size_t off = 12;
   uint16_t ethertype = load_be16(p + off);
-  out.vlan_count = 0;
-  out.vlan_id = 0;
+  uint8_t vlans = 0;
+  uint16_t vlan_id = 0;
   while (ethertype == kEtherTypeVlan || ethertype == kEtherTypeQinQ) {
-    if (out.vlan_count == kMaxVlanTags) return ParseError::too_many_vlans;
+    if (vlans == kMaxVlanTags) return ParseError::too_many_vlans;
     if (avail < off + 2 + kVlanTagBytes) return missing(off + 2 + kVlanTagBytes, wire_bytes);
-    if (out.vlan_count == 0) out.vlan_id = load_be16(p + off + 2) & 0x0FFF;
-    ++out.vlan_count;
+    if (vlans == 0) vlan_id = load_be16(p + off + 2) & 0x0FFF;
+    ++vlans;
     off += kVlanTagBytes;
     ethertype = load_be16(p + off);
   }
@@ -72,8 +71,8 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
   if (ip + ihl > wire_bytes) return ParseError::ip_options_too_long;
   const std::size_t ip_total = load_be16(p + ip + 2);
   if (ip_total < ihl || ip + ip_total > wire_bytes) return ParseError::bad_ip_length;
-  const uint16_t frag = load_be16(p + ip + 6);
-  if ((frag & 0x2000u) != 0 || (frag & 0x1FFFu) != 0) return ParseError::fragment;
+  // MF flag or a fragment offset: a piece of a datagram we do not reassemble.
+  if ((load_be16(p + ip + 6) & 0x3FFFu) != 0) return ParseError::fragment;
   if (std::to_integer<uint8_t>(p[ip + 9]) != kIpProtoUdp) return ParseError::not_udp;
 
   const std::size_t udp = ip + ihl;
@@ -82,6 +81,10 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
   const std::size_t udp_len = load_be16(p + udp + 4);
   if (udp_len != ip_total - ihl) return ParseError::bad_udp_length;
 
+  std::memcpy(out.dst_mac.data(), p, 6);
+  std::memcpy(out.src_mac.data(), p + 6, 6);
+  out.vlan_count = vlans;
+  out.vlan_id = vlan_id;
   out.src_ip = load_be32(p + ip + 12);
   out.dst_ip = load_be32(p + ip + 16);
   out.src_port = load_be16(p + udp);

@@ -70,6 +70,7 @@ struct UdpFrame {
 // Lengths are checked against wire_bytes; headers must lie inside head, else
 // headers_beyond_split (or truncated when the frame itself is too short).
 // Trailing bytes after the IP datagram (Ethernet padding) are allowed and excluded.
+// `out` is written only when the result is ok.
 ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
                      UdpFrame& out) noexcept;
 

@@ -88,6 +88,13 @@ void one(const std::byte* data, std::size_t size, const codif::SyncSet& set) {
   FUZZ_CHECK(ix.index({data, size}, r) == codif::FrameIndexer::Status::ok);
   FUZZ_CHECK(r.index == codif::absolute_index(h, t));
   FUZZ_CHECK(r.invalid == h.invalid);
+  // Split packet: only the first kReadBytes readable (exactly sized for AddressSanitizer).
+  auto head = std::make_unique<std::byte[]>(codif::FrameIndexer::kReadBytes);
+  std::memcpy(head.get(), data, codif::FrameIndexer::kReadBytes);
+  codif::FrameIndexer::Result split;
+  FUZZ_CHECK(ix.index({head.get(), codif::FrameIndexer::kReadBytes}, size, split) ==
+             codif::FrameIndexer::Status::ok);
+  FUZZ_CHECK(split.index == r.index);
   check_indexer(ix, set, data, size);
 }
 

@@ -180,12 +180,28 @@ TEST(FrameIndexer, RelearnAfterChange) {
   EXPECT_EQ(r.index, 10u * 62'500 + 9);
 }
 
+TEST(FrameIndexer, SplitPacketHeadOnly) {
+  Header h = askap();
+  h.seconds = 27 * 2;
+  h.frame = 77;
+  const auto p = payload(h);
+  FrameIndexer ix;
+  EXPECT_EQ(ix.learn(std::span(p).first(63), p.size(), all_syncs()), Invalid::bad_sync);
+  ASSERT_EQ(ix.learn(std::span(p).first(64), p.size(), all_syncs()), Invalid::ok);
+  FrameIndexer::Result r;
+  ASSERT_EQ(ix.index(std::span(p).first(48), p.size(), r), Status::ok);
+  EXPECT_EQ(r.index, 2u * 62'500 + 77);
+  EXPECT_EQ(ix.index(std::span(p).first(47), p.size(), r), Status::header_not_readable);
+  EXPECT_EQ(ix.index(std::span(p).first(48), p.size() + 8, r), Status::size_mismatch);
+}
+
 TEST(FrameIndexer, StatusNames) {
   EXPECT_EQ(to_string(Status::ok), "ok");
   EXPECT_EQ(to_string(Status::not_learned), "not_learned");
   EXPECT_EQ(to_string(Status::size_mismatch), "size_mismatch");
   EXPECT_EQ(to_string(Status::stream_changed), "stream_changed");
   EXPECT_EQ(to_string(Status::frame_out_of_range), "frame_out_of_range");
+  EXPECT_EQ(to_string(Status::header_not_readable), "header_not_readable");
 }
 
 }  // namespace
