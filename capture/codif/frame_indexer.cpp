@@ -7,20 +7,20 @@ namespace {
 // seconds (checked separately), the invalid and cal flags (may change frame to frame), bits no
 // layout documents, and the instrument-specific metadata.
 constexpr std::array<uint64_t, 6> kMaskV3 = {
-    0,                      // W0: frame, seconds
-    0xFFFF'0000'FFF5'FFFFu, // W1: all documented fields but invalid (17) and cal (19)
-    ~uint64_t{0},           // W2: thread, group, secondary, station
-    ~uint64_t{0},           // W3: nchan, block length, data array length
-    ~uint64_t{0},           // W4: total samples
-    0x0000'0000'FFFF'FFFFu, // W5: sync
+    0,                       // W0: frame, seconds
+    0xFFFF'0000'FFF5'FFFFu,  // W1: all documented fields but invalid (17) and cal (19)
+    ~uint64_t{0},            // W2: thread, group, secondary, station
+    ~uint64_t{0},            // W3: nchan, block length, data array length
+    ~uint64_t{0},            // W4: total samples
+    0x0000'0000'FFFF'FFFFu,  // W5: sync
 };
 constexpr std::array<uint64_t, 6> kMaskV1 = {
-    uint64_t{1} << 62,      // W0: complex (frame, seconds and invalid vary)
-    0xFFFF'FFFF'FFC0'FFFFu, // W1: station, representation, epoch, length, nbits, version
-    ~uint64_t{0},           // W2: group, thread, nchan - 1, block length
-    0x0000'FFFF'0000'0000u, // W3: period
-    ~uint64_t{0},           // W4: total samples
-    0xFFFF'FFFF'0000'0000u, // W5: sync
+    uint64_t{1} << 62,       // W0: complex (frame, seconds and invalid vary)
+    0xFFFF'FFFF'FFC0'FFFFu,  // W1: station, representation, epoch, length, nbits, version
+    ~uint64_t{0},            // W2: group, thread, nchan - 1, block length
+    0x0000'FFFF'0000'0000u,  // W3: period
+    ~uint64_t{0},            // W4: total samples
+    0xFFFF'FFFF'0000'0000u,  // W5: sync
 };
 
 }  // namespace
@@ -41,11 +41,13 @@ void FrameIndexer::learn(const Header& h, const Timing& t) noexcept {
   std::array<uint64_t, 8> w;
   std::memcpy(w.data(), raw.data(), sizeof w);
   if constexpr (std::endian::native == std::endian::big) {
-    for (auto& x : w) x = __builtin_bswap64(x);
+    for (auto& x : w)
+      x = __builtin_bswap64(x);
   }
   const bool v3 = h.layout == Layout::v3;
   mask_ = v3 ? kMaskV3 : kMaskV1;
-  for (std::size_t i = 0; i < kCheckedWords; ++i) expect_[i] = w[i] & mask_[i];
+  for (std::size_t i = 0; i < kCheckedWords; ++i)
+    expect_[i] = w[i] & mask_[i];
   seconds_mask_ = v3 ? 0xFFFF'FFFFu : 0x3FFF'FFFFu;
   invalid_mask_ = v3 ? std::array<uint64_t, 2>{0, uint64_t{1} << 17}
                      : std::array<uint64_t, 2>{uint64_t{1} << 63, 0};
@@ -59,12 +61,18 @@ void FrameIndexer::learn(const Header& h, const Timing& t) noexcept {
 
 std::string_view to_string(FrameIndexer::Status s) noexcept {
   switch (s) {
-    case FrameIndexer::Status::ok: return "ok";
-    case FrameIndexer::Status::not_learned: return "not_learned";
-    case FrameIndexer::Status::size_mismatch: return "size_mismatch";
-    case FrameIndexer::Status::stream_changed: return "stream_changed";
-    case FrameIndexer::Status::frame_out_of_range: return "frame_out_of_range";
-    case FrameIndexer::Status::header_not_readable: return "header_not_readable";
+    case FrameIndexer::Status::ok:
+      return "ok";
+    case FrameIndexer::Status::not_learned:
+      return "not_learned";
+    case FrameIndexer::Status::size_mismatch:
+      return "size_mismatch";
+    case FrameIndexer::Status::stream_changed:
+      return "stream_changed";
+    case FrameIndexer::Status::frame_out_of_range:
+      return "frame_out_of_range";
+    case FrameIndexer::Status::header_not_readable:
+      return "header_not_readable";
   }
   return "unknown";
 }

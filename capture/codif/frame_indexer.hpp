@@ -23,11 +23,11 @@ class FrameIndexer {
  public:
   enum class Status : uint8_t {
     ok = 0,
-    not_learned,         // no stream learned yet
-    size_mismatch,       // UDP payload length differs from the learned frame size
-    stream_changed,      // a constant header field (sync, ids, sizes, epoch, period...) differs
-    frame_out_of_range,  // frame number >= frames per period
-    header_not_readable, // fewer than kReadBytes of the header readable (header/payload split)
+    not_learned,          // no stream learned yet
+    size_mismatch,        // UDP payload length differs from the learned frame size
+    stream_changed,       // a constant header field (sync, ids, sizes, epoch, period...) differs
+    frame_out_of_range,   // frame number >= frames per period
+    header_not_readable,  // fewer than kReadBytes of the header readable (header/payload split)
   };
 
   // Bytes of the CODIF header index() reads: words 0-5 hold every field that matters for
@@ -74,10 +74,12 @@ class FrameIndexer {
     std::array<uint64_t, kCheckedWords> w;
     std::memcpy(w.data(), head.data(), sizeof w);
     if constexpr (std::endian::native == std::endian::big) {
-      for (auto& x : w) x = __builtin_bswap64(x);
+      for (auto& x : w)
+        x = __builtin_bswap64(x);
     }
     uint64_t diff = 0;
-    for (std::size_t i = 0; i < kCheckedWords; ++i) diff |= (w[i] ^ expect_[i]) & mask_[i];
+    for (std::size_t i = 0; i < kCheckedWords; ++i)
+      diff |= (w[i] ^ expect_[i]) & mask_[i];
     if (diff != 0) return Status::stream_changed;
     const auto frame = static_cast<uint32_t>(w[0]);
     if (frame >= timing_.frames_per_period) return Status::frame_out_of_range;

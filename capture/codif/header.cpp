@@ -21,7 +21,8 @@ Words load_words(std::span<const std::byte, kHeaderBytes> bytes) noexcept {
   Words w;
   std::memcpy(w.data(), bytes.data(), kHeaderBytes);
   if constexpr (std::endian::native == std::endian::big) {
-    for (auto& x : w) x = __builtin_bswap64(x);
+    for (auto& x : w)
+      x = __builtin_bswap64(x);
   }
   return w;
 }
@@ -29,7 +30,8 @@ Words load_words(std::span<const std::byte, kHeaderBytes> bytes) noexcept {
 void store_words(const Words& w, std::span<std::byte, kHeaderBytes> out) noexcept {
   Words le = w;
   if constexpr (std::endian::native == std::endian::big) {
-    for (auto& x : le) x = __builtin_bswap64(x);
+    for (auto& x : le)
+      x = __builtin_bswap64(x);
   }
   std::memcpy(out.data(), le.data(), kHeaderBytes);
 }
@@ -111,8 +113,8 @@ void decode_v1(const Words& w, Header& h) noexcept {
 
 Words encode_v1(const Header& h) noexcept {
   Words w{};
-  w[0] = put(h.frame, 0, 32) | put(h.seconds, 32, 30) | put(h.complex, 62, 1) |
-         put(h.invalid, 63, 1);
+  w[0] =
+      put(h.frame, 0, 32) | put(h.seconds, 32, 30) | put(h.complex, 62, 1) | put(h.invalid, 63, 1);
   w[1] = put(h.station_id, 0, 16) | put(h.representation, 22, 4) | put(h.epoch, 26, 6) |
          put(h.data_words, 32, 24) | put(h.nbits, 56, 5) | put(h.version, 61, 3);
   const uint64_t nchan_minus_one = h.nchan == 0 ? 0 : h.nchan - 1u;
@@ -167,19 +169,32 @@ void encode(const Header& h, std::span<std::byte, kHeaderBytes> out) noexcept {
 
 std::string_view to_string(Invalid v) noexcept {
   switch (v) {
-    case Invalid::ok: return "ok";
-    case Invalid::bad_sync: return "bad_sync";
-    case Invalid::zero_data_length: return "zero_data_length";
-    case Invalid::size_mismatch: return "size_mismatch";
-    case Invalid::zero_nbits: return "zero_nbits";
-    case Invalid::zero_nchan: return "zero_nchan";
-    case Invalid::zero_period: return "zero_period";
-    case Invalid::zero_total_samples: return "zero_total_samples";
-    case Invalid::fractional_samples: return "fractional_samples";
-    case Invalid::fractional_frames: return "fractional_frames";
-    case Invalid::frame_out_of_range: return "frame_out_of_range";
-    case Invalid::too_many_frames: return "too_many_frames";
-    case Invalid::count_: break;
+    case Invalid::ok:
+      return "ok";
+    case Invalid::bad_sync:
+      return "bad_sync";
+    case Invalid::zero_data_length:
+      return "zero_data_length";
+    case Invalid::size_mismatch:
+      return "size_mismatch";
+    case Invalid::zero_nbits:
+      return "zero_nbits";
+    case Invalid::zero_nchan:
+      return "zero_nchan";
+    case Invalid::zero_period:
+      return "zero_period";
+    case Invalid::zero_total_samples:
+      return "zero_total_samples";
+    case Invalid::fractional_samples:
+      return "fractional_samples";
+    case Invalid::fractional_frames:
+      return "fractional_frames";
+    case Invalid::frame_out_of_range:
+      return "frame_out_of_range";
+    case Invalid::too_many_frames:
+      return "too_many_frames";
+    case Invalid::count_:
+      break;
   }
   return "unknown";
 }

@@ -57,12 +57,12 @@ struct Header {
   uint16_t group_id = 0;
   uint16_t secondary_id = 0;
   uint16_t station_id = 0;  // two ASCII characters, first in the high byte
-  uint32_t nchan = 0;  // v1 stores nchan - 1 in 16 bits, so 65536 channels are possible there
+  uint32_t nchan = 0;       // v1 stores nchan - 1 in 16 bits, so 65536 channels are possible there
   uint16_t block_length = 0;
   uint32_t data_words = 0;  // payload length in units of 8 bytes (header excluded)
   uint64_t total_samples = 0;
-  uint32_t metadata_id = 0;                  // v3 word 5 bits 32-63
-  std::array<uint64_t, 2> metadata{};        // v3 words 6-7
+  uint32_t metadata_id = 0;            // v3 word 5 bits 32-63
+  std::array<uint64_t, 2> metadata{};  // v3 words 6-7
 
   constexpr uint64_t payload_bytes() const noexcept { return uint64_t{data_words} * 8; }
   constexpr uint64_t frame_bytes() const noexcept { return payload_bytes() + kHeaderBytes; }
@@ -74,8 +74,7 @@ struct Header {
 bool decode(std::span<const std::byte, kHeaderBytes> bytes, const SyncSet& syncs,
             Header& out) noexcept;
 inline bool decode(std::span<const std::byte> bytes, const SyncSet& syncs, Header& out) noexcept {
-  return bytes.size() >= kHeaderBytes &&
-         decode(bytes.first<kHeaderBytes>(), syncs, out);
+  return bytes.size() >= kHeaderBytes && decode(bytes.first<kHeaderBytes>(), syncs, out);
 }
 // A 64-byte array converts to both spans above; this picks the fixed one.
 inline bool decode(const std::array<std::byte, kHeaderBytes>& bytes, const SyncSet& syncs,
@@ -89,17 +88,17 @@ void encode(const Header& h, std::span<std::byte, kHeaderBytes> out) noexcept;
 // Why a decoded header cannot be sequenced. Stable order: indexes counters and labels.
 enum class Invalid : uint8_t {
   ok = 0,
-  bad_sync,           // no accepted sync word (from decode returning false)
-  zero_data_length,   // data array length 0
-  size_mismatch,      // frame bytes != UDP payload bytes
+  bad_sync,          // no accepted sync word (from decode returning false)
+  zero_data_length,  // data array length 0
+  size_mismatch,     // frame bytes != UDP payload bytes
   zero_nbits,
   zero_nchan,
   zero_period,
   zero_total_samples,
-  fractional_samples, // payload bits not a whole number of samples
-  fractional_frames,  // total samples not a whole number of frames
-  frame_out_of_range, // frame number >= frames per period
-  too_many_frames,    // frames per period > 2^32: frame numbers could not count them
+  fractional_samples,  // payload bits not a whole number of samples
+  fractional_frames,   // total samples not a whole number of frames
+  frame_out_of_range,  // frame number >= frames per period
+  too_many_frames,     // frames per period > 2^32: frame numbers could not count them
   count_
 };
 inline constexpr std::size_t kInvalidCount = static_cast<std::size_t>(Invalid::count_);

@@ -25,18 +25,30 @@ inline ParseError missing(std::size_t need, std::size_t wire_bytes) noexcept {
 
 std::string_view to_string(ParseError e) noexcept {
   switch (e) {
-    case ParseError::ok: return "ok";
-    case ParseError::truncated: return "truncated";
-    case ParseError::too_many_vlans: return "too_many_vlans";
-    case ParseError::not_ipv4: return "not_ipv4";
-    case ParseError::bad_ip_header: return "bad_ip_header";
-    case ParseError::ip_options_too_long: return "ip_options_too_long";
-    case ParseError::bad_ip_length: return "bad_ip_length";
-    case ParseError::fragment: return "fragment";
-    case ParseError::not_udp: return "not_udp";
-    case ParseError::bad_udp_length: return "bad_udp_length";
-    case ParseError::headers_beyond_split: return "headers_beyond_split";
-    case ParseError::count_: break;
+    case ParseError::ok:
+      return "ok";
+    case ParseError::truncated:
+      return "truncated";
+    case ParseError::too_many_vlans:
+      return "too_many_vlans";
+    case ParseError::not_ipv4:
+      return "not_ipv4";
+    case ParseError::bad_ip_header:
+      return "bad_ip_header";
+    case ParseError::ip_options_too_long:
+      return "ip_options_too_long";
+    case ParseError::bad_ip_length:
+      return "bad_ip_length";
+    case ParseError::fragment:
+      return "fragment";
+    case ParseError::not_udp:
+      return "not_udp";
+    case ParseError::bad_udp_length:
+      return "bad_udp_length";
+    case ParseError::headers_beyond_split:
+      return "headers_beyond_split";
+    case ParseError::count_:
+      break;
   }
   return "unknown";
 }
@@ -98,8 +110,12 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
 }
 
 std::array<uint8_t, 6> multicast_mac(uint32_t group) noexcept {
-  return {0x01, 0x00, 0x5e, static_cast<uint8_t>((group >> 16) & 0x7F),
-          static_cast<uint8_t>(group >> 8), static_cast<uint8_t>(group)};
+  return {0x01,
+          0x00,
+          0x5e,
+          static_cast<uint8_t>((group >> 16) & 0x7F),
+          static_cast<uint8_t>(group >> 8),
+          static_cast<uint8_t>(group)};
 }
 
 bool parse_ipv4(std::string_view text, uint32_t& out) noexcept {

@@ -76,7 +76,8 @@ uint16_t internet_checksum(std::span<const std::byte> bytes) noexcept {
     sum += (std::to_integer<uint32_t>(bytes[i]) << 8) | std::to_integer<uint32_t>(bytes[i + 1]);
   }
   if (i < bytes.size()) sum += std::to_integer<uint32_t>(bytes[i]) << 8;
-  while ((sum >> 16) != 0) sum = (sum & 0xFFFF) + (sum >> 16);
+  while ((sum >> 16) != 0)
+    sum = (sum & 0xFFFF) + (sum >> 16);
   return static_cast<uint16_t>(~sum);
 }
 

@@ -124,7 +124,9 @@ TEST_P(FrameIndexerLayouts, RejectsChangedConstantFields) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Both, FrameIndexerLayouts, testing::Values(Layout::v3, Layout::v1),
-                         [](const auto& param_info) { return param_info.param == Layout::v3 ? "v3" : "v1"; });
+                         [](const auto& param_info) {
+                           return param_info.param == Layout::v3 ? "v3" : "v1";
+                         });
 
 TEST(FrameIndexer, OtherLayoutIsAChangedStream) {
   FrameIndexer ix;

@@ -61,9 +61,9 @@ Header full_v1(bool flags_a) {
   h.invalid = !flags_a;
   h.station_id = station_id('A', 'T');
   h.representation = 0x9;
-  h.epoch = 0x2D;  // 6 bits
+  h.epoch = 0x2D;            // 6 bits
   h.data_words = 0xA1'B2C3;  // 24 bits
-  h.nbits = 0x17;  // 5 bits
+  h.nbits = 0x17;            // 5 bits
   h.version = 0x6;
   h.group_id = 0x2468;
   h.thread_id = 0x1357;

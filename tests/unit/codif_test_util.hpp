@@ -14,7 +14,8 @@ namespace rocecap::codif::test {
 inline std::array<std::byte, kHeaderBytes> to_bytes(const std::array<uint64_t, 8>& words) {
   std::array<std::byte, kHeaderBytes> b{};
   for (std::size_t w = 0; w < 8; ++w) {
-    for (std::size_t i = 0; i < 8; ++i) b[w * 8 + i] = static_cast<std::byte>(words[w] >> (8 * i));
+    for (std::size_t i = 0; i < 8; ++i)
+      b[w * 8 + i] = static_cast<std::byte>(words[w] >> (8 * i));
   }
   return b;
 }
@@ -22,7 +23,8 @@ inline std::array<std::byte, kHeaderBytes> to_bytes(const std::array<uint64_t, 8
 inline std::array<uint64_t, 8> to_words(const std::array<std::byte, kHeaderBytes>& b) {
   std::array<uint64_t, 8> words{};
   for (std::size_t w = 0; w < 8; ++w) {
-    for (std::size_t i = 0; i < 8; ++i) words[w] |= std::to_integer<uint64_t>(b[w * 8 + i]) << (8 * i);
+    for (std::size_t i = 0; i < 8; ++i)
+      words[w] |= std::to_integer<uint64_t>(b[w * 8 + i]) << (8 * i);
   }
   return words;
 }

@@ -52,7 +52,9 @@ uint16_t get16(const Bytes& b, std::size_t off) {
                                std::to_integer<unsigned>(b[off + 1]));
 }
 
-ParseError parse(const Bytes& b, UdpFrame& f) { return parse_udp(b, f); }
+ParseError parse(const Bytes& b, UdpFrame& f) {
+  return parse_udp(b, f);
+}
 ParseError parse(const Bytes& b) {
   UdpFrame f;
   return parse_udp(b, f);
@@ -287,10 +289,12 @@ TEST(NetParse, EveryReasonHasItsOwnName) {
 }
 
 TEST(NetAddr, MulticastMac) {
-  EXPECT_EQ(multicast_mac(0xEF110001), (std::array<uint8_t, 6>{0x01, 0x00, 0x5e, 0x11, 0x00, 0x01}));
+  EXPECT_EQ(multicast_mac(0xEF110001),
+            (std::array<uint8_t, 6>{0x01, 0x00, 0x5e, 0x11, 0x00, 0x01}));
   // Only the low 23 bits map: 239.145.0.1 shares the MAC of 239.17.0.1.
   EXPECT_EQ(multicast_mac(0xEF910001), multicast_mac(0xEF110001));
-  EXPECT_EQ(multicast_mac(0xE07FFFFF), (std::array<uint8_t, 6>{0x01, 0x00, 0x5e, 0x7F, 0xFF, 0xFF}));
+  EXPECT_EQ(multicast_mac(0xE07FFFFF),
+            (std::array<uint8_t, 6>{0x01, 0x00, 0x5e, 0x7F, 0xFF, 0xFF}));
 }
 
 TEST(NetAddr, ParseIpv4Accepts) {

@@ -11,14 +11,15 @@ namespace {
 
 std::vector<std::byte> bytes(std::initializer_list<int> v) {
   std::vector<std::byte> b;
-  for (int x : v) b.push_back(static_cast<std::byte>(x));
+  for (int x : v)
+    b.push_back(static_cast<std::byte>(x));
   return b;
 }
 
 TEST(NetBuilder, ChecksumOfAKnownIpv4Header) {
   // Widely published example header 45 00 00 73 00 00 40 00 40 11 [b8 61] c0 a8 00 01 c0 a8 00 c7.
-  auto h = bytes({0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11, 0x00, 0x00, 0xc0,
-                  0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7});
+  auto h = bytes({0x45, 0x00, 0x00, 0x73, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+                  0x00, 0x00, 0xc0, 0xa8, 0x00, 0x01, 0xc0, 0xa8, 0x00, 0xc7});
   EXPECT_EQ(internet_checksum(h), 0xb861);
   h[10] = std::byte{0xb8};
   h[11] = std::byte{0x61};
@@ -59,7 +60,8 @@ TEST(NetBuilder, OptionsAreNopsAndCounted) {
   ASSERT_EQ(udp_header_bytes(s), 50u);
   ASSERT_EQ(write_udp_headers(s, 0, out), 50u);
   EXPECT_EQ(out[14], std::byte{0x47});
-  for (std::size_t i = 34; i < 42; ++i) EXPECT_EQ(out[i], std::byte{0x01});
+  for (std::size_t i = 34; i < 42; ++i)
+    EXPECT_EQ(out[i], std::byte{0x01});
   EXPECT_EQ(internet_checksum(std::span(out).subspan(14, 28)), 0);
 }
 
