@@ -71,30 +71,34 @@ class FrameIndexer {
       return learned_ ? Status::size_mismatch : Status::not_learned;
     }
     if (head.size() < kReadBytes) return Status::header_not_readable;
-    std::array<uint64_t, kCheckedWords> w;
-    std::memcpy(w.data(), head.data(), sizeof w);
-    if constexpr (std::endian::native == std::endian::big) {
-      for (auto& x : w)
-        x = __builtin_bswap64(x);
-    }
+    const std::byte* p = head.data();
+    const uint64_t w0 = load_le64(p);
     uint64_t diff = 0;
-    for (std::size_t i = 0; i < kCheckedWords; ++i)
-      diff |= (w[i] ^ expect_[i]) & mask_[i];
+    for (std::size_t i = 0; i < kCheckedWords; ++i) {
+      diff |= (load_le64(p + 8 * i) ^ expect_[i]) & mask_[i];
+    }
     if (diff != 0) return Status::stream_changed;
-    const auto frame = static_cast<uint32_t>(w[0]);
+    const auto frame = static_cast<uint32_t>(w0);
     if (frame >= timing_.frames_per_period) return Status::frame_out_of_range;
-    const auto seconds = static_cast<uint32_t>((w[0] >> 32) & seconds_mask_);
+    const auto seconds = static_cast<uint32_t>((w0 >> 32) & seconds_mask_);
     if (seconds != cached_seconds_) {
       cached_seconds_ = seconds;
       cached_base_ = uint64_t{seconds / timing_.period} * timing_.frames_per_period;
     }
     out.index = cached_base_ + frame;
-    out.invalid = ((w[0] & invalid_mask_[0]) | (w[1] & invalid_mask_[1])) != 0;
+    out.invalid = ((w0 & invalid_mask_[0]) | (load_le64(p + 8) & invalid_mask_[1])) != 0;
     return Status::ok;
   }
 
  private:
   static constexpr std::size_t kCheckedWords = kReadBytes / 8;
+
+  static uint64_t load_le64(const std::byte* p) noexcept {
+    uint64_t v;
+    std::memcpy(&v, p, sizeof v);
+    if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
+    return v;
+  }
 
   std::array<uint64_t, kCheckedWords> expect_{};
   std::array<uint64_t, kCheckedWords> mask_{};

@@ -64,15 +64,17 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
   uint16_t ethertype = load_be16(p + off);
   uint8_t vlans = 0;
   uint16_t vlan_id = 0;
-  while (ethertype == kEtherTypeVlan || ethertype == kEtherTypeQinQ) {
-    if (vlans == kMaxVlanTags) return ParseError::too_many_vlans;
-    if (avail < off + 2 + kVlanTagBytes) return missing(off + 2 + kVlanTagBytes, wire_bytes);
-    if (vlans == 0) vlan_id = load_be16(p + off + 2) & 0x0FFF;
-    ++vlans;
-    off += kVlanTagBytes;
-    ethertype = load_be16(p + off);
+  if (ethertype != kEtherTypeIpv4) {  // untagged IPv4 skips the tag loop
+    while (ethertype == kEtherTypeVlan || ethertype == kEtherTypeQinQ) {
+      if (vlans == kMaxVlanTags) return ParseError::too_many_vlans;
+      if (avail < off + 2 + kVlanTagBytes) return missing(off + 2 + kVlanTagBytes, wire_bytes);
+      if (vlans == 0) vlan_id = load_be16(p + off + 2) & 0x0FFF;
+      ++vlans;
+      off += kVlanTagBytes;
+      ethertype = load_be16(p + off);
+    }
+    if (ethertype != kEtherTypeIpv4) return ParseError::not_ipv4;
   }
-  if (ethertype != kEtherTypeIpv4) return ParseError::not_ipv4;
   const std::size_t ip = off + 2;
   if (avail < ip + kIpv4MinHeaderBytes) return missing(ip + kIpv4MinHeaderBytes, wire_bytes);
 
@@ -80,9 +82,11 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
   if ((ver_ihl >> 4) != 4) return ParseError::not_ipv4;
   const std::size_t ihl = std::size_t{ver_ihl & 0x0Fu} * 4;
   if (ihl < kIpv4MinHeaderBytes) return ParseError::bad_ip_header;
-  if (ip + ihl > wire_bytes) return ParseError::ip_options_too_long;
   const std::size_t ip_total = load_be16(p + ip + 2);
-  if (ip_total < ihl || ip + ip_total > wire_bytes) return ParseError::bad_ip_length;
+  // A header longer than the wire frame also fails the total-length test; one branch for both.
+  if (ip_total < ihl || ip + ip_total > wire_bytes) {
+    return ip + ihl > wire_bytes ? ParseError::ip_options_too_long : ParseError::bad_ip_length;
+  }
   // MF flag or a fragment offset: a piece of a datagram we do not reassemble.
   if ((load_be16(p + ip + 6) & 0x3FFFu) != 0) return ParseError::fragment;
   if (std::to_integer<uint8_t>(p[ip + 9]) != kIpProtoUdp) return ParseError::not_udp;
