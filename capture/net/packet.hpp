@@ -28,7 +28,8 @@ inline constexpr uint8_t kIpProtoIgmp = 2;
 // Stable order: the values index per-reason counter arrays and name metric labels.
 enum class ParseError : uint8_t {
   ok = 0,
-  truncated,             // frame ends inside the Ethernet, VLAN, IPv4 or UDP header
+  truncated,             // frame ends inside the Ethernet, VLAN or fixed IPv4 header (later
+                         // cuts show as ip_options_too_long or bad_ip_length)
   too_many_vlans,        // more than kMaxVlanTags tags
   not_ipv4,              // EtherType (after tags) is not IPv4, or IP version != 4
   bad_ip_header,         // IHL < 5 (the header checksum is left to the NIC / kernel)

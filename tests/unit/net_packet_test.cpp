@@ -195,6 +195,8 @@ TEST(NetParse, TruncatedWhenTheWireFrameIsShort) {
   }
   const Bytes tagged = frame(spec(1), 100);
   EXPECT_EQ(parse(Bytes(tagged.begin(), tagged.begin() + 16)), ParseError::truncated);
+  // Cut inside the UDP header: the IPv4 total length no longer fits the wire frame.
+  EXPECT_EQ(parse(Bytes(b.begin(), b.begin() + 38)), ParseError::bad_ip_length);
   // A long head does not help when the wire says the frame is short.
   UdpFrame f;
   EXPECT_EQ(parse_udp(b, 30, f), ParseError::truncated);
