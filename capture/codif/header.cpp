@@ -3,11 +3,17 @@
 #include <bit>
 #include <chrono>
 #include <cstring>
+#include <limits>
 
 namespace rocecap::codif {
 namespace {
 
 __extension__ using u128 = unsigned __int128;
+__extension__ using i128 = __int128;
+
+// The frame field is 32 bits wide; more frames per period could not be numbered, and this bound
+// keeps absolute_index() inside 64 bits.
+constexpr uint64_t kMaxFramesPerPeriod = uint64_t{1} << 32;
 
 using Words = std::array<uint64_t, 8>;
 
@@ -15,7 +21,8 @@ Words load_words(std::span<const std::byte, kHeaderBytes> bytes) noexcept {
   Words w;
   std::memcpy(w.data(), bytes.data(), kHeaderBytes);
   if constexpr (std::endian::native == std::endian::big) {
-    for (auto& x : w) x = __builtin_bswap64(x);
+    for (auto& x : w)
+      x = __builtin_bswap64(x);
   }
   return w;
 }
@@ -23,7 +30,8 @@ Words load_words(std::span<const std::byte, kHeaderBytes> bytes) noexcept {
 void store_words(const Words& w, std::span<std::byte, kHeaderBytes> out) noexcept {
   Words le = w;
   if constexpr (std::endian::native == std::endian::big) {
-    for (auto& x : le) x = __builtin_bswap64(x);
+    for (auto& x : le)
+      x = __builtin_bswap64(x);
   }
   std::memcpy(out.data(), le.data(), kHeaderBytes);
 }
@@ -38,6 +46,7 @@ constexpr uint64_t put(uint64_t value, unsigned lo, unsigned width) noexcept {
 }
 
 void decode_v3(const Words& w, Header& h) noexcept {
+  h.layout = Layout::v3;
   h.frame = static_cast<uint32_t>(bits(w[0], 0, 32));
   h.seconds = static_cast<uint32_t>(bits(w[0], 32, 32));
   h.epoch = static_cast<uint8_t>(bits(w[1], 0, 8));
@@ -54,7 +63,7 @@ void decode_v3(const Words& w, Header& h) noexcept {
   h.group_id = static_cast<uint16_t>(bits(w[2], 16, 16));
   h.secondary_id = static_cast<uint16_t>(bits(w[2], 32, 16));
   h.station_id = static_cast<uint16_t>(bits(w[2], 48, 16));
-  h.nchan = static_cast<uint16_t>(bits(w[3], 0, 16));
+  h.nchan = static_cast<uint32_t>(bits(w[3], 0, 16));
   h.block_length = static_cast<uint16_t>(bits(w[3], 16, 16));
   h.data_words = static_cast<uint32_t>(bits(w[3], 32, 32));
   h.total_samples = w[4];
@@ -95,7 +104,7 @@ void decode_v1(const Words& w, Header& h) noexcept {
   h.version = static_cast<uint8_t>(bits(w[1], 61, 3));
   h.group_id = static_cast<uint16_t>(bits(w[2], 0, 16));
   h.thread_id = static_cast<uint16_t>(bits(w[2], 16, 16));
-  h.nchan = static_cast<uint16_t>(bits(w[2], 32, 16) + 1);
+  h.nchan = static_cast<uint32_t>(bits(w[2], 32, 16) + 1);
   h.block_length = static_cast<uint16_t>(bits(w[2], 48, 16));
   h.period = static_cast<uint16_t>(bits(w[3], 32, 16));
   h.total_samples = w[4];
@@ -104,8 +113,8 @@ void decode_v1(const Words& w, Header& h) noexcept {
 
 Words encode_v1(const Header& h) noexcept {
   Words w{};
-  w[0] = put(h.frame, 0, 32) | put(h.seconds, 32, 30) | put(h.complex, 62, 1) |
-         put(h.invalid, 63, 1);
+  w[0] =
+      put(h.frame, 0, 32) | put(h.seconds, 32, 30) | put(h.complex, 62, 1) | put(h.invalid, 63, 1);
   w[1] = put(h.station_id, 0, 16) | put(h.representation, 22, 4) | put(h.epoch, 26, 6) |
          put(h.data_words, 32, 24) | put(h.nbits, 56, 5) | put(h.version, 61, 3);
   const uint64_t nchan_minus_one = h.nchan == 0 ? 0 : h.nchan - 1u;
@@ -143,7 +152,6 @@ bool decode(std::span<const std::byte, kHeaderBytes> bytes, const SyncSet& syncs
   for (std::size_t i = 0; i < syncs.size; ++i) {
     const auto& e = syncs.entries[i];
     if (e.layout == Layout::v3 && low == e.sync) {
-      out.layout = Layout::v3;
       decode_v3(w, out);
       return true;
     }
@@ -161,18 +169,32 @@ void encode(const Header& h, std::span<std::byte, kHeaderBytes> out) noexcept {
 
 std::string_view to_string(Invalid v) noexcept {
   switch (v) {
-    case Invalid::ok: return "ok";
-    case Invalid::bad_sync: return "bad_sync";
-    case Invalid::zero_data_length: return "zero_data_length";
-    case Invalid::size_mismatch: return "size_mismatch";
-    case Invalid::zero_nbits: return "zero_nbits";
-    case Invalid::zero_nchan: return "zero_nchan";
-    case Invalid::zero_period: return "zero_period";
-    case Invalid::zero_total_samples: return "zero_total_samples";
-    case Invalid::fractional_samples: return "fractional_samples";
-    case Invalid::fractional_frames: return "fractional_frames";
-    case Invalid::frame_out_of_range: return "frame_out_of_range";
-    case Invalid::count_: break;
+    case Invalid::ok:
+      return "ok";
+    case Invalid::bad_sync:
+      return "bad_sync";
+    case Invalid::zero_data_length:
+      return "zero_data_length";
+    case Invalid::size_mismatch:
+      return "size_mismatch";
+    case Invalid::zero_nbits:
+      return "zero_nbits";
+    case Invalid::zero_nchan:
+      return "zero_nchan";
+    case Invalid::zero_period:
+      return "zero_period";
+    case Invalid::zero_total_samples:
+      return "zero_total_samples";
+    case Invalid::fractional_samples:
+      return "fractional_samples";
+    case Invalid::fractional_frames:
+      return "fractional_frames";
+    case Invalid::frame_out_of_range:
+      return "frame_out_of_range";
+    case Invalid::too_many_frames:
+      return "too_many_frames";
+    case Invalid::count_:
+      break;
   }
   return "unknown";
 }
@@ -190,6 +212,7 @@ Invalid validate(const Header& h, std::size_t udp_payload_bytes, Timing& timing)
   const uint64_t spf = payload_bits / sample_bits;
   if (h.total_samples % spf != 0) return Invalid::fractional_frames;
   const uint64_t fpp = h.total_samples / spf;
+  if (fpp > kMaxFramesPerPeriod) return Invalid::too_many_frames;
   if (h.frame >= fpp) return Invalid::frame_out_of_range;
   timing = Timing{spf, fpp, h.period};
   return Invalid::ok;
@@ -204,12 +227,17 @@ int64_t epoch_unix_seconds(uint8_t epoch) noexcept {
 int64_t frame_start_unix_ns(const Header& h, const Timing& t) noexcept {
   const int64_t whole = epoch_unix_seconds(h.epoch) + int64_t{h.seconds};
   const u128 frac = u128{h.frame} * t.period * 1'000'000'000u / t.frames_per_period;
-  return whole * 1'000'000'000 + static_cast<int64_t>(frac);
+  const i128 ns = i128{whole} * 1'000'000'000 + static_cast<i128>(frac);
+  constexpr i128 kMax = std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(ns > kMax ? kMax : ns);
 }
 
 Header at_index(const Header& h, const Timing& t, uint64_t index) noexcept {
   Header r = h;
-  r.seconds = static_cast<uint32_t>((index / t.frames_per_period) * t.period);
+  // A stream whose seconds are offset from a period boundary keeps that offset: the frame the
+  // sender would have sent carries it too.
+  const uint64_t phase = h.seconds % t.period;
+  r.seconds = static_cast<uint32_t>((index / t.frames_per_period) * t.period + phase);
   r.frame = static_cast<uint32_t>(index % t.frames_per_period);
   return r;
 }

@@ -57,15 +57,16 @@ struct Header {
   uint16_t group_id = 0;
   uint16_t secondary_id = 0;
   uint16_t station_id = 0;  // two ASCII characters, first in the high byte
-  uint16_t nchan = 0;
+  uint32_t nchan = 0;       // v1 stores nchan - 1 in 16 bits, so 65536 channels are possible there
   uint16_t block_length = 0;
   uint32_t data_words = 0;  // payload length in units of 8 bytes (header excluded)
   uint64_t total_samples = 0;
-  uint32_t metadata_id = 0;                  // v3 word 5 bits 32-63
-  std::array<uint64_t, 2> metadata{};        // v3 words 6-7
+  uint32_t metadata_id = 0;            // v3 word 5 bits 32-63
+  std::array<uint64_t, 2> metadata{};  // v3 words 6-7
 
   constexpr uint64_t payload_bytes() const noexcept { return uint64_t{data_words} * 8; }
   constexpr uint64_t frame_bytes() const noexcept { return payload_bytes() + kHeaderBytes; }
+  friend constexpr bool operator==(const Header&, const Header&) = default;
 };
 
 // Decodes 64 bytes. Returns false (and leaves `out` unspecified) when the sync word matches
@@ -73,8 +74,12 @@ struct Header {
 bool decode(std::span<const std::byte, kHeaderBytes> bytes, const SyncSet& syncs,
             Header& out) noexcept;
 inline bool decode(std::span<const std::byte> bytes, const SyncSet& syncs, Header& out) noexcept {
-  return bytes.size() >= kHeaderBytes &&
-         decode(bytes.first<kHeaderBytes>(), syncs, out);
+  return bytes.size() >= kHeaderBytes && decode(bytes.first<kHeaderBytes>(), syncs, out);
+}
+// A 64-byte array converts to both spans above; this picks the fixed one.
+inline bool decode(const std::array<std::byte, kHeaderBytes>& bytes, const SyncSet& syncs,
+                   Header& out) noexcept {
+  return decode(std::span<const std::byte, kHeaderBytes>(bytes), syncs, out);
 }
 
 // Encodes in h.layout. Values wider than a layout's field are truncated to the field.
@@ -83,16 +88,17 @@ void encode(const Header& h, std::span<std::byte, kHeaderBytes> out) noexcept;
 // Why a decoded header cannot be sequenced. Stable order: indexes counters and labels.
 enum class Invalid : uint8_t {
   ok = 0,
-  bad_sync,           // no accepted sync word (from decode returning false)
-  zero_data_length,   // data array length 0
-  size_mismatch,      // frame bytes != UDP payload bytes
+  bad_sync,          // no accepted sync word (from decode returning false)
+  zero_data_length,  // data array length 0
+  size_mismatch,     // frame bytes != UDP payload bytes
   zero_nbits,
   zero_nchan,
   zero_period,
   zero_total_samples,
-  fractional_samples, // payload bits not a whole number of samples
-  fractional_frames,  // total samples not a whole number of frames
-  frame_out_of_range, // frame number >= frames per period
+  fractional_samples,  // payload bits not a whole number of samples
+  fractional_frames,   // total samples not a whole number of frames
+  frame_out_of_range,  // frame number >= frames per period
+  too_many_frames,     // frames per period > 2^32: frame numbers could not count them
   count_
 };
 inline constexpr std::size_t kInvalidCount = static_cast<std::size_t>(Invalid::count_);
@@ -109,6 +115,7 @@ struct Timing {
 Invalid validate(const Header& h, std::size_t udp_payload_bytes, Timing& timing) noexcept;
 
 // Absolute frame index since the epoch: (seconds / period) * frames_per_period + frame.
+// Cannot overflow for a validated header: frames_per_period <= 2^32 and seconds < 2^32.
 constexpr uint64_t absolute_index(const Header& h, const Timing& t) noexcept {
   return uint64_t{h.seconds / t.period} * t.frames_per_period + h.frame;
 }
@@ -116,15 +123,17 @@ constexpr uint64_t absolute_index(const Header& h, const Timing& t) noexcept {
 // Unix time of the start of half-year `epoch` (1 Jan or 1 Jul of 2000 + epoch / 2), seconds.
 int64_t epoch_unix_seconds(uint8_t epoch) noexcept;
 
-// Unix time of the start of the frame, in nanoseconds (rounded down).
+// Unix time of the start of the frame, in nanoseconds (rounded down). Saturates at INT64_MAX
+// (after the year 2262). Precondition: `t` comes from validate() of the same stream.
 int64_t frame_start_unix_ns(const Header& h, const Timing& t) noexcept;
 
 // The header the frame `n` frames after `h` has: frame number and seconds advanced with the
-// period roll-over done right for any period (seconds stays a multiple of the period);
-// every other field copied.
+// period roll-over done right for any period; every other field copied. seconds moves in whole
+// periods and keeps h.seconds % period (0 for streams that follow CODIF.md), so
+// absolute_index(advance(h, t, n), t) == absolute_index(h, t) + n while seconds fits its field.
 Header advance(const Header& h, const Timing& t, uint64_t n) noexcept;
 
-// The header of absolute frame index `index` in the same stream as `h`.
+// The header of absolute frame index `index` in the same stream as `h` (same rules as advance).
 Header at_index(const Header& h, const Timing& t, uint64_t index) noexcept;
 
 // Station id <-> two-character name ("AT"); non-printable characters become '?'.

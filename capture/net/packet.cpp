@@ -25,18 +25,30 @@ inline ParseError missing(std::size_t need, std::size_t wire_bytes) noexcept {
 
 std::string_view to_string(ParseError e) noexcept {
   switch (e) {
-    case ParseError::ok: return "ok";
-    case ParseError::truncated: return "truncated";
-    case ParseError::too_many_vlans: return "too_many_vlans";
-    case ParseError::not_ipv4: return "not_ipv4";
-    case ParseError::bad_ip_header: return "bad_ip_header";
-    case ParseError::ip_options_too_long: return "ip_options_too_long";
-    case ParseError::bad_ip_length: return "bad_ip_length";
-    case ParseError::fragment: return "fragment";
-    case ParseError::not_udp: return "not_udp";
-    case ParseError::bad_udp_length: return "bad_udp_length";
-    case ParseError::headers_beyond_split: return "headers_beyond_split";
-    case ParseError::count_: break;
+    case ParseError::ok:
+      return "ok";
+    case ParseError::truncated:
+      return "truncated";
+    case ParseError::too_many_vlans:
+      return "too_many_vlans";
+    case ParseError::not_ipv4:
+      return "not_ipv4";
+    case ParseError::bad_ip_header:
+      return "bad_ip_header";
+    case ParseError::ip_options_too_long:
+      return "ip_options_too_long";
+    case ParseError::bad_ip_length:
+      return "bad_ip_length";
+    case ParseError::fragment:
+      return "fragment";
+    case ParseError::not_udp:
+      return "not_udp";
+    case ParseError::bad_udp_length:
+      return "bad_udp_length";
+    case ParseError::headers_beyond_split:
+      return "headers_beyond_split";
+    case ParseError::count_:
+      break;
   }
   return "unknown";
 }
@@ -46,22 +58,23 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
   const std::size_t avail = head.size() < wire_bytes ? head.size() : wire_bytes;
   const std::byte* p = head.data();
   if (avail < kEthHeaderBytes) return missing(kEthHeaderBytes, wire_bytes);
-  std::memcpy(out.dst_mac.data(), p, 6);
-  std::memcpy(out.src_mac.data(), p + 6, 6);
 
+  // Locals until the frame is accepted: `out` is written once, at the end.
   std::size_t off = 12;
   uint16_t ethertype = load_be16(p + off);
-  out.vlan_count = 0;
-  out.vlan_id = 0;
-  while (ethertype == kEtherTypeVlan || ethertype == kEtherTypeQinQ) {
-    if (out.vlan_count == kMaxVlanTags) return ParseError::too_many_vlans;
-    if (avail < off + 2 + kVlanTagBytes) return missing(off + 2 + kVlanTagBytes, wire_bytes);
-    if (out.vlan_count == 0) out.vlan_id = load_be16(p + off + 2) & 0x0FFF;
-    ++out.vlan_count;
-    off += kVlanTagBytes;
-    ethertype = load_be16(p + off);
+  uint8_t vlans = 0;
+  uint16_t vlan_id = 0;
+  if (ethertype != kEtherTypeIpv4) {  // untagged IPv4 skips the tag loop
+    while (ethertype == kEtherTypeVlan || ethertype == kEtherTypeQinQ) {
+      if (vlans == kMaxVlanTags) return ParseError::too_many_vlans;
+      if (avail < off + 2 + kVlanTagBytes) return missing(off + 2 + kVlanTagBytes, wire_bytes);
+      if (vlans == 0) vlan_id = load_be16(p + off + 2) & 0x0FFF;
+      ++vlans;
+      off += kVlanTagBytes;
+      ethertype = load_be16(p + off);
+    }
+    if (ethertype != kEtherTypeIpv4) return ParseError::not_ipv4;
   }
-  if (ethertype != kEtherTypeIpv4) return ParseError::not_ipv4;
   const std::size_t ip = off + 2;
   if (avail < ip + kIpv4MinHeaderBytes) return missing(ip + kIpv4MinHeaderBytes, wire_bytes);
 
@@ -69,11 +82,13 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
   if ((ver_ihl >> 4) != 4) return ParseError::not_ipv4;
   const std::size_t ihl = std::size_t{ver_ihl & 0x0Fu} * 4;
   if (ihl < kIpv4MinHeaderBytes) return ParseError::bad_ip_header;
-  if (ip + ihl > wire_bytes) return ParseError::ip_options_too_long;
   const std::size_t ip_total = load_be16(p + ip + 2);
-  if (ip_total < ihl || ip + ip_total > wire_bytes) return ParseError::bad_ip_length;
-  const uint16_t frag = load_be16(p + ip + 6);
-  if ((frag & 0x2000u) != 0 || (frag & 0x1FFFu) != 0) return ParseError::fragment;
+  // A header longer than the wire frame also fails the total-length test; one branch for both.
+  if (ip_total < ihl || ip + ip_total > wire_bytes) {
+    return ip + ihl > wire_bytes ? ParseError::ip_options_too_long : ParseError::bad_ip_length;
+  }
+  // MF flag or a fragment offset: a piece of a datagram we do not reassemble.
+  if ((load_be16(p + ip + 6) & 0x3FFFu) != 0) return ParseError::fragment;
   if (std::to_integer<uint8_t>(p[ip + 9]) != kIpProtoUdp) return ParseError::not_udp;
 
   const std::size_t udp = ip + ihl;
@@ -82,6 +97,10 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
   const std::size_t udp_len = load_be16(p + udp + 4);
   if (udp_len != ip_total - ihl) return ParseError::bad_udp_length;
 
+  std::memcpy(out.dst_mac.data(), p, 6);
+  std::memcpy(out.src_mac.data(), p + 6, 6);
+  out.vlan_count = vlans;
+  out.vlan_id = vlan_id;
   out.src_ip = load_be32(p + ip + 12);
   out.dst_ip = load_be32(p + ip + 16);
   out.src_port = load_be16(p + udp);
@@ -95,8 +114,12 @@ ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
 }
 
 std::array<uint8_t, 6> multicast_mac(uint32_t group) noexcept {
-  return {0x01, 0x00, 0x5e, static_cast<uint8_t>((group >> 16) & 0x7F),
-          static_cast<uint8_t>(group >> 8), static_cast<uint8_t>(group)};
+  return {0x01,
+          0x00,
+          0x5e,
+          static_cast<uint8_t>((group >> 16) & 0x7F),
+          static_cast<uint8_t>(group >> 8),
+          static_cast<uint8_t>(group)};
 }
 
 bool parse_ipv4(std::string_view text, uint32_t& out) noexcept {

@@ -19,8 +19,8 @@ inline constexpr std::size_t kMaxVlanTags = 2;
 inline constexpr std::size_t kIpv4MinHeaderBytes = 20;
 inline constexpr std::size_t kUdpHeaderBytes = 8;
 inline constexpr uint16_t kEtherTypeIpv4 = 0x0800;
-inline constexpr uint16_t kEtherTypeVlan = 0x8100;    // 802.1Q
-inline constexpr uint16_t kEtherTypeQinQ = 0x88A8;    // 802.1ad outer tag
+inline constexpr uint16_t kEtherTypeVlan = 0x8100;  // 802.1Q
+inline constexpr uint16_t kEtherTypeQinQ = 0x88A8;  // 802.1ad outer tag
 inline constexpr uint8_t kIpProtoUdp = 17;
 inline constexpr uint8_t kIpProtoIgmp = 2;
 
@@ -28,17 +28,18 @@ inline constexpr uint8_t kIpProtoIgmp = 2;
 // Stable order: the values index per-reason counter arrays and name metric labels.
 enum class ParseError : uint8_t {
   ok = 0,
-  truncated,            // frame ends inside the Ethernet, VLAN, IPv4 or UDP header
-  too_many_vlans,       // more than kMaxVlanTags tags
-  not_ipv4,             // EtherType (after tags) is not IPv4, or IP version != 4
-  bad_ip_header,        // IHL < 5 or header checksum area inconsistent
-  ip_options_too_long,  // IHL says more header than the frame holds
-  bad_ip_length,        // IPv4 total length < header, or > the bytes on the wire
-  fragment,             // MF set or fragment offset != 0: not reassembled, counted
-  not_udp,              // IPv4 protocol is not UDP
-  bad_udp_length,       // UDP length < 8 or disagrees with the IPv4 payload length
-  headers_beyond_split, // headers extend past the bytes available (header/payload split)
-  count_                // number of reasons; not a reason
+  truncated,             // frame ends inside the Ethernet, VLAN or fixed IPv4 header (later
+                         // cuts show as ip_options_too_long or bad_ip_length)
+  too_many_vlans,        // more than kMaxVlanTags tags
+  not_ipv4,              // EtherType (after tags) is not IPv4, or IP version != 4
+  bad_ip_header,         // IHL < 5 (the header checksum is left to the NIC / kernel)
+  ip_options_too_long,   // IHL says more header than the frame holds
+  bad_ip_length,         // IPv4 total length < header, or > the bytes on the wire
+  fragment,              // MF set or fragment offset != 0: not reassembled, counted
+  not_udp,               // IPv4 protocol is not UDP
+  bad_udp_length,        // UDP length < 8 or disagrees with the IPv4 payload length
+  headers_beyond_split,  // headers extend past the bytes available (header/payload split)
+  count_                 // number of reasons; not a reason
 };
 
 inline constexpr std::size_t kParseErrorCount = static_cast<std::size_t>(ParseError::count_);
@@ -70,6 +71,7 @@ struct UdpFrame {
 // Lengths are checked against wire_bytes; headers must lie inside head, else
 // headers_beyond_split (or truncated when the frame itself is too short).
 // Trailing bytes after the IP datagram (Ethernet padding) are allowed and excluded.
+// `out` is written only when the result is ok.
 ParseError parse_udp(std::span<const std::byte> head, std::size_t wire_bytes,
                      UdpFrame& out) noexcept;
 
@@ -84,6 +86,8 @@ std::array<uint8_t, 6> multicast_mac(uint32_t group) noexcept;
 bool parse_ipv4(std::string_view text, uint32_t& out) noexcept;
 std::array<char, 16> format_ipv4(uint32_t addr) noexcept;  // NUL-terminated
 
-inline constexpr bool is_multicast(uint32_t addr) noexcept { return (addr >> 28) == 0xE; }
+inline constexpr bool is_multicast(uint32_t addr) noexcept {
+  return (addr >> 28) == 0xE;
+}
 
 }  // namespace rocecap::net

@@ -1,0 +1,187 @@
+// Per-packet cost of the capture hot path's header work on the 8298-byte ATCA-style packet:
+// Ethernet/IPv4/UDP parse + CODIF header check + absolute frame index.
+//
+// Packets sit as the verbs backend leaves them: a slab of 128-byte header slots (the split
+// size) whose completions report 8298 wire bytes; the payload is elsewhere and never touched.
+// Each benchmark iteration handles one packet, cycling through 64 consecutive frames of one
+// stream, so "Time" is nanoseconds per packet.
+#include <benchmark/benchmark.h>
+
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "capture/codif/frame_indexer.hpp"
+#include "capture/codif/header.hpp"
+#include "capture/net/packet.hpp"
+#include "capture/net/udp_builder.hpp"
+
+namespace {
+
+using namespace rocecap;
+
+constexpr std::size_t kSlot = 128;
+constexpr std::size_t kPackets = 64;  // power of two: the cycle is a mask
+constexpr std::size_t kWireBytes = 8298;
+
+struct Slab {
+  alignas(64) std::array<std::byte, kSlot * kPackets> bytes{};
+  std::span<const std::byte> head(std::size_t i) const { return {bytes.data() + i * kSlot, kSlot}; }
+};
+
+// ASKAP-style stream: 4 channels of 16-bit complex samples, 512 samples per 8192-byte frame,
+// 62,500 frames per 27 s period.
+codif::Header stream_header() {
+  codif::Header h;
+  h.version = 3;
+  h.epoch = 40;
+  h.nbits = 16;
+  h.complex = true;
+  h.nchan = 4;
+  h.period = 27;
+  h.data_words = 8192 / 8;
+  h.total_samples = 32'000'000;
+  h.seconds = 27 * 1000;
+  h.frame = 1000;
+  return h;
+}
+
+const Slab& slab() {
+  static const Slab s = [] {
+    Slab out;
+    net::UdpFrameSpec spec;
+    spec.dst_mac = net::multicast_mac(0xEF110001);
+    spec.src_ip = 0xC0000201;
+    spec.dst_ip = 0xEF110001;
+    spec.src_port = 36001;
+    spec.dst_port = 36001;
+    codif::Header h = stream_header();
+    for (std::size_t i = 0; i < kPackets; ++i) {
+      std::byte* slot = out.bytes.data() + i * kSlot;
+      net::write_udp_headers(spec, kWireBytes - 42, {slot, kSlot});
+      h.frame = static_cast<uint32_t>(1000 + i);
+      codif::encode(h, std::span<std::byte, codif::kHeaderBytes>(slot + 42, codif::kHeaderBytes));
+    }
+    return out;
+  }();
+  return s;
+}
+
+// Baseline: copy each packet's 64-byte CODIF header out of its slot.
+void BM_Baseline_Memcpy64(benchmark::State& state) {
+  const Slab& s = slab();
+  std::array<std::byte, 64> dst;
+  std::size_t i = 0;
+  for (auto _ : state) {
+    std::memcpy(dst.data(), s.head(i).data() + 42, 64);
+    benchmark::DoNotOptimize(dst);
+    benchmark::ClobberMemory();
+    i = (i + 1) & (kPackets - 1);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+void BM_ParseUdp(benchmark::State& state) {
+  const Slab& s = slab();
+  std::size_t i = 0;
+  net::UdpFrame f;
+  for (auto _ : state) {
+    const auto err = net::parse_udp(s.head(i), kWireBytes, f);
+    benchmark::DoNotOptimize(err);
+    benchmark::DoNotOptimize(f);
+    i = (i + 1) & (kPackets - 1);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+// The generic path: parse, decode all fields, validate (divisions), absolute_index.
+void BM_ParseDecodeValidateIndex(benchmark::State& state) {
+  const Slab& s = slab();
+  const codif::SyncSet syncs = codif::SyncSet::defaults();
+  std::size_t i = 0;
+  uint64_t sum = 0;
+  for (auto _ : state) {
+    net::UdpFrame f;
+    codif::Header h;
+    codif::Timing t;
+    if (net::parse_udp(s.head(i), kWireBytes, f) == net::ParseError::ok &&
+        codif::decode(s.head(i).subspan(f.payload_offset), syncs, h) &&
+        codif::validate(h, f.payload_bytes, t) == codif::Invalid::ok) {
+      sum += codif::absolute_index(h, t);
+    }
+    benchmark::DoNotOptimize(sum);
+    i = (i + 1) & (kPackets - 1);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+// The hot path: parse, then the per-stream FrameIndexer (compare + add).
+void BM_ParseFrameIndexer(benchmark::State& state) {
+  const Slab& s = slab();
+  codif::FrameIndexer ix;
+  if (ix.learn(s.head(0).subspan(42), kWireBytes - 42, codif::SyncSet::defaults()) !=
+      codif::Invalid::ok) {
+    state.SkipWithError("stream did not validate");
+    return;
+  }
+  std::size_t i = 0;
+  uint64_t sum = 0;
+  for (auto _ : state) {
+    net::UdpFrame f;
+    codif::FrameIndexer::Result r;
+    if (net::parse_udp(s.head(i), kWireBytes, f) == net::ParseError::ok &&
+        ix.index(s.head(i).subspan(f.payload_offset), f.payload_bytes, r) ==
+            codif::FrameIndexer::Status::ok) {
+      sum += r.index;
+    }
+    benchmark::DoNotOptimize(sum);
+    i = (i + 1) & (kPackets - 1);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+void BM_FrameIndexerOnly(benchmark::State& state) {
+  const Slab& s = slab();
+  codif::FrameIndexer ix;
+  if (ix.learn(s.head(0).subspan(42), kWireBytes - 42, codif::SyncSet::defaults()) !=
+      codif::Invalid::ok) {
+    state.SkipWithError("stream did not validate");
+    return;
+  }
+  std::size_t i = 0;
+  uint64_t sum = 0;
+  for (auto _ : state) {
+    codif::FrameIndexer::Result r;
+    if (ix.index(s.head(i).subspan(42), kWireBytes - 42, r) == codif::FrameIndexer::Status::ok) {
+      sum += r.index;
+    }
+    benchmark::DoNotOptimize(sum);
+    i = (i + 1) & (kPackets - 1);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+}  // namespace
+
+// ROCECAP_BENCH_ITERATIONS=N fixes the iteration count, so that instruction counts under
+// callgrind can be differenced between two N (see BENCHMARKS.md).
+int main(int argc, char** argv) {
+  const char* fixed = std::getenv("ROCECAP_BENCH_ITERATIONS");
+  const std::pair<const char*, void (*)(benchmark::State&)> all[] = {
+      {"BM_Baseline_Memcpy64", BM_Baseline_Memcpy64},
+      {"BM_ParseUdp", BM_ParseUdp},
+      {"BM_ParseDecodeValidateIndex", BM_ParseDecodeValidateIndex},
+      {"BM_ParseFrameIndexer", BM_ParseFrameIndexer},
+      {"BM_FrameIndexerOnly", BM_FrameIndexerOnly},
+  };
+  for (const auto& [name, fn] : all) {
+    auto* b = benchmark::RegisterBenchmark(name, fn);
+    if (fixed != nullptr) b->Iterations(std::strtoll(fixed, nullptr, 10));
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,98 @@
+// Writes the seed corpora of the fuzz targets: a few valid frames of every shape the parsers
+// know, built with the real encoders. Usage: fuzz_make_seeds <dir>; creates <dir>/<target>/seeds
+// and the empty <dir>/<target>/work that libFuzzer fills.
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "capture/codif/header.hpp"
+#include "capture/net/udp_builder.hpp"
+
+namespace fs = std::filesystem;
+using namespace rocecap;
+
+namespace {
+
+using Bytes = std::vector<std::byte>;
+
+bool write(const fs::path& file, const Bytes& b) {
+  std::ofstream out(file, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  return static_cast<bool>(out);
+}
+
+codif::Header small(codif::Layout layout, uint32_t sync) {
+  codif::Header h;
+  h.layout = layout;
+  h.sync = sync;
+  h.version = layout == codif::Layout::v3 ? 3 : 1;
+  h.epoch = 40;
+  h.nbits = 16;
+  h.complex = true;
+  h.nchan = 4;
+  h.data_words = 16;  // 128 bytes = 8 samples of 4 complex 16-bit channels
+  h.period = 27;
+  h.total_samples = 8 * 1000;
+  h.seconds = 27 * 5;
+  h.frame = 999;
+  h.station_id = codif::station_id('A', 'T');
+  return h;
+}
+
+Bytes codif_payload(const codif::Header& h) {
+  Bytes p(static_cast<std::size_t>(h.frame_bytes()));
+  codif::encode(h, std::span<std::byte, codif::kHeaderBytes>(p.data(), codif::kHeaderBytes));
+  return p;
+}
+
+Bytes udp_frame(uint8_t vlans, uint8_t option_words, const Bytes& payload, uint16_t split) {
+  net::UdpFrameSpec s;
+  s.dst_mac = net::multicast_mac(0xEF110001);
+  s.vlan_count = vlans;
+  s.vlans[0] = {net::kEtherTypeQinQ, 100};
+  s.vlans[1] = {net::kEtherTypeVlan, 200};
+  s.ip_option_words = option_words;
+  s.src_ip = 0xC0000201;
+  s.dst_ip = 0xEF110001;
+  s.src_port = 36001;
+  s.dst_port = 36001;
+  Bytes b(2 + net::udp_header_bytes(s) + payload.size());
+  b[0] = static_cast<std::byte>(split);
+  b[1] = static_cast<std::byte>(split >> 8);
+  net::write_udp_headers(s, payload.size(), std::span(b).subspan(2));
+  std::copy(payload.begin(), payload.end(), b.end() - static_cast<std::ptrdiff_t>(payload.size()));
+  return b;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s <corpus-dir>\n", argv[0]);
+    return 2;
+  }
+  const fs::path root = argv[1];
+  for (const char* t : {"parse_udp", "codif"}) {
+    fs::create_directories(root / t / "seeds");
+    fs::create_directories(root / t / "work");
+  }
+  const Bytes v3 = codif_payload(small(codif::Layout::v3, codif::kSyncV3));
+  const Bytes v1 = codif_payload(small(codif::Layout::v1, codif::kSyncV1));
+  const Bytes beef = codif_payload(small(codif::Layout::v3, codif::kSyncAdeadbee));
+  const Bytes beef1 = codif_payload(small(codif::Layout::v1, codif::kSyncAdeadbee));
+  bool ok = write(root / "codif/seeds/v3", v3) && write(root / "codif/seeds/v1", v1) &&
+            write(root / "codif/seeds/adeadbee_v3", beef) &&
+            write(root / "codif/seeds/adeadbee_v1", beef1);
+  ok = ok && write(root / "parse_udp/seeds/plain", udp_frame(0, 0, v3, 0xFFFF)) &&
+       write(root / "parse_udp/seeds/split42", udp_frame(0, 0, v3, 42)) &&
+       write(root / "parse_udp/seeds/qinq", udp_frame(2, 0, v1, 128)) &&
+       write(root / "parse_udp/seeds/vlan_options", udp_frame(1, 3, v3, 64)) &&
+       write(root / "parse_udp/seeds/tiny", udp_frame(0, 0, Bytes(4), 0xFFFF));
+  if (!ok) {
+    std::fprintf(stderr, "fuzz_make_seeds: cannot write under %s\n", root.c_str());
+    return 1;
+  }
+  return 0;
+}
