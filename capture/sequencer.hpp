@@ -152,7 +152,7 @@ class Sequencer {
     uint32_t period, data_words;
     uint64_t frames_per_period;
     uint8_t epoch, nbits;
-    uint16_t nchan;
+    uint32_t nchan;
   };
   static Signature signature(const codif::Header& h, const codif::Timing& t) noexcept;
   ResyncReason changed(const Signature& s) const noexcept;
