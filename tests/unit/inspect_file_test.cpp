@@ -45,7 +45,7 @@ class InspectFile : public ::testing::Test {
     std::atomic<bool> stop{false};
     GenSummary sum;
     run_generator(s, b, sink, stop, sum);
-    sink.close();
+    sink.finish();
     return sum;
   }
 };
