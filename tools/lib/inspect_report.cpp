@@ -1,4 +1,5 @@
 // The report's two forms: JSON for scripts and tests, a table for people.
+#include <cstdio>
 #include <ctime>
 
 #include "tools/lib/inspect.hpp"
