@@ -169,50 +169,52 @@ void write_summary(const GenSummary& summary, const std::string& path) {
   if (!out) throw std::runtime_error("cannot write the summary to " + path);
 }
 
+// Opening the sink is set-up: when it fails nothing was sent (and no summary is printed).
+std::unique_ptr<DatagramSink> open_sink(const GenArgs& a, const GenSetup& setup) {
+  std::vector<uint32_t> senders = setup.sources;
+  if (setup.foreign) senders.push_back(*setup.foreign);
+  if (a.pcap.empty()) {
+    return std::make_unique<UdpSink>(senders,
+                                     UdpOptions{a.interface, static_cast<int>(a.ttl), a.loopback});
+  }
+  return std::make_unique<PcapSink>(a.pcap, senders, realtime_ns(), static_cast<uint8_t>(a.ttl));
+}
+
+GenSummary summary_head(const GenArgs& a, const FrameBuilder& frames) {
+  GenSummary s;
+  s.version = ROCECAP_VERSION;
+  s.output = a.pcap.empty() ? "udp" : "pcap";
+  s.pcap_file = a.pcap;
+  s.interface = a.interface;
+  s.seed = a.seed;
+  s.frame = frames.params();
+  return s;
+}
+
 int run_gen(const GenArgs& a) {
-  GenSummary summary;
   std::unique_ptr<FrameBuilder> frames;
   GenSetup setup;
+  std::unique_ptr<DatagramSink> sink;
   try {
     frames = std::make_unique<FrameBuilder>(frame_params(a));
     setup = make_setup(a, *frames);
+    sink = open_sink(a, setup);
   } catch (const std::invalid_argument& e) {
     std::cerr << "rocecap gen: " << e.what() << "\n";
     return 2;
-  }
-  summary.version = ROCECAP_VERSION;
-  summary.output = a.pcap.empty() ? "udp" : "pcap";
-  summary.pcap_file = a.pcap;
-  summary.interface = a.interface;
-  summary.seed = a.seed;
-  summary.frame = frames->params();
-
-  std::vector<uint32_t> senders = setup.sources;
-  if (setup.foreign) senders.push_back(*setup.foreign);
-  // Opening the sink is set-up: when it fails nothing was sent, and no summary is printed.
-  std::unique_ptr<DatagramSink> sink;
-  PcapSink* pcap = nullptr;
-  try {
-    if (a.pcap.empty()) {
-      sink = std::make_unique<UdpSink>(
-          senders, UdpOptions{a.interface, static_cast<int>(a.ttl), a.loopback});
-    } else {
-      auto p =
-          std::make_unique<PcapSink>(a.pcap, senders, realtime_ns(), static_cast<uint8_t>(a.ttl));
-      pcap = p.get();
-      sink = std::move(p);
-    }
   } catch (const std::runtime_error& e) {
     std::cerr << "rocecap gen: " << e.what() << "\n";
     return 1;
   }
+  GenSummary summary = summary_head(a, *frames);
   install_stop_handlers();
   int rc = 0;
   const auto t0 = std::chrono::steady_clock::now();
   try {
     run_generator(setup, *frames, *sink, g_stop, summary);
-    if (pcap != nullptr) pcap->close();
+    sink->finish();
   } catch (const std::runtime_error& e) {
+    // The summary still says what was delivered before the failure.
     std::cerr << "rocecap gen: " << e.what() << "\n";
     rc = 1;
   }

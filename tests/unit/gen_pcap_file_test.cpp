@@ -103,6 +103,20 @@ TEST_F(GenPcapFile, FileAndRecordHeadersAndFramesParseBack) {
   EXPECT_NE(be16(frame, 14 + 20 + 6), 0) << "checksum present";
 }
 
+TEST(GenUdpChecksum, MatchesTheRfc1071Example) {
+  // RFC 1071 section 3: 00 01 f2 03 f4 f5 f6 f7 sums to ddf2.
+  const std::array<std::byte, 8> b{std::byte{0x00}, std::byte{0x01}, std::byte{0xf2},
+                                   std::byte{0x03}, std::byte{0xf4}, std::byte{0xf5},
+                                   std::byte{0xf6}, std::byte{0xf7}};
+  EXPECT_EQ(checksum_add(0, b), 0xddf2u);
+  EXPECT_EQ(checksum_fold(checksum_add(0, b)), 0x220d);
+  // Odd length: the last byte is padded with a zero on the right; 6 bytes + 1 taken apart.
+  EXPECT_EQ(checksum_add(0, std::span<const std::byte>(b).first(7)), 0xddf2u - 0xf7u);
+  EXPECT_EQ(checksum_add(checksum_add(0, std::span<const std::byte>(b).first(4)),
+                         std::span<const std::byte>(b).subspan(4)),
+            0xddf2u);
+}
+
 TEST(GenPcapFileErrors, UncreatableFileNamesThePath) {
   try {
     PcapFileWriter w("/nonexistent-dir-rocecap/x.pcap");

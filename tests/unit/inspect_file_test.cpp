@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <bit>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -10,6 +11,7 @@
 #include "tools/lib/gen_engine.hpp"
 #include "tools/lib/gen_sinks.hpp"
 #include "tools/lib/inspect.hpp"
+#include "tools/lib/udp_frame.hpp"
 
 namespace rocecap::tools {
 namespace {
@@ -45,7 +47,7 @@ class InspectFile : public ::testing::Test {
     std::atomic<bool> stop{false};
     GenSummary sum;
     run_generator(s, b, sink, stop, sum);
-    sink.close();
+    sink.finish();
     return sum;
   }
 };
@@ -213,6 +215,59 @@ TEST_F(InspectFile, RawCodifFileGroupsByHeaderIds) {
   EXPECT_EQ(a1.duplicates, 1u);
   EXPECT_EQ(a1.late, 1u);
   EXPECT_TRUE(a1.gaps.empty());
+}
+
+// A pcap image built by hand: records of any length, captured length independent of the
+// length on the wire.
+struct PcapImage {
+  std::vector<std::byte> bytes;
+  PcapImage() {
+    const uint32_t h[6] = {kPcapMagicNanos, 2 | (4u << 16), 0, 0, kPcapSnaplen, 1};
+    append(h, sizeof h);
+  }
+  void append(const void* p, std::size_t n) {
+    const auto* b = static_cast<const std::byte*>(p);
+    bytes.insert(bytes.end(), b, b + n);
+  }
+  void record(std::span<const std::byte> frame, uint32_t captured) {
+    const uint32_t r[4] = {1, 0, captured, static_cast<uint32_t>(frame.size())};
+    append(r, sizeof r);
+    append(frame.data(), captured);
+  }
+};
+
+TEST(InspectPcapBytes, CountsNonUdpAndSnappedRecords) {
+  if (std::endian::native != std::endian::little) GTEST_SKIP() << "image written natively";
+  const FrameBuilder b(frames());
+  std::vector<std::byte> frame(kEthIpv4UdpBytes + b.frame_bytes());
+  const auto payload = std::span<std::byte>(frame).subspan(kEthIpv4UdpBytes);
+  b.build(0, b.first_index(), Fate::plain, payload);
+  write_udp_headers(UdpEndpoints{ip("192.0.2.11"), ip("239.17.0.1"), 5000, 36001}, 1, 1, payload,
+                    std::span<std::byte, kEthIpv4UdpBytes>(frame.data(), kEthIpv4UdpBytes));
+  PcapImage img;
+  img.record(frame, static_cast<uint32_t>(frame.size()));
+  img.record(frame, 100);  // snapped: headers there, CODIF frame cut
+  std::vector<std::byte> arp(frame.begin(), frame.begin() + 60);
+  arp[12] = std::byte{0x08};
+  arp[13] = std::byte{0x06};
+  img.record(arp, 60);
+
+  const InspectReport r = inspect_pcap_bytes(img.bytes, "image");
+  EXPECT_EQ(r.records, 3u);
+  EXPECT_EQ(r.rejected, (std::map<std::string, uint64_t>{{"not_ipv4", 1}}));
+  ASSERT_EQ(r.streams.size(), 1u);
+  EXPECT_EQ(r.streams[0].records, 2u);
+  EXPECT_EQ(r.streams[0].frames, 1u);
+  EXPECT_EQ(r.streams[0].rejected, (std::map<std::string, uint64_t>{{"snapped", 1}}));
+
+  std::vector<std::byte> cut(img.bytes.begin(), img.bytes.end() - 10);
+  try {
+    inspect_pcap_bytes(cut, "cut.pcap");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cut.pcap: record at offset"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(InspectFile, NeitherPcapNorCodifIsAClearError) {

@@ -50,6 +50,8 @@ class DatagramSink {
   // unless `stop` is raised (then at once: what was built is always delivered, so the summary
   // stays exact). Throws std::runtime_error on a failure that ends the run.
   virtual void deliver(std::span<const OutDatagram> batch, const std::atomic<bool>& stop) = 0;
+  // After the last batch: flush and close, throwing when that fails (a full disk).
+  virtual void finish() {}
 };
 
 // --gbps: the per-stream frame rate that makes all streams together carry `gbps` Gbit/s of

@@ -56,7 +56,7 @@ class PcapSink final : public DatagramSink {
   PcapSink(const std::string& path, const std::vector<uint32_t>& senders, int64_t start_unix_ns,
            uint8_t ttl);
   void deliver(std::span<const OutDatagram> batch, const std::atomic<bool>& stop) override;
-  void close() { file_.close(); }
+  void finish() override { file_.close(); }
 
   // The UDP source port datagrams of sender k carry in the file.
   static uint16_t source_port(uint32_t sender) noexcept {

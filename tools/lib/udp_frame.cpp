@@ -1,5 +1,8 @@
 #include "tools/lib/udp_frame.hpp"
 
+#include <bit>
+#include <cstring>
+
 #include "capture/net/packet.hpp"
 
 namespace rocecap::tools {
@@ -32,17 +35,34 @@ std::array<uint8_t, 6> source_mac(uint32_t ip) noexcept {
 }
 
 uint32_t checksum_add(uint32_t sum, std::span<const std::byte> b) noexcept {
-  // A 64-bit accumulator cannot overflow for any IPv4 length; the result is folded to 16 bits
-  // so callers may add small terms to it.
-  uint64_t s = sum;
+  // A ones'-complement sum does not depend on byte order (RFC 1071, 2(B)): add the data as
+  // native 32-bit words (4x fewer steps than 16-bit big-endian words), fold, and swap once.
+  uint64_t s = 0;
+  const std::byte* p = b.data();
   std::size_t i = 0;
-  for (; i + 1 < b.size(); i += 2) {
-    s += (uint32_t{std::to_integer<uint8_t>(b[i])} << 8) | std::to_integer<uint8_t>(b[i + 1]);
+  for (; i + 4 <= b.size(); i += 4) {
+    uint32_t w;
+    std::memcpy(&w, p + i, 4);
+    s += w;
   }
-  if (i < b.size()) s += uint32_t{std::to_integer<uint8_t>(b[i])} << 8;
+  if (i + 2 <= b.size()) {
+    uint16_t w;
+    std::memcpy(&w, p + i, 2);
+    s += w;
+    i += 2;
+  }
+  if (i < b.size()) {  // odd length: the last byte is the high byte of a zero-padded word
+    const uint8_t last = std::to_integer<uint8_t>(p[i]);
+    s += std::endian::native == std::endian::little ? uint64_t{last} : uint64_t{last} << 8;
+  }
   while (s >> 16)
     s = (s & 0xFFFF) + (s >> 16);
-  return static_cast<uint32_t>(s);
+  auto native = static_cast<uint16_t>(s);
+  if constexpr (std::endian::native == std::endian::little) native = __builtin_bswap16(native);
+  uint32_t total = sum + native;
+  while (total >> 16)
+    total = (total & 0xFFFF) + (total >> 16);
+  return total;
 }
 
 uint16_t checksum_fold(uint32_t sum) noexcept {

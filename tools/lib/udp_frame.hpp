@@ -28,7 +28,9 @@ void write_udp_headers(const UdpEndpoints& ep, uint16_t ip_id, uint8_t ttl,
                        std::span<const std::byte> payload,
                        std::span<std::byte, kEthIpv4UdpBytes> out) noexcept;
 
-// Internet checksum helpers (RFC 1071): fold a running 32-bit sum of 16-bit words.
+// Internet checksum helpers (RFC 1071). checksum_add returns the running ones'-complement sum
+// of big-endian 16-bit words, folded to 16 bits (so small terms may be added to it); every
+// span but the last must have an even length.
 uint32_t checksum_add(uint32_t sum, std::span<const std::byte> bytes) noexcept;
 uint16_t checksum_fold(uint32_t sum) noexcept;
 
