@@ -149,6 +149,14 @@ void CaptureWriter::take_gap_events(std::size_t s) {
   }
 }
 
+void CaptureWriter::request_rotation() noexcept {
+  for (StreamWriters& w : per_stream_) {
+    if (w.raw) w.raw->request_rotation();
+    if (w.codifhdr) w.codifhdr->request_rotation();
+  }
+  if (pcap_) pcap_->request_rotation();
+}
+
 Status CaptureWriter::close() {
   Status first;
   auto keep = [&](Status s) {

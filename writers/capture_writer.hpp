@@ -60,6 +60,8 @@ class CaptureWriter {
 
   // One pass over every stream; returns the number of slots written and released.
   std::size_t poll();
+  // Every writer starts a new file at its next record (SIGHUP).
+  void request_rotation() noexcept;
   // Closes every file (flush + fsync). The first error, if any.
   Status close();
 

@@ -26,6 +26,7 @@ class CodifHeaderWriter {
                     uint64_t count);
 
   Status close() { return out_.close(); }
+  void request_rotation() noexcept { out_.request_rotation(); }
   const WriterStats& stats() const noexcept { return out_.stats(); }
   const std::vector<FileRecord>& files() { return out_.files(); }
 

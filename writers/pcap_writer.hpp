@@ -38,6 +38,7 @@ class PcapWriter {
                       std::span<const std::byte> tail = {}, uint32_t wire_len = 0);
 
   Status close() { return out_.close(); }
+  void request_rotation() noexcept { out_.request_rotation(); }
   const WriterStats& stats() const noexcept { return out_.stats(); }
   const std::vector<FileRecord>& files() { return out_.files(); }
 

@@ -30,8 +30,10 @@ Status RotatingFile::write(std::span<const Piece> pieces, bool* written) {
   if (!started_) {
     started_ = true;
     first_error = start_file(seq_);
-  } else if (options_.max_bytes > 0 && virtual_records_ > 0 &&
-             virtual_bytes_ + n > options_.max_bytes) {
+  } else if (virtual_records_ > 0 &&
+             (rotate_requested_ ||
+              (options_.max_bytes > 0 && virtual_bytes_ + n > options_.max_bytes))) {
+    rotate_requested_ = false;
     first_error = finish_file();
     Status opened = start_file(++seq_);
     if (first_error.ok()) first_error = std::move(opened);

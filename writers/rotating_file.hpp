@@ -79,6 +79,8 @@ class RotatingFile {
   Status write(std::span<const Piece> pieces, bool* written = nullptr);
   // Final: flushes, fsyncs and closes the current file; later records are counted as dropped.
   Status close();
+  // The next record starts a new file (SIGHUP), unless the current file is still empty.
+  void request_rotation() noexcept { rotate_requested_ = virtual_records_ > 0; }
 
   // Files in the order opened (failed opens are not listed). Sizes of the open file are live.
   const std::vector<FileRecord>& files();
@@ -86,6 +88,7 @@ class RotatingFile {
   WriterStats& stats() noexcept { return stats_; }
 
  private:
+  bool rotate_requested_ = false;
   Status start_file(uint64_t seq);
   Status finish_file();
   Status append(std::span<const Piece> pieces);

@@ -335,3 +335,29 @@ TEST(RawWriter, DataInTwoPiecesWritesTheSameBytesAsOne) {
 
 }  // namespace
 }  // namespace rocecap::writers
+
+namespace rocecap::writers {
+namespace {
+
+// SIGHUP: the next record opens the next file; a request on an empty file opens nothing new.
+TEST(RotatingFile, RequestedRotationStartsTheNextFileAtTheNextRecord) {
+  test::TempDir dir;
+  RawWriter w(test::simple_paths(dir.path()), rotation(0));
+  w.request_rotation();  // nothing written yet: no empty file comes of it
+  const Bytes first = write_frames(w, 2);
+  w.request_rotation();
+  w.request_rotation();  // a second request before the next record changes nothing
+  const auto h = test::encoded(header_at(1001, 0));
+  const Bytes d = data_of(1001, 0);
+  ASSERT_TRUE(w.write_frame(h, d).ok());
+  ASSERT_TRUE(w.close().ok());
+  ASSERT_EQ(w.files().size(), 2u);
+  EXPECT_EQ(test::read_file(w.files()[0].path), first);
+  Bytes second;
+  test::append(second, h);
+  test::append(second, d);
+  EXPECT_EQ(test::read_file(w.files()[1].path), second);
+}
+
+}  // namespace
+}  // namespace rocecap::writers
