@@ -159,7 +159,9 @@ void CaptureWriter::request_rotation() noexcept {
 
 Status CaptureWriter::close() {
   Status first;
+  // A failed flush or fsync at close is reported like any write error.
   auto keep = [&](Status s) {
+    check(s);
     if (!s.ok() && first.ok()) first = s;
   };
   for (StreamWriters& w : per_stream_) {

@@ -62,7 +62,8 @@ class CaptureWriter {
   std::size_t poll();
   // Every writer starts a new file at its next record (SIGHUP).
   void request_rotation() noexcept;
-  // Closes every file (flush + fsync). The first error, if any.
+  // Closes every file (flush + fsync); each failure also goes to the error reporter.
+  // The first error, if any.
   Status close();
 
   std::size_t streams() const noexcept { return per_stream_.size(); }

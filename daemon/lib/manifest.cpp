@@ -12,11 +12,16 @@ nlohmann::json frame_time(const std::optional<ManifestFrameTime>& t) {
   return {{"index", t->index}, {"time", iso8601_utc(t->unix_ns)}, {"unix_ns", t->unix_ns}};
 }
 
-nlohmann::json stream_json(const ManifestStream& s) {
+nlohmann::json files_json(const std::vector<ManifestFile>& list) {
   nlohmann::json files = nlohmann::json::array();
-  for (const auto& f : s.files) {
+  for (const auto& f : list) {
     files.push_back({{"path", f.path}, {"format", f.format}, {"bytes", f.bytes}});
   }
+  return files;
+}
+
+nlohmann::json stream_json(const ManifestStream& s) {
+  const nlohmann::json files = files_json(s.files);
   nlohmann::json gaps = nlohmann::json::array();
   for (const auto& [first, count] : s.gaps)
     gaps.push_back({first, count});
@@ -65,7 +70,8 @@ nlohmann::json to_json(const Manifest& m) {
     interfaces.push_back({{"name", i.name},
                           {"nic_drops", i.nic_drops},
                           {"ring_full_drops", i.ring_full_drops},
-                          {"rejected", i.rejected}});
+                          {"rejected", i.rejected},
+                          {"files", files_json(i.files)}});
     for (const auto& [reason, n] : i.rejected) {
       rejected[reason] = rejected.value(reason, uint64_t{0}) + n;
     }

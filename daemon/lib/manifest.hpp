@@ -41,6 +41,7 @@ struct ManifestInterface {
   uint64_t nic_drops = 0;        // out_of_buffer (verbs) or kernel/libpcap drops (pcap)
   uint64_t ring_full_drops = 0;  // frames that found no free slot in their stream's ring
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
+  std::vector<ManifestFile> files;           // per-interface output (pcap)
 };
 
 struct ManifestError {

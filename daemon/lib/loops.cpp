@@ -1,0 +1,94 @@
+#include "daemon/lib/loops.hpp"
+
+#include <pthread.h>
+#include <sched.h>
+
+#include <cstring>
+#include <thread>
+
+namespace rocecap::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kBatch = 256;  // frames per dispatch: bounds the work between stop checks
+
+void refresh_drops(InterfaceRuntime& ir) noexcept {
+  const pcapsrc::SourceStats s = ir.source->stats();
+  ir.progress.nic_drops.set(s.kernel_drops + s.interface_drops);
+}
+
+int batch_size(Runtime& rt, const CaptureLoopOptions& o) noexcept {
+  if (o.packet_limit == 0) return kBatch;
+  const uint64_t seen = rt.packets.load(std::memory_order_relaxed);
+  if (seen >= o.packet_limit) return 0;
+  return static_cast<int>(std::min<uint64_t>(kBatch, o.packet_limit - seen));
+}
+
+}  // namespace
+
+bool pin_to_cpu(unsigned cpu, std::string& why) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu, &set);
+  const int rc = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+  if (rc != 0) why = std::strerror(rc);
+  return rc == 0;
+}
+
+void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& stop,
+                  const CaptureLoopOptions& options) noexcept {
+  int64_t tick = 0;
+  auto next_housekeeping = Clock::now() + options.housekeeping;
+  try {
+    while (!stop.load(std::memory_order_relaxed)) {
+      const int max = batch_size(rt, options);
+      if (max == 0) break;
+      const int n = ir.source->dispatch(*ir.ingest, max);
+      if (n < 0) break;  // end of the replayed file
+      rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+      ir.progress.iterations.fetch_add(1, std::memory_order_relaxed);
+      if (Clock::now() >= next_housekeeping) {
+        next_housekeeping += options.housekeeping;
+        ir.ingest->set_tick(++tick);
+        ir.ingest->flush_idle(tick - 2);  // quiet for 1-2 housekeeping periods
+        refresh_drops(ir);
+      }
+    }
+  } catch (const std::exception& e) {
+    ir.progress.error = e.what();
+    ir.progress.failed.store(true, std::memory_order_release);
+  }
+  ir.ingest->flush_all();
+  refresh_drops(ir);
+  ir.progress.done.store(true, std::memory_order_release);
+}
+
+void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
+                 const WriterLoopOptions& options) noexcept {
+  auto next_manifest = Clock::now() + options.manifest_interval;
+  for (;;) {
+    // Read before draining: what a finished loop published is then seen by this pass.
+    bool all_done = true;
+    for (const auto& ir : rt.interfaces) {
+      all_done = all_done && ir->progress.done.load(std::memory_order_acquire);
+    }
+    std::size_t n = 0;
+    for (const auto& ir : rt.interfaces)
+      n += ir->writer->poll();
+    if (rotate.exchange(false)) {
+      for (const auto& ir : rt.interfaces)
+        ir->writer->request_rotation();
+    }
+    if (options.write_manifest && Clock::now() >= next_manifest) {
+      next_manifest += options.manifest_interval;
+      options.write_manifest();
+    }
+    if (n != 0) continue;
+    if (all_done) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  for (const auto& ir : rt.interfaces)
+    (void)ir->writer->close();  // errors were reported
+}
+
+}  // namespace rocecap::daemon

@@ -1,0 +1,169 @@
+#include "daemon/lib/report.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <limits>
+
+#include "capture/net/packet.hpp"
+#include "capture/reject_reason.hpp"
+
+namespace rocecap::daemon {
+namespace {
+
+std::string ip(uint32_t a) {
+  return net::format_ipv4(a).data();
+}
+
+std::string relative_path(const std::filesystem::path& p, const std::filesystem::path& root) {
+  return std::filesystem::relative(p, root).string();
+}
+
+std::optional<ManifestFrameTime> frame_time(uint64_t index, int64_t ns, bool any) {
+  if (!any) return std::nullopt;
+  return ManifestFrameTime{index, ns};
+}
+
+ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t s) {
+  const config::RunConfig& cfg = *rt.config;
+  const config::StreamRef& ref = ir.refs[s];
+  const auto& g = cfg.capture.interfaces[ref.interface].groups[ref.group];
+  const auto& ant = cfg.streams.antennas[ref.antenna];
+  const capture::SequencerStats q = ir.streams[s]->sequencer().stats();
+  const writers::StreamWriteState& w = ir.writer->state(s);
+  ManifestStream m;
+  m.interface = ir.name;
+  m.group = ip(g.address);
+  m.port = g.port;
+  m.antenna = ant.name;
+  m.source = ip(ant.source);
+  m.packets = q.received;
+  m.bytes = q.bytes;
+  m.lost = q.lost;
+  m.duplicate = q.duplicate;
+  m.late = q.late_placed;
+  m.late_dropped = q.late_dropped;
+  m.invalid = q.invalid;
+  m.resync = q.resync;
+  m.first_frame = frame_time(q.first_index, q.first_time_ns, q.received > 0);
+  m.last_frame = frame_time(q.last_index, q.last_time_ns, q.received > 0);
+  for (const auto& gap : w.gaps)
+    m.gaps.emplace_back(gap.first_index, gap.count);
+  m.gaps_not_listed = w.gaps_not_listed + q.gap_events_dropped;
+  auto& writers = ir.writer->writers(s);
+  auto add_files = [&](auto& writer, const char* format) {
+    for (const auto& f : writer.files()) {
+      m.files.push_back({relative_path(f.path, cfg.output.directory), format, f.bytes});
+    }
+    m.write_errors += writer.stats().write_errors;
+  };
+  if (writers.raw) {
+    add_files(*writers.raw, "raw");
+    m.fill_frames = writers.raw->stats().fill_frames;
+  }
+  if (writers.codifhdr) add_files(*writers.codifhdr, "codifhdr");
+  return m;
+}
+
+ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
+  ManifestInterface m;
+  m.name = ir.name;
+  m.nic_drops = ir.progress.nic_drops.get();
+  for (const auto& sp : ir.streams)
+    m.ring_full_drops += sp->ring().stats().ring_full_drops;
+  for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r) {
+    const uint64_t n = ir.ingest->rejected(r);
+    if (n != 0) m.rejected[std::string(capture::reject_name(r))] = n;
+  }
+  if (auto* pcap = ir.writer->pcap()) {
+    for (const auto& f : pcap->files()) {
+      m.files.push_back({relative_path(f.path, rt.config->output.directory), "pcap", f.bytes});
+    }
+  }
+  return m;
+}
+
+}  // namespace
+
+int64_t unix_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) {
+  const config::RunConfig& cfg = *rt.config;
+  Manifest m;
+  m.run = cfg.run.name;
+  m.state = state;
+  m.started = id.started;
+  if (state == "stopped" || state == "failed") m.stopped = iso8601_utc(unix_now_ns());
+  m.host = id.host;
+  m.version = id.version;
+  m.backend = std::string(config::to_string(cfg.capture.backend));
+  m.payload_memory = "host";
+  m.payload_memory_reason = "the pcap backends copy each frame into host memory";
+  m.config_file = cfg.source_path;
+  m.config_text = cfg.source_text;
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s)
+      m.streams.push_back(stream_entry(rt, *ir, s));
+    m.interfaces.push_back(interface_entry(rt, *ir));
+    if (ir->progress.failed.load(std::memory_order_acquire)) {
+      m.failure = ir->name + ": " + ir->progress.error;
+    }
+  }
+  m.errors = rt.write_errors.errors;
+  return m;
+}
+
+void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTotals& last) {
+  StatusTotals now;
+  uint64_t lost = 0, rejected = 0, nic = 0, ring_drops = 0;
+  double worst_fill = 0;
+  for (const auto& ir : rt.interfaces) {
+    for (const auto& sp : ir->streams) {
+      const auto q = sp->sequencer().stats();
+      now.packets += q.received;
+      now.bytes += q.bytes;
+      lost += q.lost;
+      const auto r = sp->ring().stats();
+      ring_drops += r.ring_full_drops;
+      const double in_use = double(r.taken - r.returned - r.released) / sp->ring().slots();
+      worst_fill = std::max(worst_fill, in_use);
+    }
+    for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r)
+      rejected += ir->ingest->rejected(r);
+    nic += ir->progress.nic_drops.get();
+  }
+  const double dt = seconds > 0 ? seconds : 1;
+  log.info(
+      "status: {:.0f} pkt/s, {:.1f} MB/s; {} packets, {} lost, {} rejected, {} ring-full "
+      "drops, {} NIC drops; fullest ring {:.0f}%",
+      double(now.packets - last.packets) / dt, double(now.bytes - last.bytes) / dt / 1e6,
+      now.packets, lost, rejected, ring_drops, nic, worst_fill * 100);
+  last = now;
+}
+
+void log_final_summary(const Runtime& rt, spdlog::logger& log) {
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s) {
+      const auto& ref = ir->refs[s];
+      const auto& g = rt.config->capture.interfaces[ref.interface].groups[ref.group];
+      const auto q = ir->streams[s]->sequencer().stats();
+      log.info(
+          "stream {} {}:{} {}: {} packets, {} bytes, {} lost, {} duplicate, {} late, {} "
+          "late dropped, {} invalid, {} resync",
+          ir->name, ip(g.address), g.port, rt.config->streams.antennas[ref.antenna].name,
+          q.received, q.bytes, q.lost, q.duplicate, q.late_placed, q.late_dropped, q.invalid,
+          q.resync);
+    }
+    for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r) {
+      if (const uint64_t n = ir->ingest->rejected(r); n != 0) {
+        log.info("interface {}: {} frames rejected: {}", ir->name, n, capture::reject_name(r));
+      }
+    }
+  }
+}
+
+}  // namespace rocecap::daemon

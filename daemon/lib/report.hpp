@@ -1,0 +1,33 @@
+// What a run tells people: the manifest snapshot, the periodic status line and the final
+// summary, all built from counters that are safe to read where they are read.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <string>
+
+#include "daemon/lib/manifest.hpp"
+#include "daemon/lib/runtime.hpp"
+
+namespace rocecap::daemon {
+
+struct RunIdentity {
+  std::string started;  // ISO 8601
+  std::string host;
+  std::string version;
+};
+
+// Writer-side state (files, gaps, write errors) is read here: call it on the writer thread
+// or after the writer thread has ended. Not const: open files' sizes are refreshed.
+Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state);
+
+// Rates are per second over `seconds` since the previous call's totals (kept in `last`).
+struct StatusTotals {
+  uint64_t packets = 0, bytes = 0;
+};
+void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTotals& last);
+void log_final_summary(const Runtime& rt, spdlog::logger& log);
+
+int64_t unix_now_ns();
+
+}  // namespace rocecap::daemon

@@ -1,0 +1,142 @@
+#include "daemon/lib/run.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <thread>
+
+#include "daemon/lib/loops.hpp"
+#include "daemon/lib/report.hpp"
+#include "daemon/lib/signals.hpp"
+
+#ifndef ROCECAP_VERSION
+#define ROCECAP_VERSION "unknown"
+#endif
+
+namespace rocecap::daemon {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+RunIdentity identity() {
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  return {iso8601_utc(unix_now_ns()), host, ROCECAP_VERSION};
+}
+
+void save_manifest(Runtime& rt, const RunIdentity& id, const std::string& state,
+                   spdlog::logger& log) {
+  const std::string path = (rt.run_dir / "manifest.json").string();
+  if (const std::string err = write_manifest(path, snapshot(rt, id, state)); !err.empty()) {
+    log.error("manifest: {}", err);
+  }
+}
+
+void pin_or_warn(std::optional<unsigned> cpu, const char* what, spdlog::logger& log) {
+  std::string why;
+  if (cpu && !pin_to_cpu(*cpu, why)) log.warn("{}: cannot pin to CPU {}: {}", what, *cpu, why);
+}
+
+bool all_capture_done(const Runtime& rt) {
+  for (const auto& ir : rt.interfaces) {
+    if (!ir->progress.done.load(std::memory_order_acquire)) return false;
+  }
+  return true;
+}
+
+void log_start(const Runtime& rt, spdlog::logger& log) {
+  std::size_t streams = 0;
+  for (const auto& ir : rt.interfaces)
+    streams += ir->streams.size();
+  log.info("run {}: capturing {} streams on {} interface(s) ({}), files under {}",
+           rt.config->run.name, streams, rt.interfaces.size(),
+           config::to_string(rt.config->capture.backend), rt.run_dir.string());
+}
+
+// Waits for a reason to stop; logs status meanwhile. Returns the reason.
+std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>& rotate,
+                          const RunOptions& o) {
+  spdlog::logger& log = *o.log;
+  const auto start = Clock::now();
+  auto last_status = start;
+  StatusTotals totals;
+  for (;;) {
+    switch (signals.wait(std::chrono::milliseconds(100))) {
+      case SignalWatcher::Event::stop:
+        return signals.last_signal() == SIGINT ? "SIGINT" : "SIGTERM";
+      case SignalWatcher::Event::rotate:
+        log.info("SIGHUP: starting new files");
+        rotate.store(true);
+        break;
+      case SignalWatcher::Event::none:
+        break;
+    }
+    const auto now = Clock::now();
+    if (all_capture_done(rt)) return "capture ended";
+    if (rt.config->run.duration && now - start >= *rt.config->run.duration) return "duration";
+    if (now - last_status >= o.status_interval) {
+      log_status(rt, log, std::chrono::duration<double>(now - last_status).count(), totals);
+      last_status = now;
+    }
+  }
+}
+
+}  // namespace
+
+int run(const config::RunConfig& cfg, const RunOptions& o) {
+  spdlog::logger& log = *o.log;
+  SignalWatcher signals;  // before any thread, so all of them inherit the blocked mask
+  const RunIdentity id = identity();
+  std::unique_ptr<Runtime> rt;
+  try {
+    rt = build_runtime(cfg, o.log);
+  } catch (const std::exception& e) {
+    log.critical("cannot start: {}", e.what());
+    return kExitStartup;
+  }
+  save_manifest(*rt, id, "running", log);
+  log_start(*rt, log);
+
+  std::atomic<bool> stop{false}, rotate{false};
+  WriterLoopOptions wo;
+  wo.manifest_interval = o.manifest_interval;
+  wo.write_manifest = [&] { save_manifest(*rt, id, "running", log); };
+  std::thread writer([&] {
+    pin_or_warn(cfg.output.writer_cpu, "writer thread", log);
+    writer_loop(*rt, rotate, wo);
+  });
+  CaptureLoopOptions co;
+  co.packet_limit = cfg.run.packets.value_or(0);
+  std::vector<std::thread> capture;
+  for (auto& ir : rt->interfaces) {
+    capture.emplace_back([&, iface = ir.get()] {
+      pin_or_warn(iface->capture_cpu, "capture thread", log);
+      capture_loop(*rt, *iface, stop, co);
+    });
+  }
+
+  const std::string reason = wait_for_stop(*rt, signals, rotate, o);
+  log.info("stopping: {}; draining rings and closing files", reason);
+  stop.store(true);
+  for (auto& ir : rt->interfaces)
+    ir->source->break_loop();
+  for (auto& t : capture)
+    t.join();
+  writer.join();
+
+  bool failed = false;
+  for (const auto& ir : rt->interfaces) {
+    if (ir->progress.failed.load()) {
+      failed = true;
+      log.error("capture on {} failed: {}", ir->name, ir->progress.error);
+    }
+  }
+  log_final_summary(*rt, log);
+  save_manifest(*rt, id, failed ? "failed" : "stopped", log);
+  log.info("run {} {}; manifest {}", cfg.run.name, failed ? "failed" : "complete",
+           (rt->run_dir / "manifest.json").string());
+  return failed ? kExitCaptureFailed : kExitOk;
+}
+
+}  // namespace rocecap::daemon

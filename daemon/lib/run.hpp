@@ -1,0 +1,30 @@
+// One observing run from start to stop: build everything, start the threads, wait for a stop
+// (SIGINT/SIGTERM, run.duration, run.packets, end of a replayed file, or a capture error),
+// drain, close and fsync every file, write the final manifest.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <memory>
+
+#include "config/run_config.hpp"
+
+namespace rocecap::daemon {
+
+// rocecapd exit codes (also in --help and README).
+inline constexpr int kExitOk = 0;             // the run ended as configured or on SIGINT/SIGTERM
+inline constexpr int kExitUsage = 1;          // bad command line
+inline constexpr int kExitConfig = 2;         // the run file has problems (all of them printed)
+inline constexpr int kExitStartup = 3;        // could not start: interface, file, permissions
+inline constexpr int kExitCaptureFailed = 4;  // a capture loop failed during the run
+
+struct RunOptions {
+  std::shared_ptr<spdlog::logger> log;
+  std::chrono::milliseconds status_interval{5000};
+  std::chrono::milliseconds manifest_interval{10'000};
+};
+
+int run(const config::RunConfig& config, const RunOptions& options);
+
+}  // namespace rocecap::daemon

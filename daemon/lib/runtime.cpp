@@ -1,0 +1,167 @@
+#include "daemon/lib/runtime.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <bit>
+#include <stdexcept>
+
+#include "config/name_template.hpp"
+#include "writers/file_namer.hpp"
+
+namespace rocecap::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+using config::OutputFormat;
+
+codif::SyncSet sync_set(const config::StreamsSection& s) {
+  if (s.sync.empty()) return codif::SyncSet::defaults();
+  codif::SyncSet set;
+  for (const auto& w : s.sync) {
+    set.add(w.word, w.layout == config::CodifLayout::v1 ? codif::Layout::v1 : codif::Layout::v3);
+  }
+  return set;
+}
+
+capture::StreamSpec stream_spec(const config::RunConfig& cfg, const config::StreamRef& ref) {
+  const auto& iface = cfg.capture.interfaces[ref.interface];
+  capture::StreamSpec s;
+  s.key = {iface.groups[ref.group].address, iface.groups[ref.group].port,
+           cfg.streams.antennas[ref.antenna].source};
+  s.format = cfg.streams.format == config::StreamFormat::udp ? capture::StreamFormat::udp
+                                                             : capture::StreamFormat::codif;
+  s.syncs = sync_set(cfg.streams);
+  s.ring.slots = cfg.capture.ring_depth;
+  s.ring.header_slot_bytes = cfg.capture.header_split;
+  s.ring.payload_slot_bytes = cfg.capture.max_frame - cfg.capture.header_split;
+  s.ring.payload_align = cfg.output.direct_io ? 4096 : 64;
+  s.sequencer.reorder_window = std::max<uint32_t>(1, cfg.output.reorder_window);
+  s.sequencer.history = std::max<uint32_t>(4096, std::bit_ceil(4 * s.sequencer.reorder_window));
+  // A jump of more frames than this is a resynchronisation, not that many fill frames
+  // (131072 frames of 8 KiB would already be 1 GiB of zeros).
+  s.sequencer.resync_frames = 1u << 17;
+  return s;
+}
+
+writers::PathMaker stream_paths(const config::RunConfig& cfg, config::StreamRef ref,
+                                OutputFormat format) {
+  return [&cfg, ref, format](uint64_t seq, fs::path& out) {
+    return writers::place_in_directory(cfg.output.directory,
+                                       config::stream_file_name(cfg, ref, format, seq), out);
+  };
+}
+
+writers::PathMaker pcap_paths(const config::RunConfig& cfg, std::size_t iface) {
+  return [&cfg, iface](uint64_t seq, fs::path& out) {
+    return writers::place_in_directory(cfg.output.directory,
+                                       config::pcap_file_name(cfg, iface, seq), out);
+  };
+}
+
+writers::RotationOptions rotation(const config::RunConfig& cfg) {
+  writers::RotationOptions r;
+  r.max_bytes = cfg.output.rotate_bytes;
+  r.output.direct = cfg.output.direct_io;
+  return r;
+}
+
+void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
+                  const std::shared_ptr<spdlog::logger>& log) {
+  const config::RunConfig& cfg = *rt.config;
+  const bool udp = cfg.streams.format == config::StreamFormat::udp;
+  std::vector<writers::StreamWriters> per_stream(ir.refs.size());
+  for (std::size_t s = 0; s < ir.refs.size(); ++s) {
+    if (config::has_format(cfg.output, OutputFormat::raw)) {
+      writers::RawOptions raw;
+      raw.strip_headers = cfg.output.strip_headers || udp;  // udp: payloads, no CODIF header
+      per_stream[s].raw.emplace(stream_paths(cfg, ir.refs[s], OutputFormat::raw), rotation(cfg),
+                                raw);
+    }
+    if (config::has_format(cfg.output, OutputFormat::codifhdr)) {
+      per_stream[s].codifhdr.emplace(stream_paths(cfg, ir.refs[s], OutputFormat::codifhdr),
+                                     rotation(cfg));
+    }
+  }
+  std::optional<writers::PcapWriter> pcap;
+  if (config::has_format(cfg.output, OutputFormat::pcap)) {
+    pcap.emplace(pcap_paths(cfg, iface), rotation(cfg));
+  }
+  writers::CaptureWriterOptions opts;
+  opts.fill_gaps = cfg.output.fill_gaps && !udp;
+  // Runs on the writer thread, once per broken file.
+  auto on_error = [&rt, log](const writers::Status& s) {
+    log->error("write error: {} (capture goes on; files written before stay valid)", s.message());
+    rt.write_errors.errors.push_back({"", s.message()});
+  };
+  ir.writer.emplace(*ir.ingest, std::move(per_stream), std::move(pcap), opts, on_error);
+}
+
+void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
+                 const config::InterfaceConfig& ic) {
+  if (cfg.capture.backend == config::Backend::pcap_file) {
+    ir.source.emplace(pcapsrc::PcapSource::open_file(
+        cfg.capture.pcap_file, cfg.capture.replay_pace == config::ReplayPace::recorded
+                                   ? pcapsrc::Pace::recorded
+                                   : pcapsrc::Pace::fast));
+    return;
+  }
+  pcapsrc::LiveOptions live;
+  live.interface = ic.name;
+  std::vector<uint32_t> groups;
+  for (const auto& g : ic.groups) {
+    live.groups.push_back({g.address, g.port});
+    groups.push_back(g.address);
+  }
+  live.snaplen = static_cast<int>(cfg.capture.max_frame);
+  ir.source.emplace(pcapsrc::PcapSource::open_live(live));
+  // Joined only once the capture is open, so the first frames the switch forwards are seen.
+  ir.join.emplace(ic.name, groups);
+}
+
+}  // namespace
+
+std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
+                                       const std::shared_ptr<spdlog::logger>& log) {
+  if (cfg.capture.backend == config::Backend::verbs) {
+    throw std::runtime_error(
+        "capture.backend verbs: the verbs receive path is not part of this build yet; use "
+        "backend pcap (any Linux NIC) or pcap-file");
+  }
+  if (cfg.capture.backend == config::Backend::pcap_file && cfg.capture.interfaces.size() != 1) {
+    throw std::runtime_error(
+        "capture.interfaces: pcap-file replay takes exactly one interface "
+        "(the label of the replayed streams)");
+  }
+  auto rt = std::make_unique<Runtime>();
+  rt->config = &cfg;
+  rt->run_dir = fs::path(cfg.output.directory) / cfg.run.name;
+  std::error_code ec;
+  fs::create_directories(rt->run_dir, ec);
+  if (ec) throw std::runtime_error("cannot create " + rt->run_dir.string() + ": " + ec.message());
+
+  const auto refs = config::enumerate_streams(cfg);
+  const bool record_arrivals = config::has_format(cfg.output, OutputFormat::pcap);
+  for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
+    const auto& ic = cfg.capture.interfaces[i];
+    auto ir = std::make_unique<InterfaceRuntime>();
+    ir->name = ic.name;
+    ir->capture_cpu = ic.capture_cpu;
+    std::vector<capture::StreamPipeline*> ptrs;
+    for (const auto& ref : refs) {
+      if (ref.interface != i) continue;
+      ir->refs.push_back(ref);
+      ir->streams.push_back(std::make_unique<capture::StreamPipeline>(stream_spec(cfg, ref)));
+      ptrs.push_back(ir->streams.back().get());
+    }
+    ir->ingest = std::make_unique<capture::Ingest>(ptrs, record_arrivals);
+    build_writer(*rt, *ir, i, log);
+    rt->interfaces.push_back(std::move(ir));
+  }
+  // Sources last: from here on packets are being buffered for us.
+  for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
+    open_source(cfg, *rt->interfaces[i], cfg.capture.interfaces[i]);
+  }
+  return rt;
+}
+
+}  // namespace rocecap::daemon

@@ -1,0 +1,65 @@
+// Everything one run owns, built from the validated config before any thread starts, in the
+// order the data flows: per interface its stream pipelines (ring + sequencer), the Ingest that
+// fills them, the packet source and multicast membership, and the CaptureWriter that empties
+// them. Threads only ever touch what this says they own.
+#pragma once
+
+#include <spdlog/logger.h>
+
+#include <atomic>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capture/ingest.hpp"
+#include "capture/net/multicast_join.hpp"
+#include "capture/pcap/pcap_source.hpp"
+#include "capture/relaxed_counter.hpp"
+#include "config/run_config.hpp"
+#include "daemon/lib/manifest.hpp"
+#include "writers/capture_writer.hpp"
+
+namespace rocecap::daemon {
+
+// Published by a capture thread, read by the main thread.
+struct CaptureProgress {
+  std::atomic<bool> done{false};        // the capture loop has ended (and flushed)
+  std::atomic<bool> failed{false};      // ... because of an error (see error)
+  std::atomic<uint64_t> iterations{0};  // loop turns: a stalled loop stops advancing this
+  capture::RelaxedCounter nic_drops;    // libpcap ps_drop + ps_ifdrop
+  std::string error;                    // written before failed/done are set
+};
+
+struct InterfaceRuntime {
+  std::string name;
+  std::optional<unsigned> capture_cpu;
+  std::vector<config::StreamRef> refs;  // refs[i] is streams[i]
+  std::vector<std::unique_ptr<capture::StreamPipeline>> streams;
+  std::unique_ptr<capture::Ingest> ingest;
+  std::optional<pcapsrc::PcapSource> source;
+  std::optional<net::MulticastJoin> join;
+  std::optional<writers::CaptureWriter> writer;
+  CaptureProgress progress;
+};
+
+// Writer-thread error list, copied into the manifest.
+struct WriteErrors {
+  std::vector<ManifestError> errors;
+};
+
+struct Runtime {
+  const config::RunConfig* config = nullptr;
+  std::filesystem::path run_dir;  // output.directory / run.name
+  std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;
+  WriteErrors write_errors;          // writer thread while running
+  std::atomic<uint64_t> packets{0};  // frames seen by every Ingest, for run.packets
+};
+
+// Builds rings, ingest, writers (no file is opened before the first frame) and opens the
+// sources and joins. Throws std::runtime_error naming what failed (interface, file, group).
+std::unique_ptr<Runtime> build_runtime(const config::RunConfig& config,
+                                       const std::shared_ptr<spdlog::logger>& log);
+
+}  // namespace rocecap::daemon
