@@ -1,16 +1,18 @@
 #!/usr/bin/env bash
-# rocecap demo: a real capture of generated CODIF multicast, verified byte for byte.
+# rocecap demo, the README's first command: a real capture by rocecapd of generated CODIF
+# multicast, checked against what was sent.
 #
 # As root on a fresh Debian 12 machine (network namespaces need root):
-#   sudo scripts/demo.sh
-# It installs the dependencies (scripts/install-deps.sh), builds what it needs into build/demo,
-# then builds two network namespaces joined by a veth pair (tests/integration/netns.sh): in the
-# sender one `rocecap gen` multicasts 3 antennas x 2 groups of CODIF frames (8298-byte
-# packets, a few seeded impairments); in the receiver one a client joins the groups (IGMP) and
-# tcpdump captures them. The capture stays in the run directory; check_capture compares it with
-# the generator's summary (every datagram, header field and payload byte), and
-# `rocecap inspect` describes it. Exits non-zero on any failure; the namespaces are always
-# removed. Traffic never leaves the namespaces.
+#   bash scripts/demo.sh
+# It installs the dependencies (scripts/install-deps.sh), builds rocecapd and rocecap into
+# build/demo, then builds two network namespaces joined by a veth pair (tests/integration/
+# netns.sh). In the receiver namespace rocecapd runs a run file written here (backend pcap on the
+# veth: it joins the groups, so the kernel sends IGMP reports, and captures through libpcap);
+# in the sender namespace `rocecap gen` multicasts 3 antennas x 2 groups of CODIF frames
+# (8298-byte packets, a few seeded impairments). rocecapd is stopped with SIGTERM, as systemd
+# would, and its raw, codifhdr and pcap files and manifest are checked against the
+# generator's summary. Exits non-zero on any failure; the namespaces are always removed and
+# traffic never leaves them.
 #
 # Environment: DEMO_DIR (run directory, default ./demo-run), DEMO_FRAMES (per stream, 20000),
 # DEMO_RATE (frames/s per stream, 1000: 50 MB/s in all), DEMO_SEED (1), BUILD_DIR (build/demo).
@@ -31,40 +33,70 @@ die() {
 [ "$(id -u)" -eq 0 ] || die "run as root: the demo builds network namespaces (sudo $0)"
 run_dir=$(mkdir -p "${DEMO_DIR:-./demo-run}" && cd "${DEMO_DIR:-./demo-run}" && pwd)
 
-step "1/6 dependencies (scripts/install-deps.sh)"
+step "1/7 dependencies (scripts/install-deps.sh)"
 bash "$root/scripts/install-deps.sh"
 
-step "2/6 build (rocecap, check_capture) in $build_dir"
+step "2/7 build (rocecapd, rocecap) in $build_dir"
 mkdir -p "$(dirname "$build_dir")"
-ROCECAP_BUILD_TARGETS="rocecap check_capture" bash "$root/scripts/build.sh" "$build_dir" \
+ROCECAP_BUILD_TARGETS="rocecapd rocecap" bash "$root/scripts/build.sh" "$build_dir" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROCECAP_BUILD_BENCH=OFF
+rocecapd=$build_dir/daemon/rocecapd
 rocecap=$build_dir/tools/rocecap
-check_capture=$build_dir/tests/integration/check_capture
-[ -x "$rocecap" ] || die "$rocecap was not built"
-[ -x "$check_capture" ] || die "$check_capture was not built"
+for bin in "$rocecapd" "$rocecap"; do [ -x "$bin" ] || die "$bin was not built"; done
 
-step "3/6 network namespaces"
+step "3/7 network namespaces"
 # shellcheck source=../tests/integration/netns.sh
 source "$root/tests/integration/netns.sh"
-# shellcheck source=../tests/integration/capture_lib.sh
-source "$root/tests/integration/capture_lib.sh"
 NETNS_CMD_TIMEOUT=$((frames / rate + 120))
 NETNS_MAX_SECONDS=$((NETNS_CMD_TIMEOUT + 120))
-CAPTURE_BUFFER_KIB=262144 # 256 MiB: tcpdump shares the CPU with the generator here
 netns_up
 echo "sender $NETNS_SENDER ($NETNS_SENDER_IF: antennas $NETNS_ANTENNA_ADDRS, foreign $NETNS_FOREIGN_ADDR)"
 echo "receiver $NETNS_RECEIVER ($NETNS_RECEIVER_IF: $NETNS_RECEIVER_ADDR), veth MTU $NETNS_MTU"
 
-pcap=$run_dir/capture.pcap
+out=$run_dir/out
 summary=$run_dir/gen-summary.json
-rm -f "$pcap" "$summary" "$run_dir"/*.log "$run_dir"/*.txt
+rm -rf "$out" "$summary" "$run_dir"/*.log "$run_dir"/*.txt
+read -r a1 a2 a3 <<<"$NETNS_ANTENNA_ADDRS"
+cat >"$run_dir/run.yaml" <<YAML
+# Written by scripts/demo.sh: capture the demo's 6 streams on the receiver veth.
+run:
+  name: demo
+capture:
+  backend: pcap
+  ring_depth: 4096
+  interfaces:
+    - name: $NETNS_RECEIVER_IF
+      groups: [239.17.0.1:36001, 239.17.0.2:36002]
+streams:
+  format: codif
+  antennas:
+    - { name: ak01, source: $a1 }
+    - { name: ak02, source: $a2 }
+    - { name: ak03, source: $a3 }
+output:
+  directory: $out
+  formats: [raw, codifhdr, pcap]
+  rotate: 1GiB
+metrics:
+  enabled: false
+YAML
 
-step "4/6 capture: tcpdump and an IGMP join in the receiver namespace"
-capture_start_tcpdump "$pcap" "$run_dir/tcpdump.log" || die "tcpdump did not start"
-capture_join 239.17.0.1 239.17.0.2 || die "could not join the groups"
-echo "tcpdump listening on $NETNS_RECEIVER_IF; joined 239.17.0.1 239.17.0.2"
+step "4/7 rocecapd --check-config, then rocecapd in the receiver namespace"
+"$rocecapd" --check-config "$run_dir/run.yaml" || die "the run file does not check"
+netns_bg_receiver "$rocecapd" --config "$run_dir/run.yaml" 2>"$run_dir/rocecapd.log"
+daemon_pid=$NETNS_BG_PID
+for _ in $(seq 100); do
+  grep -q "capturing" "$run_dir/rocecapd.log" && break
+  kill -0 "$daemon_pid" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q "capturing" "$run_dir/rocecapd.log" || {
+  cat "$run_dir/rocecapd.log" >&2
+  die "rocecapd did not start"
+}
+grep "capturing" "$run_dir/rocecapd.log"
 
-step "5/6 rocecap gen: 3 antennas x 2 groups, $frames frames per stream at $rate frames/s each"
+step "5/7 rocecap gen: 3 antennas x 2 groups, $frames frames per stream at $rate frames/s each"
 netns_exec_sender "$rocecap" gen --groups "$groups" --sources "${NETNS_ANTENNA_ADDRS// /,}" \
   --frames "$frames" --rate "$rate" --interface "$NETNS_SENDER_IF" --payload-bytes 8192 \
   --station AT --seed "$seed" --drop 0.001 --swap 0.001 --duplicate 0.001 --invalid 0.001 \
@@ -82,27 +114,48 @@ print(f"sent {s['datagrams']} datagrams ({s['bytes'] / 1e6:.1f} MB of UDP payloa
       f"{n('swapped')} swapped pairs, {n('duplicated')} duplicated, {n('invalid')} invalid, "
       f"{n('bad_sync')} bad sync, {sum(len(f['indices']) for f in s['foreign'])} foreign copies")
 PY
-capture_wait_quiet "$pcap"
-capture_stop_tcpdump "$run_dir/tcpdump.log" || die "tcpdump did not stop cleanly"
-echo "tcpdump: $CAPTURE_PACKETS packets captured, $CAPTURE_KERNEL_DROPS dropped by kernel"
-[ "$CAPTURE_KERNEL_DROPS" = 0 ] ||
-  die "tcpdump dropped $CAPTURE_KERNEL_DROPS packets (machine too busy): retry with a lower DEMO_RATE"
-netns_down
 
-step "6/6 verify the capture against the generator's summary"
-"$check_capture" --pcap "$pcap" --summary "$summary" | tee "$run_dir/check.txt" ||
-  die "the capture does not match what was sent (see above)"
-# `rocecap inspect` lands separately: use it when this build lists it.
-if "$rocecap" --help 2>/dev/null | grep -E '^ +inspect( |$)' >/dev/null; then
-  echo
-  "$rocecap" inspect "$pcap" | tee "$run_dir/inspect.txt" || die "rocecap inspect failed"
+step "6/7 stop rocecapd (SIGTERM, as systemctl stop does)"
+sleep 1
+# $daemon_pid is the timeout(1) wrapper; signal rocecapd itself (its child), so the exit status
+# that comes back is rocecapd's own.
+pkill -TERM -P "$daemon_pid"
+rc=0
+wait "$daemon_pid" || rc=$?
+tail -n 12 "$run_dir/rocecapd.log"
+[ "$rc" = 0 ] || die "rocecapd exited with $rc (log: $run_dir/rocecapd.log)"
+netns_down
+manifest=$out/demo/manifest.json
+
+step "7/7 check the files against the generator's summary"
+if "$rocecap" --help 2>/dev/null | grep -qE '^ +verify( |$)'; then
+  "$rocecap" verify --manifest "$manifest" --expect "$summary" | tee "$run_dir/verify.txt" ||
+    die "the files do not match what was sent (see above)"
 else
-  echo "(rocecap inspect is not in this build yet: skipped)"
+  echo "(rocecap verify is not in this build: comparing manifest counts only)"
+  python3 - "$manifest" "$summary" <<'PY' | tee "$run_dir/verify.txt"
+import json, sys
+m, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+sent = {(x["group"], x["port"], x["source"]): x for x in s["streams"]}
+bad = 0
+for st in m["streams"]:
+    g = sent[(st["group"], st["port"], st["source"])]
+    placed = st["packets"] - st["duplicate"] - st["late_dropped"]
+    expect = g["frames"] - len(g["dropped"]) - len(g["bad_sync"]) - len(g["truncated"])
+    ok = placed == expect and st["duplicate"] == len(g["duplicated"])
+    bad += not ok
+    print(f"{st['group']}:{st['port']} {st['antenna']}: {placed} frames placed (expected {expect}), "
+          f"{st['lost']} lost, {st['duplicate']} duplicate, {st['late']} late, "
+          f"{st['invalid']} invalid: {'OK' if ok else 'MISMATCH'}")
+print("rejected:", m["rejected"])
+sys.exit(1 if bad else 0)
+PY
 fi
 
 step "done"
-echo "capture:  $pcap ($(du -h "$pcap" | cut -f1), $CAPTURE_PACKETS packets)"
-echo "summary:  $summary"
-echo "verified: $run_dir/check.txt"
-if [ -f "$run_dir/inspect.txt" ]; then echo "inspect:  $run_dir/inspect.txt"; fi
-echo "read it:  tshark -r $pcap -c 5"
+echo "run file: $run_dir/run.yaml"
+echo "files:    $out/demo/"
+ls -l "$out/demo/"
+echo "manifest: $manifest"
+echo "log:      $run_dir/rocecapd.log"
+echo "read it:  tshark -r $out/demo/$NETNS_RECEIVER_IF.0000.pcap -c 5; build/demo/tools/rocecap inspect $out/demo/239.17.0.1_36001_ak01.0000.codif"

@@ -1,5 +1,6 @@
 #include "capture/pcap/pcap_source.hpp"
 
+#include <poll.h>
 #include <time.h>
 
 #include <stdexcept>
@@ -53,6 +54,13 @@ PcapSource PcapSource::open_live(const LiveOptions& o) {
   check(pcap_set_timeout(raw, o.timeout_ms), raw, what + ": timeout");
   check(pcap_set_tstamp_precision(raw, PCAP_TSTAMP_PRECISION_NANO), raw, what + ": ns timestamps");
   check(pcap_activate(raw), raw, what);
+  // In immediate mode libpcap's TPACKET_V3 reader loops on its own poll timeout until a
+  // packet comes, so a quiet interface would never give the thread back (no stop, no idle
+  // flush). Non-blocking reads plus our own bounded poll() below keep the loop responsive.
+  if (pcap_setnonblock(raw, 1, err) != 0) fail(what + ": non-blocking mode", err);
+  src.poll_fd_ = pcap_get_selectable_fd(raw);
+  if (src.poll_fd_ < 0) fail(what, "no selectable file descriptor");
+  src.timeout_ms_ = o.timeout_ms;
   if (pcap_datalink(raw) != DLT_EN10MB) fail(what, "not an Ethernet interface");
   // Our own transmissions are not captures.
   check(pcap_setdirection(raw, PCAP_D_IN), raw, what + ": direction");
@@ -94,11 +102,18 @@ void PcapSource::wait_for_recorded_time(int64_t timestamp_ns) noexcept {
 
 int PcapSource::dispatch(FrameSink& sink, int max_frames) {
   int delivered = 0;
+  bool waited = false;
   while (delivered < max_frames) {
     pcap_pkthdr* hdr = nullptr;
     const u_char* data = nullptr;
     const int rc = pcap_next_ex(handle_.get(), &hdr, &data);
-    if (rc == 0) break;  // live timeout
+    if (rc == 0) {  // live: nothing buffered now
+      if (delivered != 0 || waited) break;
+      waited = true;
+      pollfd p{poll_fd_, POLLIN, 0};
+      if (::poll(&p, 1, timeout_ms_) <= 0) break;
+      continue;
+    }
     if (rc == PCAP_ERROR_BREAK) return delivered == 0 && !live_ ? -1 : delivered;
     if (rc < 0) fail(name_, pcap_geterr(handle_.get()));
     // Nanosecond precision was requested at open, so tv_usec holds nanoseconds.

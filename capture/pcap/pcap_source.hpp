@@ -58,12 +58,10 @@ class PcapSource {
   static PcapSource open_live(const LiveOptions& options);
   static PcapSource open_file(const std::string& path, Pace pace);
 
-  // Delivers up to `max_frames` frames. Returns how many, 0 when a live capture timed out,
-  // or -1 at the end of a file. Throws std::runtime_error on a capture error.
+  // Delivers up to `max_frames` frames. Returns how many, 0 when a live capture had none
+  // within timeout_ms, or -1 at the end of a file. Throws std::runtime_error on a capture
+  // error.
   int dispatch(FrameSink& sink, int max_frames);
-
-  // Makes a dispatch in progress (on another thread) return soon.
-  void break_loop() noexcept { pcap_breakloop(handle_.get()); }
 
   SourceStats stats() const noexcept;
   bool is_live() const noexcept { return live_; }
@@ -79,6 +77,8 @@ class PcapSource {
   Pace pace_ = Pace::fast;
   int64_t first_ts_ns_ = -1;   // recorded pace: first record's time ...
   int64_t start_mono_ns_ = 0;  // ... and the monotonic time it was replayed at
+  int poll_fd_ = -1;           // live: readable when frames are buffered
+  int timeout_ms_ = 0;         // live: longest wait in one dispatch
   uint64_t frames_ = 0;
   uint64_t truncated_ = 0;
 };

@@ -10,7 +10,9 @@ namespace rocecap::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kBatch = 256;  // frames per dispatch: bounds the work between stop checks
+constexpr int kBatch = 256;
+constexpr auto kDrainTime =
+    std::chrono::milliseconds(500);  // frames per dispatch: bounds the work between stop checks
 
 void refresh_drops(InterfaceRuntime& ir) noexcept {
   const pcapsrc::SourceStats s = ir.source->stats();
@@ -35,6 +37,32 @@ bool pin_to_cpu(unsigned cpu, std::string& why) {
   return rc == 0;
 }
 
+namespace {
+
+// Frames the kernel already holds when the stop comes arrived before it: take them in (or
+// count them) rather than leave them uncounted in the socket buffer. Bounded: a source that
+// keeps delivering full batches is cut off after kDrainTime.
+void drain(Runtime& rt, InterfaceRuntime& ir, const CaptureLoopOptions& options) {
+  if (!ir.source->is_live()) return;
+  const auto deadline = Clock::now() + kDrainTime;
+  while (Clock::now() < deadline) {
+    const int max = batch_size(rt, options);
+    if (max == 0) return;
+    const int n = ir.source->dispatch(*ir.ingest, max);
+    if (n <= 0) return;
+    rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    if (n < max) return;
+  }
+}
+
+void finish(InterfaceRuntime& ir) noexcept {
+  ir.ingest->flush_all();
+  refresh_drops(ir);
+  ir.progress.done.store(true, std::memory_order_release);
+}
+
+}  // namespace
+
 void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& stop,
                   const CaptureLoopOptions& options) noexcept {
   int64_t tick = 0;
@@ -44,7 +72,7 @@ void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& st
       const int max = batch_size(rt, options);
       if (max == 0) break;
       const int n = ir.source->dispatch(*ir.ingest, max);
-      if (n < 0) break;  // end of the replayed file
+      if (n < 0) return finish(ir);  // end of the replayed file: nothing to drain
       rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
       ir.progress.iterations.fetch_add(1, std::memory_order_relaxed);
       if (Clock::now() >= next_housekeeping) {
@@ -54,13 +82,12 @@ void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& st
         refresh_drops(ir);
       }
     }
+    drain(rt, ir, options);
   } catch (const std::exception& e) {
     ir.progress.error = e.what();
     ir.progress.failed.store(true, std::memory_order_release);
   }
-  ir.ingest->flush_all();
-  refresh_drops(ir);
-  ir.progress.done.store(true, std::memory_order_release);
+  finish(ir);
 }
 
 void writer_loop(Runtime& rt, std::atomic<bool>& rotate,

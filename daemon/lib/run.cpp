@@ -119,10 +119,9 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   const std::string reason = wait_for_stop(*rt, signals, rotate, o);
   log.info("stopping: {}; draining rings and closing files", reason);
   stop.store(true);
-  for (auto& ir : rt->interfaces)
-    ir->source->break_loop();
-  for (auto& t : capture)
-    t.join();
+  // No pcap_breakloop: each loop sees the flag within one capture timeout (100 ms) and then
+  // drains what the kernel already holds, which a break would cut short.
+  for (auto& t : capture) t.join();
   writer.join();
 
   bool failed = false;
