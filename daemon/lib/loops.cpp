@@ -19,11 +19,32 @@ void refresh_drops(InterfaceRuntime& ir) noexcept {
   ir.progress.nic_drops.set(s.kernel_drops + s.interface_drops);
 }
 
-int batch_size(Runtime& rt, const CaptureLoopOptions& o) noexcept {
-  if (o.packet_limit == 0) return kBatch;
+int batch_size(Runtime& rt, const CaptureLoopOptions& o, int largest) noexcept {
+  if (o.packet_limit == 0) return largest;
   const uint64_t seen = rt.packets.load(std::memory_order_relaxed);
   if (seen >= o.packet_limit) return 0;
-  return static_cast<int>(std::min<uint64_t>(kBatch, o.packet_limit - seen));
+  return static_cast<int>(std::min<uint64_t>(largest, o.packet_limit - seen));
+}
+
+// A replayed file has no deadline, so it must never overrun a ring: each batch waits until
+// every ring has room for all of it. The reorder window may hold W slots of a ring, so a
+// batch is at most slots - W frames and the writer can always make that room.
+int replay_batch(const InterfaceRuntime& ir) noexcept {
+  int64_t batch = kBatch;
+  for (const auto& sp : ir.streams) {
+    const int64_t room = int64_t{sp->ring().slots()} - sp->sequencer().config().reorder_window;
+    batch = std::min(batch, room);
+  }
+  return static_cast<int>(std::max<int64_t>(batch, 1));
+}
+
+bool rings_have_room(const InterfaceRuntime& ir, int frames) noexcept {
+  for (const auto& sp : ir.streams) {
+    const capture::RingStats s = sp->ring().stats();
+    const uint64_t in_use = s.taken - s.returned - s.released;
+    if (sp->ring().slots() - in_use < static_cast<uint64_t>(frames)) return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -67,10 +88,16 @@ void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& st
                   const CaptureLoopOptions& options) noexcept {
   int64_t tick = 0;
   auto next_housekeeping = Clock::now() + options.housekeeping;
+  const bool replay = !ir.source->is_live();
+  const int largest = replay ? replay_batch(ir) : kBatch;
   try {
     while (!stop.load(std::memory_order_relaxed)) {
-      const int max = batch_size(rt, options);
+      const int max = batch_size(rt, options, largest);
       if (max == 0) break;
+      if (replay && !rings_have_room(ir, max)) {
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+        continue;
+      }
       const int n = ir.source->dispatch(*ir.ingest, max);
       if (n < 0) return finish(ir);  // end of the replayed file: nothing to drain
       rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
