@@ -67,7 +67,7 @@ void drain(Runtime& rt, InterfaceRuntime& ir, const CaptureLoopOptions& options)
   if (!ir.source->is_live()) return;
   const auto deadline = Clock::now() + kDrainTime;
   while (Clock::now() < deadline) {
-    const int max = batch_size(rt, options);
+    const int max = batch_size(rt, options, kBatch);
     if (max == 0) return;
     const int n = ir.source->dispatch(*ir.ingest, max);
     if (n <= 0) return;
