@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Runs verbs_conformance against softverbs in a private network namespace with a veth pair:
 # sva0 backs the fake device sv0, frames are injected on its peer svb0.
-# Usage: run_conformance.sh BINARY [--dmabuf=ebadf|eopnotsupp]   (needs root; else exit 77)
+# Usage: run_conformance.sh BINARY [--dmabuf=ebadf|eopnotsupp] [--only NAME]   (needs root; else exit 77)
 set -euo pipefail
 bin=$1
 shift
 dmabuf=eopnotsupp
+extra=()
 for a in "$@"; do
   case $a in
     --dmabuf=*) dmabuf=${a#--dmabuf=} ;;
-    *) echo "unknown option $a" >&2; exit 2 ;;
+    *) extra+=("$a") ;;  # passed on to the program, e.g. --only NAME
   esac
 done
 if [[ $(id -u) -ne 0 ]] || ! command -v ip >/dev/null; then
@@ -43,7 +44,7 @@ rc=0
 ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" SOFTVERBS_DEVICES=sv0=sva0 \
   SOFTVERBS_SYSFS_ROOT="$tmp/sys" SOFTVERBS_DMABUF="$dmabuf" \
   timeout 240 "$bin" --dev sv0 --tx-if svb0 --dev-if sva0 --sysfs-root "$tmp/sys" \
-  --dmabuf "$dmabuf" 2>"$tmp/stderr" || rc=$?
+  --dmabuf "$dmabuf" "${extra[@]}" 2>"$tmp/stderr" || rc=$?
 cat "$tmp/stderr" >&2
 if grep -qi "version" "$tmp/stderr"; then
   echo "FAIL: the loader complained about symbol versions" >&2

@@ -93,17 +93,17 @@ CONF_CASE(device_pointer_efault, "registering memory that is not host-mapped fai
   void* p = mmap(nullptr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   CONF_CHECK(p != MAP_FAILED, strerror(errno));
   errno = 0;
-  ibv_mr* mr = ibv_reg_mr(rig.pd, p, len, IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* mr = ibv_reg_mr(rig.pd, p, len, kLocalWrite);
   const int e1 = errno;
   if (mr) ibv_dereg_mr(mr);
   munmap(p, len);
   CONF_CHECK(mr == nullptr, "PROT_NONE range registered");
   CONF_EQ(e1, EFAULT, "errno for PROT_NONE range");
   errno = 0;
-  mr = ibv_reg_mr(rig.pd, p, len, IBV_ACCESS_LOCAL_WRITE);  // now unmapped
+  mr = ibv_reg_mr_iova2(rig.pd, p, len, 0, kLocalWrite);  // now unmapped
   const int e2 = errno;
   if (mr) ibv_dereg_mr(mr);
-  CONF_CHECK(mr == nullptr, "unmapped range registered");
+  CONF_CHECK(mr == nullptr, "unmapped range registered (ibv_reg_mr_iova2)");
   CONF_EQ(e2, EFAULT, "errno for unmapped range");
 }
 

@@ -120,7 +120,7 @@ CONF_CASE(loc_prot_err, "an SGE with a wrong lkey or outside its MR completes LO
   flow_for(rig, rig.qp, s1);
   flow_for(rig, q2, s2);
   // An lkey that belonged to a deregistered MR.
-  ibv_mr* gone = ibv_reg_mr(rig.pd, rig.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* gone = ibv_reg_mr(rig.pd, rig.buf, 4096, kLocalWrite);
   CONF_CHECK(gone != nullptr, strerror(errno));
   const uint32_t stale = gone->lkey;
   CONF_EQ(ibv_dereg_mr(gone), 0, "dereg");

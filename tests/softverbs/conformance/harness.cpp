@@ -107,7 +107,7 @@ Rig::Rig(const RigSpec& spec) {
   CONF_CHECK(p != MAP_FAILED, strerror(errno));
   buf = static_cast<uint8_t*>(p);
   memset(buf, 0xee, buf_len);
-  mr = ibv_reg_mr(pd, buf, buf_len, IBV_ACCESS_LOCAL_WRITE);
+  mr = ibv_reg_mr(pd, buf, buf_len, kLocalWrite);
   CONF_CHECK(mr != nullptr, strerror(errno));
   qp = add_qp(spec.recv_wr, spec.recv_sge, spec.to_rtr);
 }

@@ -11,6 +11,9 @@
 
 namespace conf {
 
+// The ibv_reg_mr macro mixes two enum types when given an enumerator (clang warns).
+constexpr unsigned kLocalWrite = IBV_ACCESS_LOCAL_WRITE;
+
 struct Options {
   std::string dev;         // RDMA device under test
   std::string tx_if;       // netdev whose frames reach the device's port

@@ -18,6 +18,7 @@
 namespace {
 
 constexpr uint32_t kSplit = 42;  // Ethernet 14 + IPv4 20 + UDP 8
+constexpr unsigned kLocalWrite = IBV_ACCESS_LOCAL_WRITE;  // ibv_reg_mr's macro mixes enums
 
 struct Args {
   const char* dev;
@@ -122,8 +123,8 @@ int main(int argc, char** argv) {
   if (!qp) die("create_qp");
   std::vector<uint8_t> headers(static_cast<size_t>(a.count) * 64);
   std::vector<uint8_t> payloads(static_cast<size_t>(a.count) * a.payload);
-  ibv_mr* hmr = ibv_reg_mr(pd, headers.data(), headers.size(), IBV_ACCESS_LOCAL_WRITE);
-  ibv_mr* pmr = ibv_reg_mr(pd, payloads.data(), payloads.size(), IBV_ACCESS_LOCAL_WRITE);
+  ibv_mr* hmr = ibv_reg_mr(pd, headers.data(), headers.size(), kLocalWrite);
+  ibv_mr* pmr = ibv_reg_mr(pd, payloads.data(), payloads.size(), kLocalWrite);
   if (!hmr || !pmr) die("reg_mr");
   for (int i = 0; i < a.count; ++i) {
     ibv_sge sg[2] = {{reinterpret_cast<uintptr_t>(&headers[static_cast<size_t>(i) * 64]), kSplit, hmr->lkey},

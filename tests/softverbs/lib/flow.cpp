@@ -28,13 +28,21 @@ void require(uint8_t& val, uint8_t& mask, uint8_t v) {
   mask = 0xff;
 }
 
-int add_spec(Match& m, const ibv_flow_spec* s) {
+// Specs follow each other at 4-byte granularity, so they are copied out, never cast in place.
+template <class Spec>
+bool load(const uint8_t* p, uint16_t size, Spec& out) {
+  if (size != sizeof(Spec)) return false;
+  memcpy(&out, p, sizeof out);
+  return true;
+}
+
+int add_spec(Match& m, const uint8_t* p, ibv_flow_spec_type type, uint16_t size) {
   Key& v = m.val;
   Key& k = m.mask;
-  switch (s->hdr.type) {
+  switch (type) {
     case IBV_FLOW_SPEC_ETH: {
-      if (s->hdr.size != sizeof(ibv_flow_spec_eth)) return EINVAL;
-      const auto& e = s->eth;
+      ibv_flow_spec_eth e;
+      if (!load(p, size, e)) return EINVAL;
       set_bytes(v.dmac, k.dmac, e.val.dst_mac, e.mask.dst_mac, 6);
       set_bytes(v.smac, k.smac, e.val.src_mac, e.mask.src_mac, 6);
       set_bytes(&v.ether_type, &k.ether_type, &e.val.ether_type, &e.mask.ether_type, 2);
@@ -42,32 +50,32 @@ int add_spec(Match& m, const ibv_flow_spec* s) {
       return 0;
     }
     case IBV_FLOW_SPEC_IPV4: {
-      if (s->hdr.size != sizeof(ibv_flow_spec_ipv4)) return EINVAL;
-      const auto& p = s->ipv4;
-      set_bytes(&v.src_ip, &k.src_ip, &p.val.src_ip, &p.mask.src_ip, 4);
-      set_bytes(&v.dst_ip, &k.dst_ip, &p.val.dst_ip, &p.mask.dst_ip, 4);
+      ibv_flow_spec_ipv4 ip;
+      if (!load(p, size, ip)) return EINVAL;
+      set_bytes(&v.src_ip, &k.src_ip, &ip.val.src_ip, &ip.mask.src_ip, 4);
+      set_bytes(&v.dst_ip, &k.dst_ip, &ip.val.dst_ip, &ip.mask.dst_ip, 4);
       require(v.is_ipv4, k.is_ipv4, 1);
       return 0;
     }
     case IBV_FLOW_SPEC_IPV4_EXT: {
-      if (s->hdr.size != sizeof(ibv_flow_spec_ipv4_ext)) return EINVAL;
-      const auto& p = s->ipv4_ext;
-      set_bytes(&v.src_ip, &k.src_ip, &p.val.src_ip, &p.mask.src_ip, 4);
-      set_bytes(&v.dst_ip, &k.dst_ip, &p.val.dst_ip, &p.mask.dst_ip, 4);
-      set_bytes(&v.proto, &k.proto, &p.val.proto, &p.mask.proto, 1);
-      set_bytes(&v.tos, &k.tos, &p.val.tos, &p.mask.tos, 1);
-      set_bytes(&v.ttl, &k.ttl, &p.val.ttl, &p.mask.ttl, 1);
-      set_bytes(&v.ip_flags, &k.ip_flags, &p.val.flags, &p.mask.flags, 1);
+      ibv_flow_spec_ipv4_ext ip;
+      if (!load(p, size, ip)) return EINVAL;
+      set_bytes(&v.src_ip, &k.src_ip, &ip.val.src_ip, &ip.mask.src_ip, 4);
+      set_bytes(&v.dst_ip, &k.dst_ip, &ip.val.dst_ip, &ip.mask.dst_ip, 4);
+      set_bytes(&v.proto, &k.proto, &ip.val.proto, &ip.mask.proto, 1);
+      set_bytes(&v.tos, &k.tos, &ip.val.tos, &ip.mask.tos, 1);
+      set_bytes(&v.ttl, &k.ttl, &ip.val.ttl, &ip.mask.ttl, 1);
+      set_bytes(&v.ip_flags, &k.ip_flags, &ip.val.flags, &ip.mask.flags, 1);
       require(v.is_ipv4, k.is_ipv4, 1);
       return 0;
     }
     case IBV_FLOW_SPEC_UDP:
     case IBV_FLOW_SPEC_TCP: {
-      if (s->hdr.size != sizeof(ibv_flow_spec_tcp_udp)) return EINVAL;
-      const auto& t = s->tcp_udp;
+      ibv_flow_spec_tcp_udp t;
+      if (!load(p, size, t)) return EINVAL;
       set_bytes(&v.dst_port, &k.dst_port, &t.val.dst_port, &t.mask.dst_port, 2);
       set_bytes(&v.src_port, &k.src_port, &t.val.src_port, &t.mask.src_port, 2);
-      require(v.l4, k.l4, s->hdr.type == IBV_FLOW_SPEC_UDP ? IPPROTO_UDP : IPPROTO_TCP);
+      require(v.l4, k.l4, type == IBV_FLOW_SPEC_UDP ? IPPROTO_UDP : IPPROTO_TCP);
       return 0;
     }
     default:
@@ -79,10 +87,14 @@ int parse_attr(const ibv_flow_attr& a, Match& m) {
   const auto* p = reinterpret_cast<const uint8_t*>(&a + 1);
   const uint8_t* end = reinterpret_cast<const uint8_t*>(&a) + a.size;
   for (int i = 0; i < a.num_of_specs; ++i) {
-    const auto* s = reinterpret_cast<const ibv_flow_spec*>(p);
-    if (p + sizeof(s->hdr) > end || s->hdr.size == 0 || p + s->hdr.size > end) return EINVAL;
-    if (int rc = add_spec(m, s)) return rc;
-    p += s->hdr.size;
+    ibv_flow_spec_type type;
+    uint16_t size = 0;
+    if (p + sizeof type + sizeof size > end) return EINVAL;
+    memcpy(&type, p, sizeof type);
+    memcpy(&size, p + sizeof type, sizeof size);
+    if (size == 0 || p + size > end) return EINVAL;
+    if (int rc = add_spec(m, p, type, size)) return rc;
+    p += size;
   }
   return 0;
 }
