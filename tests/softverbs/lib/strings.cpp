@@ -1,5 +1,6 @@
 // Name strings and the small process-wide calls of the API.
 #include <cerrno>
+#include <cstring>
 
 #include "sv.hpp"
 
@@ -76,5 +77,39 @@ ibv_ah* ibv_create_ah(ibv_pd*, ibv_ah_attr*) {
   return nullptr;
 }
 int ibv_destroy_ah(ibv_ah*) { return EOPNOTSUPP; }
+
+}  // extern "C"
+
+// Calls of later version nodes. They keep every node of the version script non-empty, as in
+// rdma-core, and answer the way mlx5 does for a raw packet QP on Ethernet.
+extern "C" {
+
+int ibv_get_pkey_index(ibv_context*, uint8_t port, __be16 pkey) {
+  return port == 1 && pkey == 0xffff ? 0 : -1;
+}
+
+ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp*) {
+  errno = EOPNOTSUPP;  // raw QPs here are created without IBV_QP_INIT_ATTR_SEND_OPS_FLAGS
+  return nullptr;
+}
+
+int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
+int ibv_set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
+
+int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t index, ibv_gid_entry* entry,
+                      uint32_t flags, size_t entry_size) {
+  if (flags || entry_size < sizeof(ibv_gid_entry) || port != 1 || index != 0) return EINVAL;
+  memset(entry, 0, sizeof *entry);
+  if (int rc = ibv_query_gid(ctx, 1, 0, &entry->gid)) return rc;
+  entry->gid_index = 0;
+  entry->port_num = 1;
+  entry->gid_type = IBV_GID_TYPE_ROCE_V1;
+  entry->ndev_ifindex = static_cast<uint32_t>(sv::ctx_of(ctx)->dev->ifindex);
+  return 0;
+}
+
+int ibv_query_qp_data_in_order(ibv_qp*, ibv_wr_opcode, uint32_t) {
+  return 1;  // the engine writes a frame completely before its completion
+}
 
 }  // extern "C"
