@@ -6,6 +6,7 @@
 #include <infiniband/verbs.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,7 +28,8 @@ void expect(bool ok, const char* what) {
 
 uint64_t le64(const uint8_t* p) {
   uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) v = v << 8 | p[i];
+  for (int i = 7; i >= 0; --i)
+    v = v << 8 | p[i];
   return v;
 }
 
@@ -78,8 +80,8 @@ int main() {
   }
   auto post = [&](uint32_t slot) {
     ibv_sge sg[2] = {{reinterpret_cast<uintptr_t>(&hdr[slot * kHdr]), kHdr, hmr->lkey},
-                     {reinterpret_cast<uintptr_t>(&pl[static_cast<size_t>(slot) * kPayload]), kPayload,
-                      pmr->lkey}};
+                     {reinterpret_cast<uintptr_t>(&pl[static_cast<size_t>(slot) * kPayload]),
+                      kPayload, pmr->lkey}};
     ibv_recv_wr wr{};
     wr.wr_id = slot;
     wr.sg_list = sg;
@@ -87,7 +89,8 @@ int main() {
     ibv_recv_wr* bad = nullptr;
     return ibv_post_recv(qp, &wr, &bad);
   };
-  for (uint32_t i = 0; i < kDepth; ++i) post(i);
+  for (uint32_t i = 0; i < kDepth; ++i)
+    post(i);
   ibv_qp_attr m{};
   m.qp_state = IBV_QPS_INIT;
   m.port_num = 1;
@@ -116,7 +119,8 @@ int main() {
   const int total = 20000;
   int got = 0;
   uint64_t last = 0, gaps = 0;
-  for (int spins = 0; got < total && spins < 50000000; ++spins) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (got < total && std::chrono::steady_clock::now() < deadline) {
     ibv_wc wc[32];
     const int n = ibv_poll_cq(cq, 32, wc);
     expect(n >= 0, "poll_cq");
@@ -137,7 +141,7 @@ int main() {
       expect(((le64(c + 24) >> 32) * 8) == kPayload, "CODIF data array length");
       const uint64_t frame = le64(c) & 0xffffffff, secs = le64(c) >> 32;
       const uint64_t fpp = le64(c + 32) / (kPayload * 8 / 16);  // samples per frame: 8 bit complex
-      const uint64_t index = secs * fpp + frame;                   // period of 1 s
+      const uint64_t index = secs * fpp + frame;                // period of 1 s
       expect(got == 0 || index > last, "CODIF frames advance");
       if (got > 0) gaps += index - last - 1;
       last = index;
@@ -146,12 +150,12 @@ int main() {
       expect(post(slot) == 0, "repost");
     }
   }
-  expect(got == total, "every completion arrived");
+  expect(got >= total, "every completion arrived");
   if (root) {
     const uint64_t oob = read_oob(root, dev_name) - oob0;
     expect(oob >= gaps, "frames missing from the CODIF sequence are counted in out_of_buffer");
-    printf("wire: %d completions, %llu frames dropped for want of a WR, out_of_buffer +%llu\n",
-           got, static_cast<unsigned long long>(gaps), static_cast<unsigned long long>(oob));
+    printf("wire: %d completions, %llu frames dropped for want of a WR, out_of_buffer +%llu\n", got,
+           static_cast<unsigned long long>(gaps), static_cast<unsigned long long>(oob));
   }
   ibv_destroy_flow(flow);
   ibv_destroy_qp(qp);

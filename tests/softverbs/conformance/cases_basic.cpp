@@ -41,7 +41,8 @@ CONF_CASE(device_attributes, "device reports flow steering, raw IP csum, limits 
   Rig rig;
   ibv_device_attr_ex a{};
   CONF_EQ(ibv_query_device_ex(rig.ctx, nullptr, &a), 0, "query_device_ex");
-  CONF_CHECK(a.orig_attr.device_cap_flags & IBV_DEVICE_MANAGED_FLOW_STEERING, "no managed flow steering");
+  CONF_CHECK(a.orig_attr.device_cap_flags & IBV_DEVICE_MANAGED_FLOW_STEERING,
+             "no managed flow steering");
   CONF_CHECK(a.orig_attr.device_cap_flags & IBV_DEVICE_RAW_IP_CSUM, "no raw IP checksum");
   CONF_CHECK(a.raw_packet_caps & IBV_RAW_PACKET_CAP_IP_CSUM, "raw_packet_caps lacks IP_CSUM");
   CONF_CHECK(a.orig_attr.max_qp_wr >= 1024, "max_qp_wr too small");
@@ -80,9 +81,12 @@ CONF_CASE(dmabuf_probe, "ibv_reg_dmabuf_mr(fd=-1) answers EBADF (supported) or E
   const int e = errno;
   CONF_CHECK(mr == nullptr, "registered fd -1");
   const std::string& want = options().dmabuf;
-  if (want == "ebadf") CONF_EQ(e, EBADF, "dma-buf configured as supported");
-  else if (want == "eopnotsupp") CONF_EQ(e, EOPNOTSUPP, "dma-buf configured as unsupported");
-  else CONF_CHECK(e == EBADF || e == EOPNOTSUPP, std::string("errno ") + strerror(e));
+  if (want == "ebadf")
+    CONF_EQ(e, EBADF, "dma-buf configured as supported");
+  else if (want == "eopnotsupp")
+    CONF_EQ(e, EOPNOTSUPP, "dma-buf configured as unsupported");
+  else
+    CONF_CHECK(e == EBADF || e == EOPNOTSUPP, std::string("errno ") + strerror(e));
 }
 
 CONF_CASE(device_pointer_efault, "registering memory that is not host-mapped fails with EFAULT") {

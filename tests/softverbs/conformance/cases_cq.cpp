@@ -55,7 +55,8 @@ CONF_CASE(cq_overrun_is_fatal, "CQ overrun raises IBV_EVENT_CQ_ERR on the async 
   add(rig, rig.qp, s);
   rig.post_n(rig.qp, cqe + 4, 0, 2048);
   Sender tx(options().tx_if);
-  for (int i = 0; i < cqe + 2; ++i) tx.send(udp_frame(s, static_cast<uint32_t>(i), 100));
+  for (int i = 0; i < cqe + 2; ++i)
+    tx.send(udp_frame(s, static_cast<uint32_t>(i), 100));
   CONF_CHECK(readable(rig.ctx->async_fd, 3000), "no async event");
   ibv_async_event ev{};
   CONF_EQ(ibv_get_async_event(rig.ctx, &ev), 0, "get_async_event");
@@ -121,7 +122,8 @@ CONF_CASE(err_flushes_with_wr_flush_err, "moving a QP to ERR flushes its WRs in 
   }
 }
 
-CONF_CASE(cq_ex_timestamps, "extended CQ: start/next/end_poll, wc_read_* and completion timestamps") {
+CONF_CASE(cq_ex_timestamps,
+          "extended CQ: start/next/end_poll, wc_read_* and completion timestamps") {
   const uint64_t flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_QP_NUM |
                          IBV_WC_EX_WITH_COMPLETION_TIMESTAMP |
                          IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
@@ -171,8 +173,10 @@ CONF_CASE(cq_ex_timestamps, "extended CQ: start/next/end_poll, wc_read_* and com
   CONF_EQ(got[0].len, static_cast<uint32_t>(f1.size()), "byte_len");
   CONF_EQ(got[0].qpn, rig.qp->qp_num, "qp_num");
   CONF_CHECK(got[0].flags & IBV_WC_IP_CSUM_OK, "IP_CSUM_OK");
-  const uint64_t w0 = static_cast<uint64_t>(t0.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t0.tv_nsec);
-  const uint64_t w1 = static_cast<uint64_t>(t1.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t1.tv_nsec);
+  const uint64_t w0 =
+      static_cast<uint64_t>(t0.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t0.tv_nsec);
+  const uint64_t w1 =
+      static_cast<uint64_t>(t1.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t1.tv_nsec);
   CONF_CHECK(got[0].wall + 1000000000ULL >= w0 && got[1].wall <= w1 + 1000000000ULL,
              "wallclock timestamps outside the test's time");
   CONF_CHECK(got[1].wall > got[0].wall, "wallclock did not advance");

@@ -11,7 +11,8 @@ namespace {
 
 size_t count_qp(const std::vector<ibv_wc>& wc, const ibv_qp* q) {
   size_t n = 0;
-  for (const auto& w : wc) n += w.qp_num == q->qp_num && w.status == IBV_WC_SUCCESS;
+  for (const auto& w : wc)
+    n += w.qp_num == q->qp_num && w.status == IBV_WC_SUCCESS;
   return n;
 }
 

@@ -69,10 +69,13 @@ CONF_CASE(post_recv_limits, "num_sge > max_recv_sge is EINVAL, a full RQ is ENOM
   const uint32_t depth = rig.cap.max_recv_wr;
   CONF_CHECK(depth >= 8, "reported max_recv_wr below the request");
   ibv_sge sg[4];
-  for (int i = 0; i < 4; ++i) sg[i] = {reinterpret_cast<uintptr_t>(rig.buf + i * 512), 512, rig.mr->lkey};
+  for (int i = 0; i < 4; ++i)
+    sg[i] = {reinterpret_cast<uintptr_t>(rig.buf + i * 512), 512, rig.mr->lkey};
   ibv_recv_wr two[2]{};
   two[0] = {.wr_id = 1000, .next = &two[1], .sg_list = sg, .num_sge = 1};
-  two[1] = {.wr_id = 1001, .next = nullptr, .sg_list = sg,
+  two[1] = {.wr_id = 1001,
+            .next = nullptr,
+            .sg_list = sg,
             .num_sge = static_cast<int>(rig.cap.max_recv_sge) + 1};
   ibv_recv_wr* bad = nullptr;
   CONF_EQ(ibv_post_recv(rig.qp, two, &bad), EINVAL, "too many SGEs");
@@ -81,7 +84,9 @@ CONF_CASE(post_recv_limits, "num_sge > max_recv_sge is EINVAL, a full RQ is ENOM
   std::vector<ibv_sge> sgs(depth);
   for (uint32_t i = 0; i < depth; ++i) {
     sgs[i] = {reinterpret_cast<uintptr_t>(rig.buf + 4096 + i * 512), 512, rig.mr->lkey};
-    chain[i] = {.wr_id = 2000 + i, .next = i + 1 < depth ? &chain[i + 1] : nullptr, .sg_list = &sgs[i],
+    chain[i] = {.wr_id = 2000 + i,
+                .next = i + 1 < depth ? &chain[i + 1] : nullptr,
+                .sg_list = &sgs[i],
                 .num_sge = 1};
   }
   bad = nullptr;
@@ -90,11 +95,13 @@ CONF_CASE(post_recv_limits, "num_sge > max_recv_sge is EINVAL, a full RQ is ENOM
   const Stream s = stream(12);
   flow_for(rig, rig.qp, s);
   Sender tx(options().tx_if);
-  for (uint32_t i = 0; i < depth; ++i) tx.send(udp_frame(s, i, 100));
+  for (uint32_t i = 0; i < depth; ++i)
+    tx.send(udp_frame(s, i, 100));
   auto wc = poll_for(rig.cq, depth, 3000);
   CONF_EQ(wc.size(), size_t{depth}, "every posted WR completes");
   CONF_EQ(wc[0].wr_id, uint64_t{1000}, "the valid WR before the EINVAL one stayed posted");
-  for (uint32_t i = 1; i < depth; ++i) CONF_EQ(wc[i].wr_id, uint64_t{2000 + i - 1}, "posting order");
+  for (uint32_t i = 1; i < depth; ++i)
+    CONF_EQ(wc[i].wr_id, uint64_t{2000 + i - 1}, "posting order");
 }
 
 CONF_CASE(fifo_per_qp, "completions of one QP come in posting order with the frames in order") {
@@ -103,7 +110,8 @@ CONF_CASE(fifo_per_qp, "completions of one QP come in posting order with the fra
   flow_for(rig, rig.qp, s);
   rig.post_n(rig.qp, 64, 0, 1024);
   Sender tx(options().tx_if);
-  for (uint32_t i = 0; i < 64; ++i) tx.send(udp_frame(s, i, 300));
+  for (uint32_t i = 0; i < 64; ++i)
+    tx.send(udp_frame(s, i, 300));
   auto wc = poll_for(rig.cq, 64, 3000);
   CONF_EQ(wc.size(), size_t{64}, "completions");
   for (uint32_t i = 0; i < 64; ++i) {
@@ -142,7 +150,8 @@ CONF_CASE(loc_prot_err, "an SGE with a wrong lkey or outside its MR completes LO
   }
 }
 
-CONF_CASE(loc_len_err_keeps_working, "a frame longer than the SGEs is LOC_LEN_ERR; the QP goes on") {
+CONF_CASE(loc_len_err_keeps_working,
+          "a frame longer than the SGEs is LOC_LEN_ERR; the QP goes on") {
   Rig rig({.recv_sge = 1});
   const Stream s = stream(15);
   flow_for(rig, rig.qp, s);
@@ -172,7 +181,8 @@ CONF_CASE(empty_rq_drops_and_counts, "an empty RQ drops silently and counts out_
   flow_for(rig, rig.qp, s);
   const uint64_t before = out_of_buffer();
   Sender tx(options().tx_if);
-  for (uint32_t i = 0; i < 5; ++i) tx.send(udp_frame(s, i, 100));
+  for (uint32_t i = 0; i < 5; ++i)
+    tx.send(udp_frame(s, i, 100));
   uint64_t now = before;
   for (int i = 0; i < 200 && now < before + 5; ++i) {
     sleep_ms(10);

@@ -25,19 +25,25 @@ void put32(uint8_t* p, uint32_t v) {
 }
 
 uint32_t sum16(const uint8_t* p, size_t n, uint32_t acc) {
-  for (size_t i = 0; i + 1 < n; i += 2) acc += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
+  for (size_t i = 0; i + 1 < n; i += 2)
+    acc += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
   if (n & 1) acc += static_cast<uint32_t>(p[n - 1] << 8);
   return acc;
 }
 
 uint16_t finish(uint32_t s) {
-  while (s >> 16) s = (s & 0xffff) + (s >> 16);
+  while (s >> 16)
+    s = (s & 0xffff) + (s >> 16);
   return static_cast<uint16_t>(~s);
 }
 
 void group_mac(uint32_t group, uint8_t* mac) {
-  const uint8_t m[6] = {0x01, 0x00, 0x5e, static_cast<uint8_t>((group >> 16) & 0x7f),
-                        static_cast<uint8_t>(group >> 8), static_cast<uint8_t>(group)};
+  const uint8_t m[6] = {0x01,
+                        0x00,
+                        0x5e,
+                        static_cast<uint8_t>((group >> 16) & 0x7f),
+                        static_cast<uint8_t>(group >> 8),
+                        static_cast<uint8_t>(group)};
   memcpy(mac, m, 6);
 }
 
@@ -52,7 +58,9 @@ Stream stream(int case_id, int index) {
   return s;
 }
 
-uint8_t pattern_byte(uint32_t seq, size_t i) { return static_cast<uint8_t>(seq * 31 + i * 7 + 3); }
+uint8_t pattern_byte(uint32_t seq, size_t i) {
+  return static_cast<uint8_t>(seq * 31 + i * 7 + 3);
+}
 
 std::vector<uint8_t> udp_frame(const Stream& s, uint32_t seq, size_t payload, Corrupt c) {
   std::vector<uint8_t> f(14 + 20 + 8 + payload);
@@ -74,7 +82,8 @@ std::vector<uint8_t> udp_frame(const Stream& s, uint32_t seq, size_t payload, Co
   put16(udp + 2, s.dport);
   put16(udp + 4, static_cast<uint32_t>(8 + payload));
   uint8_t* pl = udp + 8;
-  for (size_t i = 0; i < payload; ++i) pl[i] = pattern_byte(seq, i);
+  for (size_t i = 0; i < payload; ++i)
+    pl[i] = pattern_byte(seq, i);
   if (payload >= 4) put32(pl, seq);
   put16(ip + 10, finish(sum16(ip, 20, 0)));
   uint32_t acc = sum16(ip + 12, 8, 0) + 17 + static_cast<uint32_t>(8 + payload);

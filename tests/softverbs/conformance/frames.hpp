@@ -24,7 +24,8 @@ enum class Corrupt { none, udp_csum, ip_csum };
 
 // Frame: Ethernet (dst 01:00:5e + low 23 bits of the group) + IPv4 + UDP + payload. The payload
 // starts with a 4-byte big-endian sequence number; the rest is a pattern derived from it.
-std::vector<uint8_t> udp_frame(const Stream& s, uint32_t seq, size_t payload, Corrupt c = Corrupt::none);
+std::vector<uint8_t> udp_frame(const Stream& s, uint32_t seq, size_t payload,
+                               Corrupt c = Corrupt::none);
 uint8_t pattern_byte(uint32_t seq, size_t i);
 
 // Full-mask ETH + IPV4 + UDP rule for the stream.

@@ -20,7 +20,9 @@ struct Skip {
 
 }  // namespace
 
-const Options& options() { return g_opt; }
+const Options& options() {
+  return g_opt;
+}
 
 std::vector<Case>& registry() {
   static std::vector<Case> cases;
@@ -31,7 +33,9 @@ void fail(const char* file, int line, const std::string& msg) {
   throw Failure{std::string(file) + ":" + std::to_string(line) + ": " + msg};
 }
 
-void skip(const std::string& why) { throw Skip{why}; }
+void skip(const std::string& why) {
+  throw Skip{why};
+}
 
 int run_all(const Options& opt) {
   g_opt = opt;
@@ -65,7 +69,9 @@ ibv_device* find_device(const std::string& name) {
   return nullptr;
 }
 
-void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+void sleep_ms(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 
 void to_state(ibv_qp* qp, ibv_qp_state s) {
   ibv_qp_attr a{};
@@ -146,8 +152,10 @@ void Rig::destroy_qp(ibv_qp* q) {
 }
 
 Rig::~Rig() {
-  for (ibv_flow* f : flows_) ibv_destroy_flow(f);
-  for (ibv_qp* q : qps_) ibv_destroy_qp(q);
+  for (ibv_flow* f : flows_)
+    ibv_destroy_flow(f);
+  for (ibv_qp* q : qps_)
+    ibv_destroy_qp(q);
   if (mr) ibv_dereg_mr(mr);
   if (buf) munmap(buf, buf_len);
   if (cq) ibv_destroy_cq(cq);
@@ -189,11 +197,13 @@ std::vector<ibv_wc> poll_for(ibv_cq* cq, size_t want, int ms) {
   return out;
 }
 
-std::vector<ibv_wc> drain(ibv_cq* cq, int ms) { return poll_for(cq, SIZE_MAX, ms); }
+std::vector<ibv_wc> drain(ibv_cq* cq, int ms) {
+  return poll_for(cq, SIZE_MAX, ms);
+}
 
 uint64_t out_of_buffer() {
-  const std::string path = g_opt.sysfs_root + "/class/infiniband/" + g_opt.dev +
-                           "/ports/1/hw_counters/out_of_buffer";
+  const std::string path =
+      g_opt.sysfs_root + "/class/infiniband/" + g_opt.dev + "/ports/1/hw_counters/out_of_buffer";
   std::ifstream in(path);
   CONF_CHECK(in.good(), "cannot read " + path);
   uint64_t v = 0;

@@ -15,9 +15,9 @@ namespace conf {
 constexpr unsigned kLocalWrite = IBV_ACCESS_LOCAL_WRITE;
 
 struct Options {
-  std::string dev;         // RDMA device under test
-  std::string tx_if;       // netdev whose frames reach the device's port
-  std::string dev_if;      // the device's own netdev (sniffer TX case); optional
+  std::string dev;     // RDMA device under test
+  std::string tx_if;   // netdev whose frames reach the device's port
+  std::string dev_if;  // the device's own netdev (sniffer TX case); optional
   std::string sysfs_root = "/sys";
   std::string dmabuf = "any";  // expected probe answer: ebadf | eopnotsupp | any
   std::string only;            // run cases whose name contains this
@@ -33,18 +33,18 @@ struct Failure {
 // Marks the current case as not applicable here (printed, not counted as passed).
 [[noreturn]] void skip(const std::string& why);
 
-#define CONF_CHECK(cond, msg)                                                       \
-  do {                                                                              \
+#define CONF_CHECK(cond, msg)                                                         \
+  do {                                                                                \
     if (!(cond)) ::conf::fail(__FILE__, __LINE__, std::string(#cond " -- ") + (msg)); \
   } while (0)
-#define CONF_EQ(a, b, msg)                                                                       \
-  do {                                                                                           \
-    const auto va_ = (a);                                                                        \
-    const auto vb_ = (b);                                                                        \
-    if (!(va_ == vb_))                                                                           \
-      ::conf::fail(__FILE__, __LINE__,                                                           \
-                   std::string(#a " == " #b " (") + std::to_string(va_) + " vs " +               \
-                       std::to_string(vb_) + ") -- " + (msg));                                   \
+#define CONF_EQ(a, b, msg)                                                         \
+  do {                                                                             \
+    const auto va_ = (a);                                                          \
+    const auto vb_ = (b);                                                          \
+    if (!(va_ == vb_))                                                             \
+      ::conf::fail(__FILE__, __LINE__,                                             \
+                   std::string(#a " == " #b " (") + std::to_string(va_) + " vs " + \
+                       std::to_string(vb_) + ") -- " + (msg));                     \
   } while (0)
 
 struct Case {
@@ -54,10 +54,12 @@ struct Case {
 };
 std::vector<Case>& registry();
 struct Register {
-  Register(const char* name, const char* what, void (*fn)()) { registry().push_back({name, what, fn}); }
+  Register(const char* name, const char* what, void (*fn)()) {
+    registry().push_back({name, what, fn});
+  }
 };
-#define CONF_CASE(name, what)                            \
-  static void name();                                    \
+#define CONF_CASE(name, what)                                  \
+  static void name();                                          \
   static const ::conf::Register reg_##name(#name, what, name); \
   static void name()
 

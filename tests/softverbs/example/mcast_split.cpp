@@ -17,7 +17,7 @@
 
 namespace {
 
-constexpr uint32_t kSplit = 42;  // Ethernet 14 + IPv4 20 + UDP 8
+constexpr uint32_t kSplit = 42;                           // Ethernet 14 + IPv4 20 + UDP 8
 constexpr unsigned kLocalWrite = IBV_ACCESS_LOCAL_WRITE;  // ibv_reg_mr's macro mixes enums
 
 struct Args {
@@ -51,8 +51,12 @@ Flow make_flow(const Args& a) {
   f.eth.type = IBV_FLOW_SPEC_ETH;
   f.eth.size = sizeof f.eth;
   const uint32_t g = ntohl(a.group);
-  const uint8_t mac[6] = {0x01, 0x00, 0x5e, static_cast<uint8_t>((g >> 16) & 0x7f),
-                          static_cast<uint8_t>(g >> 8), static_cast<uint8_t>(g)};
+  const uint8_t mac[6] = {0x01,
+                          0x00,
+                          0x5e,
+                          static_cast<uint8_t>((g >> 16) & 0x7f),
+                          static_cast<uint8_t>(g >> 8),
+                          static_cast<uint8_t>(g)};
   memcpy(f.eth.val.dst_mac, mac, 6);
   memset(f.eth.mask.dst_mac, 0xff, 6);
   f.ip.type = IBV_FLOW_SPEC_IPV4;
@@ -102,8 +106,13 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s DEV IFNAME SRC_IP GROUP PORT COUNT PAYLOAD\n", argv[0]);
     return 2;
   }
-  Args a{argv[1], argv[2], inet_addr(argv[3]), inet_addr(argv[4]),
-         static_cast<uint16_t>(atoi(argv[5])), atoi(argv[6]), static_cast<uint32_t>(atoi(argv[7]))};
+  Args a{argv[1],
+         argv[2],
+         inet_addr(argv[3]),
+         inet_addr(argv[4]),
+         static_cast<uint16_t>(atoi(argv[5])),
+         atoi(argv[6]),
+         static_cast<uint32_t>(atoi(argv[7]))};
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   ibv_device* dev = nullptr;
@@ -127,9 +136,10 @@ int main(int argc, char** argv) {
   ibv_mr* pmr = ibv_reg_mr(pd, payloads.data(), payloads.size(), kLocalWrite);
   if (!hmr || !pmr) die("reg_mr");
   for (int i = 0; i < a.count; ++i) {
-    ibv_sge sg[2] = {{reinterpret_cast<uintptr_t>(&headers[static_cast<size_t>(i) * 64]), kSplit, hmr->lkey},
-                     {reinterpret_cast<uintptr_t>(&payloads[static_cast<size_t>(i) * a.payload]),
-                      a.payload, pmr->lkey}};
+    ibv_sge sg[2] = {
+        {reinterpret_cast<uintptr_t>(&headers[static_cast<size_t>(i) * 64]), kSplit, hmr->lkey},
+        {reinterpret_cast<uintptr_t>(&payloads[static_cast<size_t>(i) * a.payload]), a.payload,
+         pmr->lkey}};
     ibv_recv_wr wr{};
     wr.wr_id = static_cast<uint64_t>(i);
     wr.sg_list = sg;

@@ -72,20 +72,48 @@ void end_poll(ibv_cq_ex* c) {
   cq.cons_lock.unlock();
 }
 
-ibv_wc_opcode read_opcode(ibv_cq_ex* c) { return static_cast<ibv_wc_opcode>(cq_of(c)->cur->opcode); }
-uint32_t read_vendor_err(ibv_cq_ex* c) { return cq_of(c)->cur->vendor_err; }
-uint32_t read_byte_len(ibv_cq_ex* c) { return cq_of(c)->cur->byte_len; }
-__be32 read_imm_data(ibv_cq_ex*) { return 0; }
-uint32_t read_qp_num(ibv_cq_ex* c) { return cq_of(c)->cur->qp_num; }
-uint32_t read_src_qp(ibv_cq_ex*) { return 0; }
-unsigned int read_wc_flags(ibv_cq_ex* c) { return cq_of(c)->cur->wc_flags; }
-uint32_t read_slid(ibv_cq_ex*) { return 0; }
-uint8_t read_sl(ibv_cq_ex*) { return 0; }
-uint8_t read_dlid_path_bits(ibv_cq_ex*) { return 0; }
-uint64_t read_completion_ts(ibv_cq_ex* c) { return ns_to_ticks(cq_of(c)->cur->ts_ns); }
-uint64_t read_wallclock_ns(ibv_cq_ex* c) { return cq_of(c)->cur->ts_ns; }
-uint16_t read_cvlan(ibv_cq_ex*) { return 0; }
-uint32_t read_flow_tag(ibv_cq_ex*) { return 0; }
+ibv_wc_opcode read_opcode(ibv_cq_ex* c) {
+  return static_cast<ibv_wc_opcode>(cq_of(c)->cur->opcode);
+}
+uint32_t read_vendor_err(ibv_cq_ex* c) {
+  return cq_of(c)->cur->vendor_err;
+}
+uint32_t read_byte_len(ibv_cq_ex* c) {
+  return cq_of(c)->cur->byte_len;
+}
+__be32 read_imm_data(ibv_cq_ex*) {
+  return 0;
+}
+uint32_t read_qp_num(ibv_cq_ex* c) {
+  return cq_of(c)->cur->qp_num;
+}
+uint32_t read_src_qp(ibv_cq_ex*) {
+  return 0;
+}
+unsigned int read_wc_flags(ibv_cq_ex* c) {
+  return cq_of(c)->cur->wc_flags;
+}
+uint32_t read_slid(ibv_cq_ex*) {
+  return 0;
+}
+uint8_t read_sl(ibv_cq_ex*) {
+  return 0;
+}
+uint8_t read_dlid_path_bits(ibv_cq_ex*) {
+  return 0;
+}
+uint64_t read_completion_ts(ibv_cq_ex* c) {
+  return ns_to_ticks(cq_of(c)->cur->ts_ns);
+}
+uint64_t read_wallclock_ns(ibv_cq_ex* c) {
+  return cq_of(c)->cur->ts_ns;
+}
+uint16_t read_cvlan(ibv_cq_ex*) {
+  return 0;
+}
+uint32_t read_flow_tag(ibv_cq_ex*) {
+  return 0;
+}
 
 // Like mlx5: readers exist only for the fields asked for at creation.
 void install_readers(ibv_cq_ex& c, uint64_t f) {
@@ -116,7 +144,8 @@ Cq* make_cq(ibv_context* ic, int cqe, void* cq_context, ibv_comp_channel* ch, ui
     return nullptr;
   }
   uint64_t n = 1;
-  while (n < static_cast<uint64_t>(cqe) + 1) n <<= 1;  // mlx5: roundup_pow_of_two(cqe + 1)
+  while (n < static_cast<uint64_t>(cqe) + 1)
+    n <<= 1;  // mlx5: roundup_pow_of_two(cqe + 1)
   auto* cq = new Cq;
   cq->box.self = cq;
   cq->ctx = ctx_of(ic);
@@ -197,7 +226,8 @@ int poll_cq(ibv_cq* c, int n, ibv_wc* wc) {
   const uint64_t h = cq.head.load(std::memory_order_relaxed);
   const uint64_t avail = cq.tail.load(std::memory_order_acquire) - h;
   const uint64_t k = avail < static_cast<uint64_t>(n) ? avail : static_cast<uint64_t>(n);
-  for (uint64_t i = 0; i < k; ++i) fill_wc(cq.ring[(h + i) & cq.mask], wc[i]);
+  for (uint64_t i = 0; i < k; ++i)
+    fill_wc(cq.ring[(h + i) & cq.mask], wc[i]);
   cq.head.store(h + k, std::memory_order_release);
   return static_cast<int>(k);
 }
@@ -219,14 +249,15 @@ int req_notify_cq(ibv_cq* c, int solicited_only) {
 
 ibv_cq_ex* create_cq_ex(ibv_context* ic, ibv_cq_init_attr_ex* a) {
   if ((a->wc_flags & ~kSupportedWcFlags) ||
-      (a->comp_mask & ~static_cast<uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) ||
+      (a->comp_mask &
+       ~static_cast<uint32_t>(IBV_CQ_INIT_ATTR_MASK_FLAGS | IBV_CQ_INIT_ATTR_MASK_PD)) ||
       ((a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
        (a->flags & ~static_cast<uint32_t>(IBV_CREATE_CQ_ATTR_SINGLE_THREADED)))) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  Cq* cq = make_cq(ic, static_cast<int>(a->cqe), a->cq_context, a->channel, a->comp_vector,
-                   a->wc_flags);
+  Cq* cq =
+      make_cq(ic, static_cast<int>(a->cqe), a->cq_context, a->channel, a->comp_vector, a->wc_flags);
   return cq ? &cq->box.cq : nullptr;
 }
 
@@ -238,10 +269,9 @@ extern "C" {
 
 ibv_cq* ibv_create_cq(ibv_context* ic, int cqe, void* cq_context, ibv_comp_channel* ch,
                       int vector) {
-  constexpr uint64_t kClassic = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM |
-                                IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
-                                IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL |
-                                IBV_WC_EX_WITH_DLID_PATH_BITS;
+  constexpr uint64_t kClassic =
+      IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
+      IBV_WC_EX_WITH_SLID | IBV_WC_EX_WITH_SL | IBV_WC_EX_WITH_DLID_PATH_BITS;
   if (vector < 0) {
     errno = EINVAL;
     return nullptr;
@@ -255,7 +285,8 @@ int ibv_destroy_cq(ibv_cq* c) {
   if (cq->users.load() != 0) return EBUSY;
   // Like rdma-core, wait until every reported completion event has been acknowledged.
   pthread_mutex_lock(&c->mutex);
-  while (c->comp_events_completed != cq->events_reported) pthread_cond_wait(&c->cond, &c->mutex);
+  while (c->comp_events_completed != cq->events_reported)
+    pthread_cond_wait(&c->cond, &c->mutex);
   pthread_mutex_unlock(&c->mutex);
   if (c->channel) {
     pthread_mutex_lock(&c->channel->context->mutex);
@@ -268,7 +299,9 @@ int ibv_destroy_cq(ibv_cq* c) {
   return 0;
 }
 
-int ibv_resize_cq(ibv_cq*, int) { return EOPNOTSUPP; }
+int ibv_resize_cq(ibv_cq*, int) {
+  return EOPNOTSUPP;
+}
 
 ibv_comp_channel* ibv_create_comp_channel(ibv_context* ic) {
   int p[2];

@@ -123,7 +123,8 @@ void fill_device_attr(const Device& d, ibv_device_attr& a) {
 std::vector<Device*>& devices() {
   static std::vector<Device*>* devs = [] {
     auto* v = new std::vector<Device*>;  // lives for the process, like the real device list
-    for (const auto& c : configured_devices()) v->push_back(make_device(c));
+    for (const auto& c : configured_devices())
+      v->push_back(make_device(c));
     return v;
   }();
   return *devs;
@@ -136,8 +137,8 @@ Device* device_of(ibv_device* d) {
 }
 
 Context* ctx_of(ibv_context* c) {
-  auto* box = reinterpret_cast<CtxBox*>(reinterpret_cast<uint8_t*>(c) -
-                                        offsetof(verbs_context, context));
+  auto* box =
+      reinterpret_cast<CtxBox*>(reinterpret_cast<uint8_t*>(c) - offsetof(verbs_context, context));
   return box->self;
 }
 
@@ -230,14 +231,19 @@ ibv_device** ibv_get_device_list(int* num) {
     errno = ENOMEM;
     return nullptr;
   }
-  for (size_t i = 0; i < devs.size(); ++i) list[i] = &devs[i]->ibdev;
+  for (size_t i = 0; i < devs.size(); ++i)
+    list[i] = &devs[i]->ibdev;
   if (num) *num = static_cast<int>(devs.size());
   return list;
 }
 
-void ibv_free_device_list(ibv_device** list) { free(list); }
+void ibv_free_device_list(ibv_device** list) {
+  free(list);
+}
 
-const char* ibv_get_device_name(ibv_device* d) { return d->name; }
+const char* ibv_get_device_name(ibv_device* d) {
+  return d->name;
+}
 
 __be64 ibv_get_device_guid(ibv_device* d) {
   Device* dev = device_of(d);

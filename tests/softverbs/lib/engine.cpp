@@ -51,12 +51,14 @@ Scatter check_sges(const Device& dev, const Qp& q, const ibv_sge* sg, uint32_t n
 }
 
 uint16_t fold(uint32_t sum) {
-  while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+  while (sum >> 16)
+    sum = (sum & 0xffff) + (sum >> 16);
   return static_cast<uint16_t>(sum);
 }
 
 uint32_t sum16(const uint8_t* p, size_t n, uint32_t acc) {
-  for (size_t i = 0; i + 1 < n; i += 2) acc += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
+  for (size_t i = 0; i + 1 < n; i += 2)
+    acc += static_cast<uint32_t>(p[i] << 8 | p[i + 1]);
   if (n & 1) acc += static_cast<uint32_t>(p[n - 1] << 8);
   return acc;
 }
@@ -169,8 +171,7 @@ void handle_frame(Device& d, tpacket3_hdr* h) {
     len += 4;
   }
   const bool trusted = h->tp_status & (TP_STATUS_CSUM_VALID | TP_STATUS_CSUMNOTREADY);
-  Frame f{data, len,
-          static_cast<uint64_t>(h->tp_sec) * 1000000000ULL + h->tp_nsec,
+  Frame f{data, len, static_cast<uint64_t>(h->tp_sec) * 1000000000ULL + h->tp_nsec,
           checksums_ok(data, len, trusted), ll->sll_pkttype == PACKET_OUTGOING};
   d.steer(f);
 }
@@ -178,8 +179,12 @@ void handle_frame(Device& d, tpacket3_hdr* h) {
 }  // namespace
 
 void deliver(Qp& q, const Frame& f, bool header_only) {
-  Device& dev = *q.ctx->dev;
   std::lock_guard<Spin> g(q.lock);
+  deliver_locked(q, f, header_only);
+}
+
+void deliver_locked(Qp& q, const Frame& f, bool header_only) {
+  Device& dev = *q.ctx->dev;
   if (q.state != IBV_QPS_RTR && q.state != IBV_QPS_RTS) return;
   if (q.rq_head == q.rq_tail) {
     dev.out_of_buffer.fetch_add(1, std::memory_order_relaxed);
@@ -193,8 +198,8 @@ void deliver(Qp& q, const Frame& f, bool header_only) {
   e.ts_ns = f.ts_ns;
   Target t[kMaxSge];
   uint32_t nt = 0;
-  const Scatter r = check_sges(dev, q, &q.sge[static_cast<size_t>(slot) * q.max_sge], q.nsge[slot],
-                               f.len, t, nt);
+  const Scatter r =
+      check_sges(dev, q, &q.sge[static_cast<size_t>(slot) * q.max_sge], q.nsge[slot], f.len, t, nt);
   if (r == Scatter::ok) {
     uint32_t done = 0;
     for (uint32_t i = 0; i < nt && done < f.len; ++i) {
@@ -243,7 +248,8 @@ void run_packet_engine(Device& d) {
   unsigned cur = 0;
   auto* base = static_cast<uint8_t*>(d.ring);
   while (!d.stopping.load()) {
-    auto* block = reinterpret_cast<tpacket_block_desc*>(base + static_cast<size_t>(cur) * d.block_size);
+    auto* block =
+        reinterpret_cast<tpacket_block_desc*>(base + static_cast<size_t>(cur) * d.block_size);
     if (!(__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
       pollfd p[2] = {{d.rx_fd, POLLIN | POLLERR, 0}, {d.stop_fd, POLLIN, 0}};
       poll(p, 2, 100);

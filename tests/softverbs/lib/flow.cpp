@@ -129,7 +129,9 @@ bool key_matches(const Match& m, const Key& k) {
   return true;
 }
 
-bool same_match(const Match& a, const Match& b) { return memcmp(&a, &b, sizeof a) == 0; }
+bool same_match(const Match& a, const Match& b) {
+  return memcmp(&a, &b, sizeof a) == 0;
+}
 
 bool parse_key(const uint8_t* f, size_t len, Key& k) {
   memset(&k, 0, sizeof k);

@@ -122,13 +122,14 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t i
     return nullptr;
   }
   // A mappable fd (a memfd standing in for a dma-buf exporter) becomes the MR's backing store.
-  void* map = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-                   static_cast<off_t>(offset));
+  void* map =
+      mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset));
   if (map == MAP_FAILED) {
     if (errno != EBADF) errno = EINVAL;
     return nullptr;
   }
-  Mr* m = new_mr(pd_of(pd), iova, length, static_cast<uint8_t*>(map), static_cast<unsigned>(access));
+  Mr* m =
+      new_mr(pd_of(pd), iova, length, static_cast<uint8_t*>(map), static_cast<unsigned>(access));
   m->dmabuf_map = map;
   m->dmabuf_len = length;
   m->box.mr.addr = reinterpret_cast<void*>(iova);

@@ -12,7 +12,8 @@ namespace {
 
 uint32_t pow2_at_least(uint32_t v) {
   uint32_t n = 1;
-  while (n < v) n <<= 1;
+  while (n < v)
+    n <<= 1;
   return n;
 }
 
@@ -28,7 +29,8 @@ void push_flush(Qp& q, uint64_t wr_id) {
 
 // Under q.lock.
 void flush_rq(Qp& q) {
-  for (; q.rq_head != q.rq_tail; ++q.rq_head) push_flush(q, q.wr_id[q.rq_head & (q.wr_cap - 1)]);
+  for (; q.rq_head != q.rq_tail; ++q.rq_head)
+    push_flush(q, q.wr_id[q.rq_head & (q.wr_cap - 1)]);
 }
 
 bool legal_transition(ibv_qp_state from, ibv_qp_state to, int mask, const ibv_qp_attr& a) {
@@ -37,7 +39,8 @@ bool legal_transition(ibv_qp_state from, ibv_qp_state to, int mask, const ibv_qp
     case IBV_QPS_RESET:
       return to == IBV_QPS_INIT && (mask & IBV_QP_PORT) && a.port_num == 1;
     case IBV_QPS_INIT:
-      return (to == IBV_QPS_INIT || to == IBV_QPS_RTR) && (!(mask & IBV_QP_PORT) || a.port_num == 1);
+      return (to == IBV_QPS_INIT || to == IBV_QPS_RTR) &&
+             (!(mask & IBV_QP_PORT) || a.port_num == 1);
     case IBV_QPS_RTR:
       return to == IBV_QPS_RTS;
     case IBV_QPS_RTS:

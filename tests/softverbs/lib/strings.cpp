@@ -7,26 +7,55 @@
 extern "C" {
 
 const char* ibv_wc_status_str(ibv_wc_status status) {
-  static const char* const names[] = {
-      "success", "local length error", "local QP operation error", "local EE context operation error",
-      "local protection error", "Work Request Flushed Error", "memory management operation error",
-      "bad response error", "local access error", "remote invalid request error",
-      "remote access error", "remote operation error", "transport retry counter exceeded",
-      "RNR retry counter exceeded", "local RDD violation error", "remote invalid RD request",
-      "aborted error", "invalid EE context number", "invalid EE context state", "fatal error",
-      "response timeout error", "general error", "TM error", "TM rendezvous error"};
+  static const char* const names[] = {"success",
+                                      "local length error",
+                                      "local QP operation error",
+                                      "local EE context operation error",
+                                      "local protection error",
+                                      "Work Request Flushed Error",
+                                      "memory management operation error",
+                                      "bad response error",
+                                      "local access error",
+                                      "remote invalid request error",
+                                      "remote access error",
+                                      "remote operation error",
+                                      "transport retry counter exceeded",
+                                      "RNR retry counter exceeded",
+                                      "local RDD violation error",
+                                      "remote invalid RD request",
+                                      "aborted error",
+                                      "invalid EE context number",
+                                      "invalid EE context state",
+                                      "fatal error",
+                                      "response timeout error",
+                                      "general error",
+                                      "TM error",
+                                      "TM rendezvous error"};
   const auto i = static_cast<unsigned>(status);
   return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
 }
 
 const char* ibv_event_type_str(ibv_event_type event) {
-  static const char* const names[] = {
-      "CQ error", "local work queue catastrophic error", "invalid request local work queue error",
-      "local access violation work queue error", "communication established",
-      "send queue drained", "path migrated", "path migration request error",
-      "local catastrophic error", "port active", "port error", "LID change", "P_Key change",
-      "SM change", "SRQ catastrophic error", "SRQ limit reached", "last WQE reached",
-      "client reregistration", "GID table change", "WQ fatal"};
+  static const char* const names[] = {"CQ error",
+                                      "local work queue catastrophic error",
+                                      "invalid request local work queue error",
+                                      "local access violation work queue error",
+                                      "communication established",
+                                      "send queue drained",
+                                      "path migrated",
+                                      "path migration request error",
+                                      "local catastrophic error",
+                                      "port active",
+                                      "port error",
+                                      "LID change",
+                                      "P_Key change",
+                                      "SM change",
+                                      "SRQ catastrophic error",
+                                      "SRQ limit reached",
+                                      "last WQE reached",
+                                      "client reregistration",
+                                      "GID table change",
+                                      "WQ fatal"};
   const auto i = static_cast<unsigned>(event);
   return i < sizeof names / sizeof names[0] ? names[i] : "unknown";
 }
@@ -65,18 +94,28 @@ const char* ibv_port_state_str(ibv_port_state s) {
   }
 }
 
-int ibv_fork_init(void) { return 0; }
+int ibv_fork_init(void) {
+  return 0;
+}
 
-enum ibv_fork_status ibv_is_fork_initialized(void) { return IBV_FORK_UNNEEDED; }
+enum ibv_fork_status ibv_is_fork_initialized(void) {
+  return IBV_FORK_UNNEEDED;
+}
 
-int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
-int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) { return EOPNOTSUPP; }
+int ibv_attach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {
+  return EOPNOTSUPP;
+}
+int ibv_detach_mcast(ibv_qp*, const ibv_gid*, uint16_t) {
+  return EOPNOTSUPP;
+}
 
 ibv_ah* ibv_create_ah(ibv_pd*, ibv_ah_attr*) {
   errno = EOPNOTSUPP;
   return nullptr;
 }
-int ibv_destroy_ah(ibv_ah*) { return EOPNOTSUPP; }
+int ibv_destroy_ah(ibv_ah*) {
+  return EOPNOTSUPP;
+}
 
 }  // extern "C"
 
@@ -93,8 +132,12 @@ ibv_qp_ex* ibv_qp_to_qp_ex(ibv_qp*) {
   return nullptr;
 }
 
-int ibv_query_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
-int ibv_set_ece(ibv_qp*, ibv_ece*) { return EOPNOTSUPP; }
+int ibv_query_ece(ibv_qp*, ibv_ece*) {
+  return EOPNOTSUPP;
+}
+int ibv_set_ece(ibv_qp*, ibv_ece*) {
+  return EOPNOTSUPP;
+}
 
 int _ibv_query_gid_ex(ibv_context* ctx, uint32_t port, uint32_t index, ibv_gid_entry* entry,
                       uint32_t flags, size_t entry_size) {

@@ -64,11 +64,21 @@ struct FlowBox {
 };
 
 Context* ctx_of(ibv_context* c);
-inline Cq* cq_of(ibv_cq* c) { return reinterpret_cast<CqBox*>(c)->self; }
-inline Cq* cq_of(ibv_cq_ex* c) { return reinterpret_cast<CqBox*>(c)->self; }
-inline Qp* qp_of(ibv_qp* q) { return reinterpret_cast<QpBox*>(q)->self; }
-inline Pd* pd_of(ibv_pd* p) { return reinterpret_cast<PdBox*>(p)->self; }
-inline Mr* mr_of(ibv_mr* m) { return reinterpret_cast<MrBox*>(m)->self; }
+inline Cq* cq_of(ibv_cq* c) {
+  return reinterpret_cast<CqBox*>(c)->self;
+}
+inline Cq* cq_of(ibv_cq_ex* c) {
+  return reinterpret_cast<CqBox*>(c)->self;
+}
+inline Qp* qp_of(ibv_qp* q) {
+  return reinterpret_cast<QpBox*>(q)->self;
+}
+inline Pd* pd_of(ibv_pd* p) {
+  return reinterpret_cast<PdBox*>(p)->self;
+}
+inline Mr* mr_of(ibv_mr* m) {
+  return reinterpret_cast<MrBox*>(m)->self;
+}
 
 // ---- configuration (environment) -------------------------------------------------------------
 
@@ -118,9 +128,9 @@ struct Cq {
   Spin cons_lock;
   std::atomic<bool> armed{false};
   std::atomic<bool> dead{false};
-  std::atomic<int> users{0};  // QPs attached
+  std::atomic<int> users{0};     // QPs attached
   uint32_t events_reported = 0;  // under box.cq.mutex
-  const Cqe* cur = nullptr;   // entry being read between start_poll and end_poll
+  const Cqe* cur = nullptr;      // entry being read between start_poll and end_poll
   uint64_t cur_pos = 0;
   uint64_t cur_end = 0;
 
@@ -184,7 +194,8 @@ struct Rule {
   uint32_t flags = 0;
   uint64_t seq = 0;
   Match match;
-  uint64_t wire_frame = 0;  // synthetic wire: next CODIF frame of this stream
+  uint64_t wire_frame = 0;             // synthetic wire: next CODIF frame of this stream
+  std::vector<uint8_t> wire_template;  // synthetic wire: the stream's headers, built once
 };
 
 bool key_matches(const Match& m, const Key& k);
@@ -265,6 +276,7 @@ void init_sysfs(Device& d);
 int engine_acquire(Device& d);  // starts the receive engine (or the synthetic wire) if needed
 void engine_release(Device& d);
 void deliver(Qp& qp, const Frame& f, bool header_only);
+void deliver_locked(Qp& qp, const Frame& f, bool header_only);  // caller holds qp.lock
 void run_packet_engine(Device& d);
 void run_wire_engine(Device& d);
 
