@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs verbs_conformance against softverbs in a private network namespace with a veth pair:
-# sva0 backs the fake device sv0, frames are injected on its peer svb0.
+# sva0/sva1 back the fake devices sv0/sv1, frames are injected on their peers svb0/svb1.
 # Usage: run_conformance.sh BINARY [--dmabuf=ebadf|eopnotsupp] [--only NAME]   (needs root; else exit 77)
 set -euo pipefail
 bin=$1
@@ -35,16 +35,18 @@ fi
 
 ip netns add "$ns"
 ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.disable_ipv6=1 net.ipv6.conf.default.disable_ipv6=1
-ip -n "$ns" link add sva0 mtu 9000 type veth peer name svb0 mtu 9000
 ip -n "$ns" link set lo up
-ip -n "$ns" link set sva0 up
-ip -n "$ns" link set svb0 up
+for i in 0 1; do
+  ip -n "$ns" link add sva$i mtu 9000 type veth peer name svb$i mtu 9000
+  ip -n "$ns" link set sva$i up
+  ip -n "$ns" link set svb$i up
+done
 
 rc=0
-ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" SOFTVERBS_DEVICES=sv0=sva0 \
+ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" SOFTVERBS_DEVICES=sv0=sva0,sv1=sva1 \
   SOFTVERBS_SYSFS_ROOT="$tmp/sys" SOFTVERBS_DMABUF="$dmabuf" \
   timeout 240 "$bin" --dev sv0 --tx-if svb0 --dev-if sva0 --sysfs-root "$tmp/sys" \
-  --dmabuf "$dmabuf" "${extra[@]}" 2>"$tmp/stderr" || rc=$?
+ --dev2 sv1 --tx-if2 svb1 --dmabuf "$dmabuf" "${extra[@]}" 2>"$tmp/stderr" || rc=$?
 cat "$tmp/stderr" >&2
 if grep -qi "version" "$tmp/stderr"; then
   echo "FAIL: the loader complained about symbol versions" >&2

@@ -115,4 +115,21 @@ CONF_CASE(sniffer_sees_rx_and_tx, "a SNIFFER rule copies received and transmitte
   CONF_CHECK(saw_tx, "sniffer missed the transmitted frame");
 }
 
+CONF_CASE(devices_are_isolated, "a second device only sees frames arriving on its own port") {
+  if (options().dev2.empty() || options().tx_if2.empty()) skip("no --dev2/--tx-if2");
+  Rig one({.recv_sge = 1});
+  Rig two({.recv_sge = 1, .dev = options().dev2});
+  const Stream s = stream(25);
+  add(one, one.qp, s, 0);
+  add(two, two.qp, s, 0);
+  one.post_n(one.qp, 4, 0, 2048);
+  two.post_n(two.qp, 4, 0, 2048);
+  Sender to_one(options().tx_if), to_two(options().tx_if2);
+  to_one.send(udp_frame(s, 1, 100));
+  to_two.send(udp_frame(s, 2, 100));
+  to_two.send(udp_frame(s, 3, 100));
+  CONF_EQ(count_qp(drain(one.cq, 400), one.qp), size_t{1}, "frames on the first port");
+  CONF_EQ(count_qp(drain(two.cq, 200), two.qp), size_t{2}, "frames on the second port");
+}
+
 }  // namespace conf

@@ -86,8 +86,9 @@ void to_state(ibv_qp* qp, ibv_qp_state s) {
 }
 
 Rig::Rig(const RigSpec& spec) {
-  ibv_device* dev = find_device(g_opt.dev);
-  CONF_CHECK(dev != nullptr, "device " + g_opt.dev + " not found");
+  const std::string& name = spec.dev.empty() ? g_opt.dev : spec.dev;
+  ibv_device* dev = find_device(name);
+  CONF_CHECK(dev != nullptr, "device " + name + " not found");
   ctx = ibv_open_device(dev);
   CONF_CHECK(ctx != nullptr, strerror(errno));
   pd = ibv_alloc_pd(ctx);

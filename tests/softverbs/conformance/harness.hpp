@@ -21,6 +21,8 @@ struct Options {
   std::string sysfs_root = "/sys";
   std::string dmabuf = "any";  // expected probe answer: ebadf | eopnotsupp | any
   std::string only;            // run cases whose name contains this
+  std::string dev2;            // optional second device and the netdev feeding it
+  std::string tx_if2;
 };
 const Options& options();
 
@@ -79,6 +81,7 @@ struct RigSpec {
   uint64_t wc_flags = 0;
   bool channel = false;
   bool to_rtr = true;
+  std::string dev{};  // empty: the device under test
 };
 
 class Rig {

@@ -1,35 +1,37 @@
 // verbs_conformance: checks the libibverbs behaviours rocecap relies on (shared/VERBS.md).
 // Usage: verbs_conformance --dev mlx5_0 --tx-if enp1s0f1 [--dev-if enp1s0f0]
 //        [--sysfs-root /sys] [--dmabuf ebadf|eopnotsupp|any] [--only NAME]
+//        [--dev2 mlx5_1 --tx-if2 enp1s0f0]
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "harness.hpp"
 
 int main(int argc, char** argv) {
   conf::Options opt;
+  const std::pair<const char*, std::string*> flags[] = {
+      {"--dev", &opt.dev},       {"--tx-if", &opt.tx_if},
+      {"--dev-if", &opt.dev_if}, {"--sysfs-root", &opt.sysfs_root},
+      {"--dmabuf", &opt.dmabuf}, {"--only", &opt.only},
+      {"--dev2", &opt.dev2},     {"--tx-if2", &opt.tx_if2}};
   for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](const char* name) -> const char* {
+    const std::string a = argv[i];
+    bool known = false;
+    for (const auto& [name, field] : flags) {
       const std::string prefix = std::string(name) + "=";
-      if (a.rfind(prefix, 0) == 0) return argv[i] + prefix.size();
-      if (a == name && i + 1 < argc) return argv[++i];
-      return nullptr;
-    };
-    if (const char* v = value("--dev"))
-      opt.dev = v;
-    else if (const char* v2 = value("--tx-if"))
-      opt.tx_if = v2;
-    else if (const char* v3 = value("--dev-if"))
-      opt.dev_if = v3;
-    else if (const char* v4 = value("--sysfs-root"))
-      opt.sysfs_root = v4;
-    else if (const char* v5 = value("--dmabuf"))
-      opt.dmabuf = v5;
-    else if (const char* v6 = value("--only"))
-      opt.only = v6;
-    else {
+      if (a.rfind(prefix, 0) == 0) {
+        *field = a.substr(prefix.size());
+      } else if (a == name && i + 1 < argc) {
+        *field = argv[++i];
+      } else {
+        continue;
+      }
+      known = true;
+      break;
+    }
+    if (!known) {
       fprintf(stderr, "unknown argument %s\n", argv[i]);
       return 2;
     }
@@ -37,7 +39,7 @@ int main(int argc, char** argv) {
   if (opt.dev.empty() || opt.tx_if.empty()) {
     fprintf(stderr,
             "usage: %s --dev IBDEV --tx-if NETDEV [--dev-if NETDEV] [--sysfs-root DIR] "
-            "[--dmabuf ebadf|eopnotsupp|any] [--only NAME]\n",
+            "[--dmabuf ebadf|eopnotsupp|any] [--only NAME] [--dev2 IBDEV --tx-if2 NETDEV]\n",
             argv[0]);
     return 2;
   }
