@@ -223,14 +223,7 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
     // A protection error is a QP-fatal completion error (IB spec): the rest is flushed.
     q.state = IBV_QPS_ERR;
     q.box.qp.state = IBV_QPS_ERR;
-    for (; q.rq_head != q.rq_tail; ++q.rq_head) {
-      Cqe fl{};
-      fl.wr_id = q.wr_id[q.rq_head & (q.wr_cap - 1)];
-      fl.status = IBV_WC_WR_FLUSH_ERR;
-      fl.opcode = IBV_WC_RECV;
-      fl.qp_num = q.box.qp.qp_num;
-      q.rcq->push(fl);
-    }
+    flush_rq(q);
   }
 }
 

@@ -17,22 +17,6 @@ uint32_t pow2_at_least(uint32_t v) {
   return n;
 }
 
-void push_flush(Qp& q, uint64_t wr_id) {
-  Cqe e{};
-  e.wr_id = wr_id;
-  e.status = IBV_WC_WR_FLUSH_ERR;
-  e.opcode = IBV_WC_RECV;
-  e.qp_num = q.box.qp.qp_num;
-  e.vendor_err = 0xf9;
-  q.rcq->push(e);
-}
-
-// Under q.lock.
-void flush_rq(Qp& q) {
-  for (; q.rq_head != q.rq_tail; ++q.rq_head)
-    push_flush(q, q.wr_id[q.rq_head & (q.wr_cap - 1)]);
-}
-
 bool legal_transition(ibv_qp_state from, ibv_qp_state to, int mask, const ibv_qp_attr& a) {
   if (to == IBV_QPS_RESET || to == IBV_QPS_ERR) return true;
   switch (from) {
@@ -127,6 +111,21 @@ void fill_wc_send(Qp& q, const ibv_send_wr& wr, ibv_wc_status st) {
 }
 
 }  // namespace
+
+void push_flush(Qp& q, uint64_t wr_id) {
+  Cqe e{};
+  e.wr_id = wr_id;
+  e.status = IBV_WC_WR_FLUSH_ERR;
+  e.opcode = IBV_WC_RECV;
+  e.qp_num = q.box.qp.qp_num;
+  e.vendor_err = 0xf9;
+  q.rcq->push(e);
+}
+
+void flush_rq(Qp& q) {
+  for (; q.rq_head != q.rq_tail; ++q.rq_head)
+    push_flush(q, q.wr_id[q.rq_head & (q.wr_cap - 1)]);
+}
 
 ibv_qp* create_qp_ex(ibv_context* ic, ibv_qp_init_attr_ex* a) {
   const uint32_t known = IBV_QP_INIT_ATTR_PD;

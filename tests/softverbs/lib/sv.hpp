@@ -277,6 +277,8 @@ int engine_acquire(Device& d);  // starts the receive engine (or the synthetic w
 void engine_release(Device& d);
 void deliver(Qp& qp, const Frame& f, bool header_only);
 void deliver_locked(Qp& qp, const Frame& f, bool header_only);  // caller holds qp.lock
+void push_flush(Qp& qp, uint64_t wr_id);
+void flush_rq(Qp& qp);  // every posted WR completes with IBV_WC_WR_FLUSH_ERR; under qp.lock
 void run_packet_engine(Device& d);
 void run_wire_engine(Device& d);
 
