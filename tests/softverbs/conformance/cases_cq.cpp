@@ -47,6 +47,23 @@ CONF_CASE(comp_channel_one_shot, "req_notify_cq arms one event on the completion
   ibv_ack_cq_events(rig.cq, 1);
 }
 
+CONF_CASE(unread_events_go_with_the_cq, "destroying a CQ withdraws its unread channel events") {
+  Rig rig({.recv_sge = 1, .channel = true});
+  const Stream s = stream(35);
+  ibv_flow* f = add(rig, rig.qp, s);
+  rig.post_n(rig.qp, 2, 0, 2048);
+  Sender tx(options().tx_if);
+  CONF_EQ(ibv_req_notify_cq(rig.cq, 0), 0, "arm");
+  tx.send(udp_frame(s, 1, 100));
+  CONF_CHECK(readable(rig.channel->fd, 2000), "no event after arming");
+  rig.destroy_flow(f);
+  rig.destroy_qp(rig.qp);
+  rig.qp = nullptr;
+  CONF_EQ(ibv_destroy_cq(rig.cq), 0, "destroy a CQ whose event was never read");
+  rig.cq = nullptr;
+  CONF_CHECK(!readable(rig.channel->fd, 100), "the destroyed CQ's event is still readable");
+}
+
 CONF_CASE(cq_overrun_is_fatal, "CQ overrun raises IBV_EVENT_CQ_ERR on the async fd") {
   Rig rig({.cqe = 4, .recv_wr = 64, .recv_sge = 1});
   const int cqe = rig.cq->cqe;

@@ -11,11 +11,6 @@
 namespace sv {
 namespace {
 
-struct ChannelBox {
-  ibv_comp_channel ch;
-  int wr_fd;
-};
-
 constexpr uint32_t kPoisonLen = 0xbad0bad0;  // byte_len of failed completions is undefined
 constexpr uint64_t kSupportedWcFlags =
     IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_IMM | IBV_WC_EX_WITH_QP_NUM | IBV_WC_EX_WITH_SRC_QP |
@@ -26,9 +21,7 @@ constexpr uint64_t kSupportedWcFlags =
 void fire_comp_event(Cq& cq) {
   ibv_comp_channel* ch = cq.box.cq.channel;
   if (!ch) return;
-  auto* box = reinterpret_cast<ChannelBox*>(ch);
-  ibv_cq* p = reinterpret_cast<ibv_cq*>(&cq.box.cq);
-  if (write(box->wr_fd, &p, sizeof p) == static_cast<ssize_t>(sizeof p)) ++cq.events_reported;
+  reinterpret_cast<ChannelBox*>(ch)->self->events.push(EventRecord{0, &cq.box.cq});
 }
 
 // ---- extended polling ----
@@ -283,9 +276,13 @@ ibv_cq* ibv_create_cq(ibv_context* ic, int cqe, void* cq_context, ibv_comp_chann
 int ibv_destroy_cq(ibv_cq* c) {
   Cq* cq = cq_of(c);
   if (cq->users.load() != 0) return EBUSY;
-  // Like rdma-core, wait until every reported completion event has been acknowledged.
+  // Unread events go away with the CQ, as the kernel drops them from the event files...
+  if (c->channel) reinterpret_cast<ChannelBox*>(c->channel)->self->events.withdraw(c);
+  cq->ctx->async.withdraw(c);
+  // ...and, like rdma-core, wait until every event that was read has been acknowledged.
   pthread_mutex_lock(&c->mutex);
-  while (c->comp_events_completed != cq->events_reported)
+  while (c->comp_events_completed != cq->comp_events_read ||
+         c->async_events_completed != cq->async_events_read)
     pthread_cond_wait(&c->cond, &c->mutex);
   pthread_mutex_unlock(&c->mutex);
   if (c->channel) {
@@ -304,18 +301,19 @@ int ibv_resize_cq(ibv_cq*, int) {
 }
 
 ibv_comp_channel* ibv_create_comp_channel(ibv_context* ic) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) return nullptr;
-  auto* box = new ChannelBox{};
-  box->ch.context = ic;
-  box->ch.fd = p[0];
-  box->ch.refcnt = 0;
-  box->wr_fd = p[1];
-  return &box->ch;
+  auto* ch = new Channel;
+  if (!ch->events.open()) {
+    delete ch;
+    return nullptr;
+  }
+  ch->box.self = ch;
+  ch->box.ch.context = ic;
+  ch->box.ch.fd = ch->events.read_fd();
+  ch->box.ch.refcnt = 0;
+  return &ch->box.ch;
 }
 
 int ibv_destroy_comp_channel(ibv_comp_channel* ch) {
-  auto* box = reinterpret_cast<ChannelBox*>(ch);
   pthread_mutex_lock(&ch->context->mutex);
   const int refs = ch->refcnt;
   pthread_mutex_unlock(&ch->context->mutex);
@@ -323,17 +321,19 @@ int ibv_destroy_comp_channel(ibv_comp_channel* ch) {
     errno = EBUSY;
     return EBUSY;
   }
-  close(box->ch.fd);
-  close(box->wr_fd);
-  delete box;
+  delete reinterpret_cast<ChannelBox*>(ch)->self;
   return 0;
 }
 
 int ibv_get_cq_event(ibv_comp_channel* ch, ibv_cq** cq, void** cq_context) {
-  ibv_cq* p = nullptr;
-  if (read(ch->fd, &p, sizeof p) != static_cast<ssize_t>(sizeof p)) return -1;
-  *cq = p;
-  *cq_context = p->cq_context;
+  EventRecord r{};
+  if (!reinterpret_cast<ChannelBox*>(ch)->self->events.pop(r)) return -1;
+  ibv_cq* c = static_cast<ibv_cq*>(r.obj);
+  pthread_mutex_lock(&c->mutex);
+  ++cq_of(c)->comp_events_read;
+  pthread_mutex_unlock(&c->mutex);
+  *cq = c;
+  *cq_context = c->cq_context;
   return 0;
 }
 

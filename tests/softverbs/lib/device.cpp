@@ -143,10 +143,7 @@ Context* ctx_of(ibv_context* c) {
 }
 
 void Context::post_async(ibv_event_type type, void* obj) {
-  AsyncRecord r{static_cast<int>(type), obj};
-  // A record is smaller than PIPE_BUF, so concurrent writers never interleave.
-  ssize_t n = write(async_wr, &r, sizeof r);
-  (void)n;
+  async.push(EventRecord{static_cast<int>(type), obj});
 }
 
 int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* in, ibv_device_attr_ex* attr,
@@ -270,18 +267,15 @@ ibv_context* ibv_open_device(ibv_device* d) {
   auto* c = new Context;
   c->box.self = c;
   c->dev = dev;
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) {
+  if (!c->async.open()) {
     delete c;
     return nullptr;
   }
-  c->async_rd = p[0];
-  c->async_wr = p[1];
   c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
   ibv_context& ic = c->box.vctx.context;
   ic.device = d;
   ic.cmd_fd = c->cmd_fd;
-  ic.async_fd = c->async_rd;
+  ic.async_fd = c->async.read_fd();
   ic.num_comp_vectors = 1;
   pthread_mutex_init(&ic.mutex, nullptr);
   ic.abi_compat = __VERBS_ABI_IS_EXTENDED;
@@ -300,8 +294,6 @@ int ibv_close_device(ibv_context* ic) {
     std::lock_guard<std::mutex> g(dev->mu);
     std::erase(dev->contexts, c);
   }
-  close(c->async_rd);
-  close(c->async_wr);
   close(c->cmd_fd);
   pthread_mutex_destroy(&ic->mutex);
   delete c;
@@ -343,14 +335,17 @@ int ibv_query_pkey(ibv_context*, uint8_t port, int index, __be16* pkey) {
 
 int ibv_get_async_event(ibv_context* ic, ibv_async_event* ev) {
   Context* c = ctx_of(ic);
-  AsyncRecord r{};
-  ssize_t n = read(c->async_rd, &r, sizeof r);
-  if (n != static_cast<ssize_t>(sizeof r)) return -1;
+  EventRecord r{};
+  if (!c->async.pop(r)) return -1;
   ev->event_type = static_cast<ibv_event_type>(r.type);
   switch (ev->event_type) {
-    case IBV_EVENT_CQ_ERR:
+    case IBV_EVENT_CQ_ERR: {
       ev->element.cq = static_cast<ibv_cq*>(r.obj);
+      pthread_mutex_lock(&ev->element.cq->mutex);
+      ++cq_of(ev->element.cq)->async_events_read;
+      pthread_mutex_unlock(&ev->element.cq->mutex);
       break;
+    }
     case IBV_EVENT_QP_FATAL:
     case IBV_EVENT_QP_LAST_WQE_REACHED:
       ev->element.qp = static_cast<ibv_qp*>(r.obj);
@@ -362,6 +357,13 @@ int ibv_get_async_event(ibv_context* ic, ibv_async_event* ev) {
   return 0;
 }
 
-void ibv_ack_async_event(ibv_async_event*) {}
+void ibv_ack_async_event(ibv_async_event* ev) {
+  if (ev->event_type != IBV_EVENT_CQ_ERR) return;
+  ibv_cq* cq = ev->element.cq;
+  pthread_mutex_lock(&cq->mutex);
+  ++cq->async_events_completed;
+  pthread_cond_broadcast(&cq->cond);
+  pthread_mutex_unlock(&cq->mutex);
+}
 
 }  // extern "C"

@@ -14,6 +14,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "events.hpp"
+
 namespace sv {
 
 // Busy-wait lock for the short critical sections mlx5 also guards with spinlocks.
@@ -128,9 +130,10 @@ struct Cq {
   Spin cons_lock;
   std::atomic<bool> armed{false};
   std::atomic<bool> dead{false};
-  std::atomic<int> users{0};     // QPs attached
-  uint32_t events_reported = 0;  // under box.cq.mutex
-  const Cqe* cur = nullptr;      // entry being read between start_poll and end_poll
+  std::atomic<int> users{0};       // QPs attached
+  uint32_t comp_events_read = 0;   // under box.cq.mutex: what ack_cq_events must match
+  uint32_t async_events_read = 0;  // under box.cq.mutex
+  const Cqe* cur = nullptr;        // entry being read between start_poll and end_poll
   uint64_t cur_pos = 0;
   uint64_t cur_end = 0;
 
@@ -282,18 +285,23 @@ void flush_rq(Qp& qp);  // every posted WR completes with IBV_WC_WR_FLUSH_ERR; u
 void run_packet_engine(Device& d);
 void run_wire_engine(Device& d);
 
-// ---- context -------------------------------------------------------------------------------
-
-struct AsyncRecord {
-  int type;
-  void* obj;
+// A completion channel: the uverbs struct plus its event queue.
+struct Channel;
+struct ChannelBox {
+  ibv_comp_channel ch;
+  Channel* self;
 };
+struct Channel {
+  ChannelBox box{};
+  EventQueue events;
+};
+
+// ---- context -------------------------------------------------------------------------------
 
 struct Context {
   CtxBox box{};
   Device* dev = nullptr;
-  int async_rd = -1;
-  int async_wr = -1;
+  EventQueue async;
   int cmd_fd = -1;
   std::atomic<uint32_t>* next_qpn = nullptr;
   void post_async(ibv_event_type type, void* obj);
