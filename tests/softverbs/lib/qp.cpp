@@ -34,49 +34,33 @@ bool legal_transition(ibv_qp_state from, ibv_qp_state to, int mask, const ibv_qp
   }
 }
 
-ibv_qp* create(ibv_context* ic, ibv_pd* pd, const ibv_qp_init_attr& in, ibv_qp_cap* out_cap) {
-  if (in.qp_type != IBV_QPT_RAW_PACKET) {
-    errno = EOPNOTSUPP;
-    return nullptr;
-  }
-  if (!has_cap_net_raw()) {
-    errno = EPERM;
-    return nullptr;
-  }
-  if (!in.send_cq || !in.recv_cq || !pd) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  if (in.srq) {
-    errno = EOPNOTSUPP;
-    return nullptr;
-  }
+// The errno mlx5 answers for an init_attr it refuses, or 0.
+int check_create(ibv_pd* pd, const ibv_qp_init_attr& in) {
+  if (in.qp_type != IBV_QPT_RAW_PACKET) return EOPNOTSUPP;
+  if (!has_cap_net_raw()) return EPERM;
+  if (!in.send_cq || !in.recv_cq || !pd) return EINVAL;
+  if (in.srq) return EOPNOTSUPP;
   const ibv_qp_cap& cap = in.cap;
   if (cap.max_recv_wr > kMaxQpWr || cap.max_send_wr > kMaxQpWr || cap.max_recv_sge > kMaxSge ||
-      cap.max_send_sge > kMaxSge) {
-    errno = EINVAL;
-    return nullptr;
-  }
-  Context* ctx = ctx_of(ic);
-  if (int rc = engine_acquire(*ctx->dev); rc != 0) {
-    errno = rc;
-    return nullptr;
-  }
-  auto* q = new Qp;
-  q->box.self = q;
-  q->ctx = ctx;
-  q->pd = pd_of(pd);
-  q->rcq = cq_of(in.recv_cq);
-  q->scq = cq_of(in.send_cq);
-  q->wr_cap = cap.max_recv_wr ? pow2_at_least(cap.max_recv_wr) : 0;
-  q->max_sge = cap.max_recv_wr ? (cap.max_recv_sge ? cap.max_recv_sge : 1) : 0;
-  q->max_send_wr = cap.max_send_wr ? pow2_at_least(cap.max_send_wr) : 0;
-  q->max_send_sge = cap.max_send_sge;
-  q->max_inline = cap.max_inline_data;
-  q->wr_id.resize(q->wr_cap);
-  q->nsge.resize(q->wr_cap);
-  q->sge.resize(static_cast<size_t>(q->wr_cap) * q->max_sge);
-  ibv_qp& qp = q->box.qp;
+      cap.max_send_sge > kMaxSge)
+    return EINVAL;
+  return 0;
+}
+
+// Queue sizes as mlx5 rounds them; the application learns them through `cap`.
+void size_queues(Qp& q, const ibv_qp_cap& cap) {
+  q.wr_cap = cap.max_recv_wr ? pow2_at_least(cap.max_recv_wr) : 0;
+  q.max_sge = cap.max_recv_wr ? (cap.max_recv_sge ? cap.max_recv_sge : 1) : 0;
+  q.max_send_wr = cap.max_send_wr ? pow2_at_least(cap.max_send_wr) : 0;
+  q.max_send_sge = cap.max_send_sge;
+  q.max_inline = cap.max_inline_data;
+  q.wr_id.resize(q.wr_cap);
+  q.nsge.resize(q.wr_cap);
+  q.sge.resize(static_cast<size_t>(q.wr_cap) * q.max_sge);
+}
+
+void fill_ibv_qp(Qp& q, ibv_context* ic, ibv_pd* pd, const ibv_qp_init_attr& in) {
+  ibv_qp& qp = q.box.qp;
   qp.context = ic;
   qp.qp_context = in.qp_context;
   qp.pd = pd;
@@ -88,6 +72,24 @@ ibv_qp* create(ibv_context* ic, ibv_pd* pd, const ibv_qp_init_attr& in, ibv_qp_c
   qp.qp_type = IBV_QPT_RAW_PACKET;
   pthread_mutex_init(&qp.mutex, nullptr);
   pthread_cond_init(&qp.cond, nullptr);
+}
+
+ibv_qp* create(ibv_context* ic, ibv_pd* pd, const ibv_qp_init_attr& in, ibv_qp_cap* out_cap) {
+  int rc = check_create(pd, in);
+  Context* ctx = ctx_of(ic);
+  if (rc == 0) rc = engine_acquire(*ctx->dev);
+  if (rc != 0) {
+    errno = rc;
+    return nullptr;
+  }
+  auto* q = new Qp;
+  q->box.self = q;
+  q->ctx = ctx;
+  q->pd = pd_of(pd);
+  q->rcq = cq_of(in.recv_cq);
+  q->scq = cq_of(in.send_cq);
+  size_queues(*q, in.cap);
+  fill_ibv_qp(*q, ic, pd, in);
   q->rcq->users.fetch_add(1);
   q->scq->users.fetch_add(1);
   q->pd->users.fetch_add(1);
@@ -97,7 +99,7 @@ ibv_qp* create(ibv_context* ic, ibv_pd* pd, const ibv_qp_init_attr& in, ibv_qp_c
     out_cap->max_send_wr = q->max_send_wr;
     out_cap->max_send_sge = q->max_send_sge;
   }
-  return &qp;
+  return &q->box.qp;
 }
 
 void fill_wc_send(Qp& q, const ibv_send_wr& wr, ibv_wc_status st) {
