@@ -99,6 +99,96 @@ int join_group(const Args& a) {
   return s;
 }
 
+// The verbs objects of the receiver: one raw QP whose WRs point at a header slot (SGE0, the
+// split point) and a payload slot (SGE1) in two separate buffers.
+struct Receiver {
+  ibv_device** list = nullptr;
+  ibv_context* ctx = nullptr;
+  ibv_pd* pd = nullptr;
+  ibv_cq* cq = nullptr;
+  ibv_qp* qp = nullptr;
+  ibv_mr* hmr = nullptr;
+  ibv_mr* pmr = nullptr;
+  ibv_flow* flow = nullptr;
+  std::vector<uint8_t> headers, payloads;
+
+  void open(const Args& a) {
+    int n = 0;
+    list = ibv_get_device_list(&n);
+    for (int i = 0; i < n; ++i)
+      if (strcmp(ibv_get_device_name(list[i]), a.dev) == 0) ctx = ibv_open_device(list[i]);
+    pd = ctx ? ibv_alloc_pd(ctx) : nullptr;
+    cq = pd ? ibv_create_cq(ctx, a.count, nullptr, nullptr, 0) : nullptr;
+    if (!cq) die("device/pd/cq");
+    ibv_qp_init_attr qa{};
+    qa.send_cq = qa.recv_cq = cq;
+    qa.qp_type = IBV_QPT_RAW_PACKET;
+    qa.cap.max_recv_wr = static_cast<uint32_t>(a.count);
+    qa.cap.max_recv_sge = 2;
+    qp = ibv_create_qp(pd, &qa);
+    if (!qp) die("create_qp");
+    headers.resize(static_cast<size_t>(a.count) * 64);
+    payloads.resize(static_cast<size_t>(a.count) * a.payload);
+    hmr = ibv_reg_mr(pd, headers.data(), headers.size(), kLocalWrite);
+    pmr = ibv_reg_mr(pd, payloads.data(), payloads.size(), kLocalWrite);
+    if (!hmr || !pmr) die("reg_mr");
+  }
+
+  void post(const Args& a, int slot) {
+    const auto i = static_cast<size_t>(slot);
+    ibv_sge sg[2] = {{reinterpret_cast<uintptr_t>(&headers[i * 64]), kSplit, hmr->lkey},
+                     {reinterpret_cast<uintptr_t>(&payloads[i * a.payload]), a.payload, pmr->lkey}};
+    ibv_recv_wr wr{};
+    wr.wr_id = i;
+    wr.sg_list = sg;
+    wr.num_sge = 2;
+    ibv_recv_wr* bad = nullptr;
+    if (ibv_post_recv(qp, &wr, &bad)) die("post_recv");
+  }
+
+  void start(const Args& a) {
+    ibv_qp_attr m{};
+    m.qp_state = IBV_QPS_INIT;
+    m.port_num = 1;
+    if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT)) die("INIT");
+    m.qp_state = IBV_QPS_RTR;
+    if (ibv_modify_qp(qp, &m, IBV_QP_STATE)) die("RTR");
+    Flow f = make_flow(a);
+    flow = ibv_create_flow(qp, reinterpret_cast<ibv_flow_attr*>(&f));
+    if (!flow) die("create_flow");
+  }
+
+  // Polls until `count` completions or 10 s; returns how many were intact.
+  int receive(const Args& a, int& got) {
+    int ok = 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (got < a.count && std::chrono::steady_clock::now() < end) {
+      ibv_wc wc[16];
+      const int k = ibv_poll_cq(cq, 16, wc);
+      if (k < 0) die("poll_cq");
+      for (int i = 0; i < k; ++i, ++got) {
+        const size_t slot = wc[i].wr_id;
+        // A kernel UDP sender's datagrams carry correct checksums on the wire.
+        ok += wc[i].status == IBV_WC_SUCCESS && (wc[i].wc_flags & IBV_WC_IP_CSUM_OK) &&
+              check(a, &headers[slot * 64], &payloads[slot * a.payload], wc[i].byte_len);
+      }
+      if (k == 0) usleep(1000);
+    }
+    return ok;
+  }
+
+  ~Receiver() {
+    if (flow) ibv_destroy_flow(flow);
+    if (qp) ibv_destroy_qp(qp);
+    if (hmr) ibv_dereg_mr(hmr);
+    if (pmr) ibv_dereg_mr(pmr);
+    if (cq) ibv_destroy_cq(cq);
+    if (pd) ibv_dealloc_pd(pd);
+    if (ctx) ibv_close_device(ctx);
+    if (list) ibv_free_device_list(list);
+  }
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,82 +196,24 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s DEV IFNAME SRC_IP GROUP PORT COUNT PAYLOAD\n", argv[0]);
     return 2;
   }
-  Args a{argv[1],
-         argv[2],
-         inet_addr(argv[3]),
-         inet_addr(argv[4]),
-         static_cast<uint16_t>(atoi(argv[5])),
-         atoi(argv[6]),
-         static_cast<uint32_t>(atoi(argv[7]))};
-  int n = 0;
-  ibv_device** list = ibv_get_device_list(&n);
-  ibv_device* dev = nullptr;
-  for (int i = 0; i < n; ++i)
-    if (strcmp(ibv_get_device_name(list[i]), a.dev) == 0) dev = list[i];
-  if (!dev) die("device not found");
-  ibv_context* ctx = ibv_open_device(dev);
-  ibv_pd* pd = ctx ? ibv_alloc_pd(ctx) : nullptr;
-  ibv_cq* cq = pd ? ibv_create_cq(ctx, a.count, nullptr, nullptr, 0) : nullptr;
-  if (!cq) die("open/pd/cq");
-  ibv_qp_init_attr qa{};
-  qa.send_cq = qa.recv_cq = cq;
-  qa.qp_type = IBV_QPT_RAW_PACKET;
-  qa.cap.max_recv_wr = static_cast<uint32_t>(a.count);
-  qa.cap.max_recv_sge = 2;
-  ibv_qp* qp = ibv_create_qp(pd, &qa);
-  if (!qp) die("create_qp");
-  std::vector<uint8_t> headers(static_cast<size_t>(a.count) * 64);
-  std::vector<uint8_t> payloads(static_cast<size_t>(a.count) * a.payload);
-  ibv_mr* hmr = ibv_reg_mr(pd, headers.data(), headers.size(), kLocalWrite);
-  ibv_mr* pmr = ibv_reg_mr(pd, payloads.data(), payloads.size(), kLocalWrite);
-  if (!hmr || !pmr) die("reg_mr");
-  for (int i = 0; i < a.count; ++i) {
-    ibv_sge sg[2] = {
-        {reinterpret_cast<uintptr_t>(&headers[static_cast<size_t>(i) * 64]), kSplit, hmr->lkey},
-        {reinterpret_cast<uintptr_t>(&payloads[static_cast<size_t>(i) * a.payload]), a.payload,
-         pmr->lkey}};
-    ibv_recv_wr wr{};
-    wr.wr_id = static_cast<uint64_t>(i);
-    wr.sg_list = sg;
-    wr.num_sge = 2;
-    ibv_recv_wr* bad = nullptr;
-    if (ibv_post_recv(qp, &wr, &bad)) die("post_recv");
-  }
-  ibv_qp_attr m{};
-  m.qp_state = IBV_QPS_INIT;
-  m.port_num = 1;
-  if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT)) die("INIT");
-  m.qp_state = IBV_QPS_RTR;
-  if (ibv_modify_qp(qp, &m, IBV_QP_STATE)) die("RTR");
-  Flow f = make_flow(a);
-  ibv_flow* flow = ibv_create_flow(qp, reinterpret_cast<ibv_flow_attr*>(&f));
-  if (!flow) die("create_flow");
+  const Args a{argv[1],
+               argv[2],
+               inet_addr(argv[3]),
+               inet_addr(argv[4]),
+               static_cast<uint16_t>(atoi(argv[5])),
+               atoi(argv[6]),
+               static_cast<uint32_t>(atoi(argv[7]))};
+  Receiver r;
+  r.open(a);
+  for (int i = 0; i < a.count; ++i)
+    r.post(a, i);
+  r.start(a);
   const int member = join_group(a);  // after RTR, kept open for the run
   printf("ready\n");
   fflush(stdout);
-  int got = 0, ok = 0;
-  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (got < a.count && std::chrono::steady_clock::now() < end) {
-    ibv_wc wc[16];
-    const int k = ibv_poll_cq(cq, 16, wc);
-    if (k < 0) die("poll_cq");
-    for (int i = 0; i < k; ++i, ++got) {
-      const size_t slot = wc[i].wr_id;
-      // A kernel UDP sender's datagrams carry correct checksums on the wire.
-      ok += wc[i].status == IBV_WC_SUCCESS && (wc[i].wc_flags & IBV_WC_IP_CSUM_OK) &&
-            check(a, &headers[slot * 64], &payloads[slot * a.payload], wc[i].byte_len);
-    }
-    if (k == 0) usleep(1000);
-  }
+  int got = 0;
+  const int ok = r.receive(a, got);
   printf("received=%d ok=%d split=%u payload=%u\n", got, ok, kSplit, a.payload);
   close(member);
-  ibv_destroy_flow(flow);
-  ibv_destroy_qp(qp);
-  ibv_dereg_mr(hmr);
-  ibv_dereg_mr(pmr);
-  ibv_destroy_cq(cq);
-  ibv_dealloc_pd(pd);
-  ibv_close_device(ctx);
-  ibv_free_device_list(list);
   return got == a.count && ok == a.count ? 0 : 1;
 }
