@@ -227,9 +227,14 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
   }
 }
 
-void Device::publish_counters() {
+void Device::publish_counters(bool force) {
   const uint64_t v = out_of_buffer.load(std::memory_order_relaxed);
   if (v == oob_written || oob_path.empty()) return;
+  // At full speed the counter moves per frame: rewrite the file at most once a millisecond,
+  // and always when the engine goes idle.
+  const uint64_t now = realtime_ns();
+  if (!force && now - oob_published_ns < 1000000) return;
+  oob_published_ns = now;
   const std::string tmp = oob_path + ".tmp";
   FILE* f = fopen(tmp.c_str(), "we");
   if (!f) return;
@@ -246,6 +251,7 @@ void run_packet_engine(Device& d) {
     if (!(__atomic_load_n(&block->hdr.bh1.block_status, __ATOMIC_ACQUIRE) & TP_STATUS_USER)) {
       pollfd p[2] = {{d.rx_fd, POLLIN | POLLERR, 0}, {d.stop_fd, POLLIN, 0}};
       poll(p, 2, 100);
+      d.publish_counters(true);
       continue;
     }
     {
@@ -270,7 +276,7 @@ void init_sysfs(Device& d) {
   make_dirs(d.oob_path);
   d.out_of_buffer.store(read_counter(d.oob_path));
   d.oob_written = ~0ULL;
-  d.publish_counters();
+  d.publish_counters(true);
 }
 
 int engine_acquire(Device& d) {

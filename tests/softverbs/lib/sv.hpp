@@ -22,8 +22,10 @@ namespace sv {
 class Spin {
  public:
   void lock() noexcept {
-    while (flag_.exchange(true, std::memory_order_acquire)) {
+    for (unsigned spins = 0; flag_.exchange(true, std::memory_order_acquire);) {
       while (flag_.load(std::memory_order_relaxed)) {
+        // On an oversubscribed host the holder may be descheduled: stop burning its core.
+        if (++spins % 128 == 0) std::this_thread::yield();
       }
     }
   }
@@ -254,6 +256,7 @@ struct Device {
   // out_of_buffer counter and its fake sysfs file
   std::atomic<uint64_t> out_of_buffer{0};
   uint64_t oob_written = ~0ULL;
+  uint64_t oob_published_ns = 0;
   std::string oob_path;
   // engine
   int users = 0;  // contexts holding the engine
@@ -270,7 +273,7 @@ struct Device {
   std::vector<uint8_t> scratch;
 
   void steer(const Frame& f);
-  void publish_counters();
+  void publish_counters(bool force = false);  // engine thread only
 };
 
 std::vector<Device*>& devices();

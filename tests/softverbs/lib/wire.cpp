@@ -125,6 +125,7 @@ void run_wire_engine(Device& d) {
       d.publish_counters();
     }
     if (!any) {
+      d.publish_counters(true);
       pollfd pf{d.stop_fd, POLLIN, 0};
       poll(&pf, 1, 1);
     }
