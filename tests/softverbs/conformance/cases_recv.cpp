@@ -31,7 +31,7 @@ CONF_CASE(scatter_header_payload_split, "frames fill SGEs in order; zero-length 
   Sender tx(options().tx_if);
   const auto f = udp_frame(s, 1234, 1000);
   tx.send(f);
-  auto wc = poll_for(rig.cq, 1, 2000);
+  auto wc = poll_for(rig.cq, 1, 5000);
   CONF_EQ(wc.size(), size_t{1}, "completions");
   CONF_EQ(static_cast<int>(wc[0].status), IBV_WC_SUCCESS, ibv_wc_status_str(wc[0].status));
   CONF_EQ(wc[0].wr_id, uint64_t{7}, "wr_id");
@@ -56,7 +56,7 @@ CONF_CASE(nothing_before_rtr, "a QP in INIT receives nothing; WRs posted earlier
   CONF_EQ(drain(rig.cq, 300).size(), size_t{0}, "completion before RTR");
   to_state(rig.qp, IBV_QPS_RTR);
   tx.send(udp_frame(s, 2, 200));
-  auto wc = poll_for(rig.cq, 1, 2000);
+  auto wc = poll_for(rig.cq, 1, 5000);
   CONF_EQ(wc.size(), size_t{1}, "completion after RTR");
   CONF_EQ(static_cast<int>(wc[0].status), IBV_WC_SUCCESS, ibv_wc_status_str(wc[0].status));
   CONF_EQ(wc[0].wr_id, uint64_t{100}, "the WR posted first completes first");
@@ -97,7 +97,7 @@ CONF_CASE(post_recv_limits, "num_sge > max_recv_sge is EINVAL, a full RQ is ENOM
   Sender tx(options().tx_if);
   for (uint32_t i = 0; i < depth; ++i)
     tx.send(udp_frame(s, i, 100));
-  auto wc = poll_for(rig.cq, depth, 3000);
+  auto wc = poll_for(rig.cq, depth, 5000);
   CONF_EQ(wc.size(), size_t{depth}, "every posted WR completes");
   CONF_EQ(wc[0].wr_id, uint64_t{1000}, "the valid WR before the EINVAL one stayed posted");
   for (uint32_t i = 1; i < depth; ++i)
@@ -112,7 +112,7 @@ CONF_CASE(fifo_per_qp, "completions of one QP come in posting order with the fra
   Sender tx(options().tx_if);
   for (uint32_t i = 0; i < 64; ++i)
     tx.send(udp_frame(s, i, 300));
-  auto wc = poll_for(rig.cq, 64, 3000);
+  auto wc = poll_for(rig.cq, 64, 5000);
   CONF_EQ(wc.size(), size_t{64}, "completions");
   for (uint32_t i = 0; i < 64; ++i) {
     CONF_EQ(static_cast<int>(wc[i].status), IBV_WC_SUCCESS, ibv_wc_status_str(wc[i].status));
@@ -142,7 +142,7 @@ CONF_CASE(loc_prot_err, "an SGE with a wrong lkey or outside its MR completes LO
   Sender tx(options().tx_if);
   tx.send(udp_frame(s1, 1, 100));
   tx.send(udp_frame(s2, 2, 100));
-  auto wc = poll_for(rig.cq, 2, 2000);
+  auto wc = poll_for(rig.cq, 2, 5000);
   CONF_EQ(wc.size(), size_t{2}, "completions");
   for (const ibv_wc& w : wc) {
     CONF_EQ(static_cast<int>(w.status), IBV_WC_LOC_PROT_ERR, ibv_wc_status_str(w.status));
@@ -161,7 +161,7 @@ CONF_CASE(loc_len_err_keeps_working,
   tx.send(udp_frame(s, 1, 200));
   const auto f2 = udp_frame(s, 2, 200);
   tx.send(f2);
-  auto wc = poll_for(rig.cq, 2, 2000);
+  auto wc = poll_for(rig.cq, 2, 5000);
   CONF_EQ(wc.size(), size_t{2}, "completions");
   CONF_EQ(wc[0].wr_id, uint64_t{61}, "first WR");
   CONF_EQ(static_cast<int>(wc[0].status), IBV_WC_LOC_LEN_ERR, ibv_wc_status_str(wc[0].status));
@@ -192,7 +192,7 @@ CONF_CASE(empty_rq_drops_and_counts, "an empty RQ drops silently and counts out_
   CONF_EQ(drain(rig.cq, 200).size(), size_t{0}, "no completion for dropped frames");
   CONF_EQ(rig.post(rig.qp, 71, {{0, 2048}}), 0, "post");
   tx.send(udp_frame(s, 99, 100));
-  auto wc = poll_for(rig.cq, 1, 2000);
+  auto wc = poll_for(rig.cq, 1, 5000);
   CONF_EQ(wc.size(), size_t{1}, "completion after posting");
   CONF_EQ(seq_at(rig.buf + 42), 99u, "the new frame, not a stale one");
 }
@@ -206,7 +206,7 @@ CONF_CASE(ip_csum_ok_only_when_true, "IBV_WC_IP_CSUM_OK only for frames with cor
   tx.send(udp_frame(s, 1, 100));
   tx.send(udp_frame(s, 2, 100, Corrupt::udp_csum));
   tx.send(udp_frame(s, 3, 100, Corrupt::ip_csum));
-  auto wc = poll_for(rig.cq, 3, 2000);
+  auto wc = poll_for(rig.cq, 3, 5000);
   CONF_EQ(wc.size(), size_t{3}, "completions");
   CONF_CHECK(wc[0].wc_flags & IBV_WC_IP_CSUM_OK, "good frame");
   CONF_CHECK(!(wc[1].wc_flags & IBV_WC_IP_CSUM_OK), "bad UDP checksum flagged OK");

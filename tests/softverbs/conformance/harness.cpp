@@ -202,6 +202,13 @@ std::vector<ibv_wc> drain(ibv_cq* cq, int ms) {
   return poll_for(cq, SIZE_MAX, ms);
 }
 
+std::vector<ibv_wc> collect(ibv_cq* cq, size_t expected, int settle_ms) {
+  auto wc = poll_for(cq, expected, 5000);
+  const auto more = drain(cq, settle_ms);
+  wc.insert(wc.end(), more.begin(), more.end());
+  return wc;
+}
+
 uint64_t out_of_buffer() {
   const std::string path =
       g_opt.sysfs_root + "/class/infiniband/" + g_opt.dev + "/ports/1/hw_counters/out_of_buffer";

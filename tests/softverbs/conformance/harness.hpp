@@ -122,6 +122,9 @@ void to_state(ibv_qp* qp, ibv_qp_state s);
 std::vector<ibv_wc> poll_for(ibv_cq* cq, size_t want, int ms);
 // Polls for `ms` and returns everything (used to prove that nothing arrives).
 std::vector<ibv_wc> drain(ibv_cq* cq, int ms);
+// Waits (bounded) for `expected` completions, then keeps polling `settle_ms` for extra ones,
+// so a slow or loaded host neither fails the case nor hides a surplus.
+std::vector<ibv_wc> collect(ibv_cq* cq, size_t expected, int settle_ms = 200);
 uint64_t out_of_buffer();
 void sleep_ms(int ms);
 
