@@ -1,0 +1,86 @@
+// Configuration from the environment: which fake devices exist and how they behave.
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <ctime>
+
+#include "sv.hpp"
+
+namespace sv {
+namespace {
+
+std::vector<DeviceConfig> parse_devices(const char* spec) {
+  // SOFTVERBS_DEVICES="sv0=veth0,sv1=veth1,svw=wire"
+  std::vector<DeviceConfig> out;
+  std::string s = spec ? spec : "";
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    std::string item = s.substr(pos, end - pos);
+    size_t eq = item.find('=');
+    if (eq != std::string::npos && eq > 0 && eq + 1 < item.size()) {
+      DeviceConfig c;
+      c.name = item.substr(0, eq);
+      c.netdev = item.substr(eq + 1);
+      c.wire = c.netdev == "wire";
+      if (c.wire) c.netdev.clear();
+      out.push_back(c);
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+const std::vector<DeviceConfig>& configured_devices() {
+  static const std::vector<DeviceConfig> devs = parse_devices(getenv("SOFTVERBS_DEVICES"));
+  return devs;
+}
+
+std::string sysfs_root() {
+  const char* r = getenv("SOFTVERBS_SYSFS_ROOT");
+  return r && *r ? r : "";
+}
+
+bool dmabuf_supported() {
+  const char* m = getenv("SOFTVERBS_DMABUF");
+  return m && std::string(m) == "ebadf";
+}
+
+bool has_cap_net_raw() {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &hdr, data) != 0) return false;
+  return (data[CAP_NET_RAW / 32].effective & (1u << (CAP_NET_RAW % 32))) != 0;
+}
+
+uint64_t realtime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// The raw HCA clock runs at kHcaClockKhz from an arbitrary origin, like a NIC's free-running
+// counter; applications must fit it against the host clock (query_rt_values), never assume ns.
+uint64_t ns_to_ticks(uint64_t ns) {
+  constexpr uint64_t kOrigin = 1000000000ULL * 1600000000ULL;  // 2020-09-13, keeps ticks small
+  const uint64_t rel = ns > kOrigin ? ns - kOrigin : 0;
+  static_assert(kHcaClockKhz == 156250, "ticks per ns is 5/32 below");
+  return ((rel / 32) * 5 + (rel % 32) * 5 / 32) & kTimestampMask;
+}
+
+uint32_t allocate_qpn() {
+  static std::atomic<uint32_t> next{0x100};
+  return next.fetch_add(1) & 0xffffff;
+}
+
+uint32_t allocate_key() {
+  static std::atomic<uint32_t> next{0x1000};
+  return next.fetch_add(0x100) | 0x5a;
+}
+
+}  // namespace sv
