@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "capture/codif/header.hpp"
+#include "capture/net/udp_builder.hpp"
 
 namespace rocecap::test {
 
@@ -37,16 +38,14 @@ inline std::vector<std::byte> frame(uint32_t src, uint64_t index, uint32_t sync 
                                     uint32_t group = kGroup) {
   const codif::Header h = codif::at_index(base_header(sync), kTiming, index);
   const std::size_t udp_payload = codif::kHeaderBytes + kPayload;
-  std::vector<std::byte> f(14 + 20 + 8 + udp_payload);
-  auto b = [&](std::size_t i, unsigned v) { f[i] = std::byte(v & 0xFF); };
-  b(0, 0x01), b(1, 0x00), b(2, 0x5e), b(12, 0x08), b(13, 0x00);
-  b(14, 0x45);
-  b(16, (20 + 8 + udp_payload) >> 8), b(17, 20 + 8 + udp_payload);
-  b(22, 64), b(23, 17);
-  for (int i = 0; i < 4; ++i)
-    b(26 + i, src >> (24 - 8 * i)), b(30 + i, group >> (24 - 8 * i));
-  b(34, 0x9c), b(35, 0x40), b(36, kPort >> 8), b(37, kPort);
-  b(38, (8 + udp_payload) >> 8), b(39, 8 + udp_payload);
+  net::UdpFrameSpec spec;
+  spec.dst_mac = net::multicast_mac(group);
+  spec.src_ip = src;
+  spec.dst_ip = group;
+  spec.src_port = 40000;
+  spec.dst_port = kPort;
+  std::vector<std::byte> f(net::udp_header_bytes(spec) + udp_payload);
+  net::write_udp_headers(spec, udp_payload, f);
   codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
   for (uint32_t i = 0; i < kPayload; ++i)
     f[42 + 64 + i] = data_byte(index, i);

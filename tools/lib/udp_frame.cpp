@@ -4,26 +4,9 @@
 #include <cstring>
 
 #include "capture/net/packet.hpp"
+#include "capture/net/udp_builder.hpp"
 
 namespace rocecap::tools {
-namespace {
-
-void put16(std::byte* p, uint16_t v) noexcept {
-  p[0] = std::byte(v >> 8);
-  p[1] = std::byte(v & 0xFF);
-}
-
-void put32(std::byte* p, uint32_t v) noexcept {
-  put16(p, static_cast<uint16_t>(v >> 16));
-  put16(p + 2, static_cast<uint16_t>(v & 0xFFFF));
-}
-
-void put_mac(std::byte* p, const std::array<uint8_t, 6>& mac) noexcept {
-  for (std::size_t i = 0; i < 6; ++i)
-    p[i] = std::byte{mac[i]};
-}
-
-}  // namespace
 
 std::array<uint8_t, 6> source_mac(uint32_t ip) noexcept {
   return {0x02,
@@ -74,38 +57,32 @@ uint16_t checksum_fold(uint32_t sum) noexcept {
 void write_udp_headers(const UdpEndpoints& ep, uint16_t ip_id, uint8_t ttl,
                        std::span<const std::byte> payload,
                        std::span<std::byte, kEthIpv4UdpBytes> out) noexcept {
-  std::byte* eth = out.data();
-  put_mac(eth,
-          net::is_multicast(ep.dst_ip) ? net::multicast_mac(ep.dst_ip) : source_mac(ep.dst_ip));
-  put_mac(eth + 6, source_mac(ep.src_ip));
-  put16(eth + 12, net::kEtherTypeIpv4);
+  net::UdpFrameSpec spec;
+  spec.dst_mac =
+      net::is_multicast(ep.dst_ip) ? net::multicast_mac(ep.dst_ip) : source_mac(ep.dst_ip);
+  spec.src_mac = source_mac(ep.src_ip);
+  spec.ttl = ttl;
+  spec.ip_id = ip_id;
+  spec.src_ip = ep.src_ip;
+  spec.dst_ip = ep.dst_ip;
+  spec.src_port = ep.src_port;
+  spec.dst_port = ep.dst_port;
+  // Untagged and without options the headers are exactly kEthIpv4UdpBytes: this cannot fail.
+  (void)net::write_udp_headers(spec, payload.size(), out);
 
-  std::byte* ip = eth + 14;
+  // The UDP checksum over the pseudo-header (addresses, protocol, UDP length), the UDP header
+  // and the payload: receivers that verify it see a real datagram.
+  const std::byte* ip = out.data() + net::kEthHeaderBytes;
+  std::byte* udp = out.data() + net::kEthHeaderBytes + net::kIpv4MinHeaderBytes;
   const auto udp_len = static_cast<uint16_t>(net::kUdpHeaderBytes + payload.size());
-  ip[0] = std::byte{0x45};
-  ip[1] = std::byte{0};
-  put16(ip + 2, static_cast<uint16_t>(20 + udp_len));
-  put16(ip + 4, ip_id);
-  put16(ip + 6, 0);  // no flags: fragmentation is not our business in a file
-  ip[8] = std::byte{ttl};
-  ip[9] = std::byte{net::kIpProtoUdp};
-  put16(ip + 10, 0);
-  put32(ip + 12, ep.src_ip);
-  put32(ip + 16, ep.dst_ip);
-  put16(ip + 10, checksum_fold(checksum_add(0, std::span<const std::byte>(ip, 20))));
-
-  std::byte* udp = ip + 20;
-  put16(udp, ep.src_port);
-  put16(udp + 2, ep.dst_port);
-  put16(udp + 4, udp_len);
-  put16(udp + 6, 0);
-  // Pseudo-header: addresses, protocol, UDP length; then the UDP header and payload.
   uint32_t sum = checksum_add(0, std::span<const std::byte>(ip + 12, 8));
   sum += net::kIpProtoUdp + udp_len;
-  sum = checksum_add(sum, std::span<const std::byte>(udp, 8));
+  sum = checksum_add(sum, std::span<const std::byte>(udp, net::kUdpHeaderBytes));
   sum = checksum_add(sum, payload);
-  uint16_t c = checksum_fold(sum);
-  put16(udp + 6, c == 0 ? 0xFFFF : c);  // 0 would mean "no checksum"
+  const uint16_t c = checksum_fold(sum);
+  const uint16_t wire = c == 0 ? 0xFFFF : c;  // 0 would mean "no checksum"
+  udp[6] = std::byte(wire >> 8);
+  udp[7] = std::byte(wire & 0xFF);
 }
 
 }  // namespace rocecap::tools
