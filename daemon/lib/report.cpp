@@ -117,32 +117,58 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
   return m;
 }
 
+namespace {
+
+double ring_fill(const capture::StreamRing& ring) {
+  const auto r = ring.stats();
+  return double(r.taken - r.returned - r.released) / ring.slots();
+}
+
+std::size_t stream_count(const Runtime& rt) {
+  std::size_t n = 0;
+  for (const auto& ir : rt.interfaces)
+    n += ir->streams.size();
+  return n;
+}
+
+}  // namespace
+
 void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTotals& last) {
+  const double dt = seconds > 0 ? seconds : 1;
+  const auto stream_level =
+      stream_count(rt) <= kStatusStreamsAtInfo ? spdlog::level::info : spdlog::level::debug;
+  last.stream_packets.resize(stream_count(rt));
   StatusTotals now;
   uint64_t lost = 0, rejected = 0, nic = 0, ring_drops = 0;
   double worst_fill = 0;
+  std::size_t k = 0;
   for (const auto& ir : rt.interfaces) {
-    for (const auto& sp : ir->streams) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s, ++k) {
+      const auto& sp = ir->streams[s];
       const auto q = sp->sequencer().stats();
+      const double fill = ring_fill(sp->ring());
       now.packets += q.received;
       now.bytes += q.bytes;
       lost += q.lost;
-      const auto r = sp->ring().stats();
-      ring_drops += r.ring_full_drops;
-      const double in_use = double(r.taken - r.returned - r.released) / sp->ring().slots();
-      worst_fill = std::max(worst_fill, in_use);
+      ring_drops += sp->ring().stats().ring_full_drops;
+      worst_fill = std::max(worst_fill, fill);
+      const auto& ref = ir->refs[s];
+      const auto& g = rt.config->capture.interfaces[ref.interface].groups[ref.group];
+      log.log(stream_level, "status: {} {}:{} {}: {:.0f} pkt/s, {} lost, ring {:.0f}%", ir->name,
+              ip(g.address), g.port, rt.config->streams.antennas[ref.antenna].name,
+              double(q.received - last.stream_packets[k]) / dt, q.lost, fill * 100);
+      now.stream_packets.push_back(q.received);
     }
     for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r)
       rejected += ir->ingest->rejected(r);
     nic += ir->progress.nic_drops.get();
   }
-  const double dt = seconds > 0 ? seconds : 1;
   log.info(
       "status: {:.0f} pkt/s, {:.1f} MB/s; {} packets, {} lost, {} rejected, {} ring-full "
       "drops, {} NIC drops; fullest ring {:.0f}%",
       double(now.packets - last.packets) / dt, double(now.bytes - last.bytes) / dt / 1e6,
       now.packets, lost, rejected, ring_drops, nic, worst_fill * 100);
-  last = now;
+  last = std::move(now);
 }
 
 void log_final_summary(const Runtime& rt, spdlog::logger& log) {

@@ -5,6 +5,7 @@
 #include <spdlog/logger.h>
 
 #include <string>
+#include <vector>
 
 #include "daemon/lib/manifest.hpp"
 #include "daemon/lib/runtime.hpp"
@@ -24,7 +25,11 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state);
 // Rates are per second over `seconds` since the previous call's totals (kept in `last`).
 struct StatusTotals {
   uint64_t packets = 0, bytes = 0;
+  std::vector<uint64_t> stream_packets;  // per stream, in interface then stream order
 };
+// One line for the run, then one per stream (info up to kStatusStreamsAtInfo streams, else
+// debug, so a 100-antenna run does not flood the journal).
+inline constexpr std::size_t kStatusStreamsAtInfo = 16;
 void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTotals& last);
 void log_final_summary(const Runtime& rt, spdlog::logger& log);
 
