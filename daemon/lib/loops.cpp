@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -24,6 +25,15 @@ int batch_size(Runtime& rt, const CaptureLoopOptions& o) noexcept {
   return static_cast<int>(std::min<uint64_t>(kBatch, o.packet_limit - seen));
 }
 
+// A replayed file has no wire that could drop frames: when the writer falls behind, the
+// replay waits for it rather than losing frames to full rings. The batch is cut to the free
+// slots of the fullest ring, as every frame of it might be for that stream.
+int replay_room(const InterfaceRuntime& ir, int max) noexcept {
+  for (const auto& sp : ir.streams)
+    max = static_cast<int>(std::min<uint32_t>(static_cast<uint32_t>(max), sp->ring().free_slots()));
+  return max;
+}
+
 }  // namespace
 
 bool pin_to_cpu(unsigned cpu, std::string& why) {
@@ -39,10 +49,17 @@ void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& st
                   const CaptureLoopOptions& options) noexcept {
   int64_t tick = 0;
   auto next_housekeeping = Clock::now() + options.housekeeping;
+  const bool replay = rt.config->capture.backend == config::Backend::pcap_file;
   try {
     while (!stop.load(std::memory_order_relaxed)) {
-      const int max = batch_size(rt, options);
+      int max = batch_size(rt, options);
       if (max == 0) break;
+      if (replay && (max = replay_room(ir, max)) == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        // Time spent waiting for the writer is not idleness of the streams.
+        next_housekeeping = Clock::now() + options.housekeeping;
+        continue;
+      }
       const int n = ir.source->dispatch(*ir.ingest, max);
       if (n < 0) break;  // end of the replayed file
       rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);

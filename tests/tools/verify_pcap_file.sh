@@ -27,12 +27,13 @@ for key in ["dropped", "swapped", "duplicated", "bad_sync", "truncated", "invali
 assert sum(len(f["indices"]) for f in s["foreign"]) > 0, "no foreign copies"
 PY
 
-run_daemon() {  # name, extra output settings
+run_daemon() {  # name, extra output settings, extra capture settings
   cat > "$tmp/$1.yaml" <<YAML
 run: { name: $1 }
 capture:
   backend: pcap-file
   pcap_file: $tmp/in.pcap
+  ${3:-}
   interfaces: [ { name: rec0, groups: [239.17.0.1:36001, 239.17.0.2:36002] } ]
 streams:
   format: codif
@@ -57,7 +58,13 @@ grep -q 'codifhdr: 1 file byte-identical' "$tmp/ok.txt"
 
 # Raw files with headers stripped (data only) verify too.
 run_daemon stripped "formats: [raw], strip_headers: true"
-"$rocecap" verify --manifest "$tmp/out/stripped/manifest.json" --expect "$tmp/summary.json" >/dev/null
+"$rocecap" verify --manifest "$tmp/out/stripped/manifest.json" --expect "$tmp/summary.json" \
+  > "$tmp/stripped.txt" || { cat "$tmp/stripped.txt"; exit 1; }
+
+# Tiny rings: the replay must wait for the writer instead of dropping frames (ring full).
+run_daemon tiny "formats: [raw, pcap], reorder_window: 4" "ring_depth: 16"
+"$rocecap" verify --manifest "$tmp/out/tiny/manifest.json" --expect "$tmp/summary.json" \
+  > "$tmp/tiny.txt" || { cat "$tmp/tiny.txt"; exit 1; }
 
 # A corrupted copy must fail with exit 1 and the expected message.
 expect_fail() {  # what, pattern

@@ -9,6 +9,7 @@
 
 #include "tests/unit/writer_test_util.hpp"
 #include "tools/lib/gen_frame.hpp"
+#include "tools/lib/payload_pattern.hpp"
 #include "tools/lib/verify_files.hpp"
 #include "tools/lib/verify_model.hpp"
 #include "writers/raw_writer.hpp"
@@ -120,6 +121,7 @@ class VerifyFiles : public ::testing::Test {
  protected:
   void SetUp() override {
     params_.payload_bytes = 256;
+    params_.total_samples = 0;  // the default frames per period
     frames_ = std::make_unique<FrameBuilder>(params_);
     GenStream s = stream(frames_->first_index(), 40);
     s.antenna = 2;
@@ -170,6 +172,15 @@ class VerifyFiles : public ::testing::Test {
     return SequenceSpec{frames_.get(), 2, &expect_, headers, true, true};
   }
 
+  // The pattern byte at `offset` of frame `index` (antenna 2) xor `mask`, as "0x..".
+  static std::string pattern_hex(uint64_t index, uint64_t offset, unsigned mask) {
+    std::array<std::byte, 1> b{};
+    fill_pattern(2, index, offset, b);
+    char text[8];
+    std::snprintf(text, sizeof text, "0x%02x", static_cast<unsigned>(b[0]) ^ mask);
+    return text;
+  }
+
   static void flip(const std::filesystem::path& p, long offset, uint8_t mask) {
     std::FILE* f = std::fopen(p.c_str(), "r+b");
     ASSERT_NE(f, nullptr);
@@ -194,25 +205,10 @@ TEST_F(VerifyFiles, WriterOutputMatchesAndEachCorruptionIsNamed) {
   const uint64_t third = expect_.first + 10 + 3;  // 4th frame of the 2nd file
 
   flip(files[1].path, 3 * frame + 64 + 17, 0x10);
-  EXPECT_EQ(
-      compare_sequence(spec(true), files),
-      files[1].name + " offset " + std::to_string(3 * frame + 64 + 17) + ", frame index " +
-          std::to_string(third) + ": data byte 17: expected " +
-          [&] {
-            std::array<std::byte, 1> b{};
-            fill_pattern(2, third, 17, b);
-            char t[8];
-            std::snprintf(t, sizeof t, "0x%02x", static_cast<unsigned>(b[0]));
-            return std::string(t);
-          }() +
-          ", found " +
-          [&] {
-            std::array<std::byte, 1> b{};
-            fill_pattern(2, third, 17, b);
-            char t[8];
-            std::snprintf(t, sizeof t, "0x%02x", static_cast<unsigned>(b[0]) ^ 0x10u);
-            return std::string(t);
-          }());
+  const std::string want = files[1].name + " offset " + std::to_string(3 * frame + 64 + 17) +
+                           ", frame index " + std::to_string(third) + ": data byte 17: expected " +
+                           pattern_hex(third, 17, 0) + ", found " + pattern_hex(third, 17, 0x10);
+  EXPECT_EQ(compare_sequence(spec(true), files), want);
   flip(files[1].path, 3 * frame + 64 + 17, 0x10);  // back
   ASSERT_EQ(compare_sequence(spec(true), files), "");
 
@@ -224,11 +220,15 @@ TEST_F(VerifyFiles, WriterOutputMatchesAndEachCorruptionIsNamed) {
                 ": header byte 10 (invalid): expected 0x02, found 0x00 (fill frame)");
   flip(files[0].path, 5 * frame + 10, 0x02);
 
+  const writers::test::Bytes last = writers::test::read_file(files[3].path);
   std::filesystem::resize_file(files[3].path, std::filesystem::file_size(files[3].path) - 1);
   EXPECT_EQ(compare_sequence(spec(true), files), files[3].name + ": ends early at frame index " +
                                                      std::to_string(expect_.last) +
                                                      " (1 expected frames missing)");
-  std::ofstream(files[3].path, std::ios::app | std::ios::binary) << "xy";
+  std::ofstream(files[3].path, std::ios::trunc | std::ios::binary)
+          .write(reinterpret_cast<const char*>(last.data()),
+                 static_cast<std::streamsize>(last.size()))
+      << "xy";
   EXPECT_NE(compare_sequence(spec(true), files)
                 .find(files[3].name + " offset " + std::to_string(10 * frame) +
                       ": data past the last expected frame"),
