@@ -28,7 +28,8 @@
 
 namespace rocecap::writers {
 
-// Produces the path of file `seq` (FileNamer::path_maker), creating directories as needed.
+// Produces the path of file `seq` (e.g. a config name template placed with
+// place_in_directory), creating directories as needed.
 using PathMaker = std::function<Status(uint64_t seq, std::filesystem::path& out)>;
 
 struct RotationOptions {

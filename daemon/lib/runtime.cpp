@@ -6,7 +6,7 @@
 #include <stdexcept>
 
 #include "config/name_template.hpp"
-#include "writers/file_namer.hpp"
+#include "writers/output_path.hpp"
 
 namespace rocecap::daemon {
 namespace {

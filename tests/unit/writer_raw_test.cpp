@@ -8,7 +8,7 @@
 #include "capture/codif/header.hpp"
 #include "writer_test_util.hpp"
 #include "writers/codif_header_writer.hpp"
-#include "writers/file_namer.hpp"
+#include "writers/output_path.hpp"
 #include "writers/raw_writer.hpp"
 
 namespace rocecap::writers {
@@ -286,15 +286,14 @@ TEST(RawWriter, CloseIsFinal) {
   EXPECT_FALSE(std::filesystem::exists(dir.path() / "f.2"));
 }
 
-TEST(RawWriter, NamesFilesFromTheTemplate) {
+TEST(RawWriter, NamesFilesThroughItsPathMaker) {
   test::TempDir dir;
-  FileNamer namer;
-  ASSERT_TRUE(FileNamer::parse("{run}/{group}_{antenna}.{seq:04}.codif", namer).ok());
-  NameFields f;
-  f.run = "run7";
-  f.group = "239.17.0.1";
-  f.antenna = "ak01";
-  RawWriter w(namer.path_maker(dir.path(), f), rotation(2 * kFrame));
+  const PathMaker paths = [&](uint64_t seq, std::filesystem::path& out) {
+    return place_in_directory(
+        dir.path(),
+        "run7/239.17.0.1_ak01." + std::string(4 - 1, '0') + std::to_string(seq) + ".codif", out);
+  };
+  RawWriter w(paths, rotation(2 * kFrame));
   const Bytes all = write_frames(w, 3);
   ASSERT_TRUE(w.close().ok());
   const auto first = dir.path() / "run7" / "239.17.0.1_ak01.0000.codif";
