@@ -33,7 +33,10 @@ using PathMaker = std::function<Status(uint64_t seq, std::filesystem::path& out)
 
 struct RotationOptions {
   uint64_t max_bytes = 0;               // rotate before exceeding this; 0 = never
-  std::size_t buffer_bytes = 8u << 20;  // staging buffer, one write() per buffer
+  // Staging buffer, one write() per buffer. 1 MiB: a stream's buffer stays in the L2/L3 cache
+  // between the frame copies and write(); with 8 MiB per stream the buffers of a few streams
+  // outgrow the L3 and raw replay into tmpfs took 1.9x the CPU time (BENCHMARKS.md).
+  std::size_t buffer_bytes = 1u << 20;
   uint64_t first_seq = 0;
   OutputOptions output;
 };
