@@ -33,9 +33,9 @@ using PathMaker = std::function<Status(uint64_t seq, std::filesystem::path& out)
 
 struct RotationOptions {
   uint64_t max_bytes = 0;               // rotate before exceeding this; 0 = never
-  // Staging buffer, one write() per buffer. 1 MiB: a stream's buffer stays in the L2/L3 cache
-  // between the frame copies and write(); with 8 MiB per stream the buffers of a few streams
-  // outgrow the L3 and raw replay into tmpfs took 1.9x the CPU time (BENCHMARKS.md).
+  // Staging buffer, one write() per buffer. 1 MiB rather than 8: the buffers of all streams
+  // stay in the L3 between the frame copies and write() (6 streams x 8 MiB already exceed a
+  // 32 MiB L3); raw replay into tmpfs took 4-20 % less CPU time (BENCHMARKS.md).
   std::size_t buffer_bytes = 1u << 20;
   uint64_t first_seq = 0;
   OutputOptions output;
