@@ -90,8 +90,8 @@ PcapSource PcapSource::open_file(const std::string& path, Pace pace) {
     fail(path, std::string("link type ") + pcap_datalink_val_to_name(pcap_datalink(raw)) +
                    " is not Ethernet");
   }
-  if (auto mapped = MappedPcap::open(path))
-    src.mapped_ = std::make_unique<MappedPcap>(std::move(*mapped));
+  if (auto reader = PcapFileReader::open(path))
+    src.reader_ = std::make_unique<PcapFileReader>(std::move(*reader));
   return src;
 }
 
@@ -116,17 +116,20 @@ void PcapSource::deliver(FrameSink& sink, std::span<const std::byte> captured,
   ++frames_;
 }
 
-int PcapSource::dispatch_mapped(FrameSink& sink, int max_frames) {
+int PcapSource::dispatch_classic(FrameSink& sink, int max_frames) {
+  using Next = PcapFileReader::Next;
   int delivered = 0;
-  MappedRecord r;
+  PcapRecord r;
   while (delivered < max_frames) {
-    const MappedPcap::Next n = mapped_->next(r);
-    if (n == MappedPcap::Next::end) return delivered == 0 ? -1 : delivered;
-    if (n == MappedPcap::Next::truncated) {
-      // As libpcap: a capture cut inside a record is an error, not the end of the file.
-      fail(name_, "truncated dump file: record at byte offset " +
-                      std::to_string(mapped_->truncated_at()) + " runs past the end");
-    }
+    const Next n = reader_->next(r);
+    if (n == Next::end) return delivered == 0 ? -1 : delivered;
+    // As with libpcap, a bad record is an error, not the end of the file.
+    const std::string at = " at byte offset " + std::to_string(reader_->offset());
+    if (n == Next::truncated)
+      fail(name_, "truncated dump file: record" + at + " runs past the end");
+    if (n == Next::too_large) fail(name_, "record" + at + " is larger than any snapshot length");
+    if (n == Next::read_error)
+      fail(name_, "read" + at + ": " + std::strerror(reader_->read_errno()));
     deliver(sink, r.captured, r.wire_bytes, r.timestamp_ns);
     ++delivered;
   }
@@ -134,7 +137,7 @@ int PcapSource::dispatch_mapped(FrameSink& sink, int max_frames) {
 }
 
 int PcapSource::dispatch(FrameSink& sink, int max_frames) {
-  if (mapped_) return dispatch_mapped(sink, max_frames);
+  if (reader_) return dispatch_classic(sink, max_frames);
   int delivered = 0;
   while (delivered < max_frames) {
     pcap_pkthdr* hdr = nullptr;

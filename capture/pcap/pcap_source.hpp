@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/pcap/mapped_pcap.hpp"
+#include "capture/pcap/pcap_file_reader.hpp"
 
 namespace rocecap::pcapsrc {
 
@@ -74,7 +74,7 @@ class PcapSource {
  private:
   PcapSource(pcap_t* handle, std::string name, bool live, Pace pace);
   void wait_for_recorded_time(int64_t timestamp_ns) noexcept;
-  int dispatch_mapped(FrameSink& sink, int max_frames);
+  int dispatch_classic(FrameSink& sink, int max_frames);
   void deliver(FrameSink& sink, std::span<const std::byte> captured, std::size_t wire_bytes,
                int64_t timestamp_ns) noexcept;
 
@@ -82,8 +82,8 @@ class PcapSource {
   // pcap_close() closes.
   std::unique_ptr<char[]> file_buffer_;
   std::unique_ptr<pcap_t, PcapCloser> handle_;
-  // A classic pcap file, replayed from its mapping; null: libpcap reads it (pcapng, live).
-  std::unique_ptr<MappedPcap> mapped_;
+  // A classic pcap file, read without libpcap; null: libpcap reads (pcapng, live).
+  std::unique_ptr<PcapFileReader> reader_;
   std::string name_;
   bool live_ = false;
   Pace pace_ = Pace::fast;

@@ -1,7 +1,7 @@
-// pcap-file replay from the file's mapping (capture/pcap/mapped_pcap.hpp): both byte orders,
-// both timestamp precisions, snaplen-cut records, a file cut inside a record, and pcapng left
-// to libpcap.
-#include "capture/pcap/mapped_pcap.hpp"
+// pcap-file replay through PcapFileReader (capture/pcap/pcap_file_reader.hpp): both byte
+// orders, both timestamp precisions, snaplen-cut records, records spanning read buffers, a file
+// cut inside a record, and pcapng left to libpcap.
+#include "capture/pcap/pcap_file_reader.hpp"
 
 #include <gtest/gtest.h>
 #include <pcap/pcap.h>
@@ -42,10 +42,10 @@ bool same(const std::vector<std::byte>& got, const std::vector<u_char>& want) {
   return got.size() == want.size() && std::memcmp(got.data(), want.data(), want.size()) == 0;
 }
 
-class MappedPcapFile : public ::testing::Test {
+class PcapFileReaderTest : public ::testing::Test {
  protected:
   std::filesystem::path path = std::filesystem::temp_directory_path() /
-                               ("rocecap_mapped_pcap_" + std::to_string(getpid()) + ".pcap");
+                               ("rocecap_pcap_file_reader_" + std::to_string(getpid()) + ".pcap");
   void TearDown() override { std::filesystem::remove(path); }
 
   // Written by libpcap itself, in host byte order. `caplen` < frame size cuts the record.
@@ -78,11 +78,11 @@ void put_be32(std::vector<u_char>& out, uint32_t v) {
   out.insert(out.end(), {u_char(v >> 24), u_char(v >> 16), u_char(v >> 8), u_char(v)});
 }
 
-TEST_F(MappedPcapFile, MicrosecondFileReplaysBytesLengthsAndTimesInNanoseconds) {
+TEST_F(PcapFileReaderTest, MicrosecondFileReplaysBytesLengthsAndTimesInNanoseconds) {
   const auto a = frame(60, 1), b = frame(8298, 2);
   write_with_libpcap({a, b}, {1'700'000'000'123'456'000, 1'700'000'001'000'001'000},
                      PCAP_TSTAMP_PRECISION_MICRO);
-  ASSERT_TRUE(MappedPcap::open(path).has_value());
+  ASSERT_TRUE(PcapFileReader::open(path).has_value());
   PcapSource src = PcapSource::open_file(path, Pace::fast);
   Sink sink;
   EXPECT_EQ(src.dispatch(sink, 10), 2);
@@ -96,7 +96,28 @@ TEST_F(MappedPcapFile, MicrosecondFileReplaysBytesLengthsAndTimesInNanoseconds) 
   EXPECT_EQ(src.stats().frames, 2u);
 }
 
-TEST_F(MappedPcapFile, SnaplenCutRecordReportsWireLengthAndCountsTruncation) {
+TEST_F(PcapFileReaderTest, RecordsAcrossManyReadBuffersComeOutWhole) {
+  // Sizes that do not divide the buffer, so records straddle every refill.
+  std::vector<std::vector<u_char>> frames;
+  std::vector<int64_t> ts;
+  for (std::size_t i = 0; i < 400; ++i) {
+    frames.push_back(frame(i % 2 == 0 ? 8298 : 1000 + i, static_cast<u_char>(i)));
+    ts.push_back(1'000'000'000 + static_cast<int64_t>(i));
+  }
+  write_with_libpcap(frames, ts, PCAP_TSTAMP_PRECISION_NANO);
+  ASSERT_GT(std::filesystem::file_size(path), 3 * PcapFileReader::kBufferBytes);
+  PcapSource src = PcapSource::open_file(path, Pace::fast);
+  Sink sink;
+  while (src.dispatch(sink, 7) >= 0) {
+  }
+  ASSERT_EQ(sink.frames.size(), frames.size());
+  for (std::size_t i = 0; i < frames.size(); ++i) {
+    EXPECT_TRUE(same(sink.frames[i], frames[i])) << "frame " << i;
+    EXPECT_EQ(sink.ts[i], ts[i]) << "frame " << i;
+  }
+}
+
+TEST_F(PcapFileReaderTest, SnaplenCutRecordReportsWireLengthAndCountsTruncation) {
   const auto a = frame(200, 3);
   write_with_libpcap({a}, {5'000'000'007}, PCAP_TSTAMP_PRECISION_NANO, 128);
   PcapSource src = PcapSource::open_file(path, Pace::fast);
@@ -109,7 +130,7 @@ TEST_F(MappedPcapFile, SnaplenCutRecordReportsWireLengthAndCountsTruncation) {
   EXPECT_EQ(src.stats().truncated, 1u);
 }
 
-TEST_F(MappedPcapFile, BigEndianFileIsReadInItsByteOrder) {
+TEST_F(PcapFileReaderTest, BigEndianFileIsReadInItsByteOrder) {
   std::vector<u_char> f;
   put_be32(f, 0xa1b23c4d);  // nanosecond magic, big-endian
   f.insert(f.end(), {0, 2, 0, 4});
@@ -134,7 +155,7 @@ TEST_F(MappedPcapFile, BigEndianFileIsReadInItsByteOrder) {
   EXPECT_EQ(sink.ts[0], 42'999'999'999);
 }
 
-TEST_F(MappedPcapFile, FileCutInsideARecordIsAnErrorNamingThePathAfterTheWholeRecords) {
+TEST_F(PcapFileReaderTest, FileCutInsideARecordIsAnErrorNamingThePathAfterTheWholeRecords) {
   write_with_libpcap({frame(100, 1), frame(100, 2)}, {1, 2}, PCAP_TSTAMP_PRECISION_NANO);
   std::filesystem::resize_file(path, std::filesystem::file_size(path) - 10);
   PcapSource src = PcapSource::open_file(path, Pace::fast);
@@ -149,12 +170,12 @@ TEST_F(MappedPcapFile, FileCutInsideARecordIsAnErrorNamingThePathAfterTheWholeRe
   EXPECT_EQ(sink.frames.size(), 1u);
 }
 
-TEST_F(MappedPcapFile, PcapngIsLeftToLibpcap) {
+TEST_F(PcapFileReaderTest, PcapngIsLeftToLibpcap) {
   std::vector<u_char> f = {0x0a, 0x0d, 0x0d, 0x0a};
   f.resize(64, 0);
   write_bytes(f);
-  EXPECT_FALSE(MappedPcap::open(path).has_value());
-  EXPECT_FALSE(MappedPcap::open("/nonexistent/dir/x.pcap").has_value());
+  EXPECT_FALSE(PcapFileReader::open(path).has_value());
+  EXPECT_FALSE(PcapFileReader::open("/nonexistent/dir/x.pcap").has_value());
 }
 
 }  // namespace
