@@ -8,8 +8,8 @@
 // back to the last record boundary known to be on disk, fsynced and closed, so a raw file is
 // always a whole number of frames and a pcap file ends at a record boundary. Record ends inside
 // the staging buffer are remembered per 1/64th of the buffer, so a partial write keeps every
-// record that reached the disk except at most those ending in its last 1/64th (128 KiB of an
-// 8 MiB buffer). size() and records() then describe what stays on disk.
+// record that reached the disk except at most those ending in its last 1/64th (16 KiB of a
+// 1 MiB buffer). size() and records() then describe what stays on disk.
 //
 // O_DIRECT. Buffer address, offsets and lengths are multiples of kDirectAlignment. The tail that
 // is not a block multiple is written at close padded with zeros through the same O_DIRECT fd, and

@@ -3,6 +3,9 @@
 #include <poll.h>
 #include <time.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <stdexcept>
 
 #include "capture/net/packet.hpp"
@@ -75,15 +78,28 @@ PcapSource PcapSource::open_live(const LiveOptions& o) {
 }
 
 PcapSource PcapSource::open_file(const std::string& path, Pace pace) {
+  // libpcap reads records with fread(). With stdio's default buffer (st_blksize: 4 KiB on tmpfs
+  // and ext4) each 8 KB frame costs two read() calls; with 1 MiB, one call per ~120 frames
+  // (BENCHMARKS.md, "Capture pipeline end to end").
+  constexpr std::size_t kFileBuffer = std::size_t{1} << 20;
+  auto buffer = std::make_unique<char[]>(kFileBuffer);
+  FILE* fp = std::fopen(path.c_str(), "rb");
+  if (fp == nullptr) fail(path, std::strerror(errno));
+  std::setvbuf(fp, buffer.get(), _IOFBF, kFileBuffer);
   char err[PCAP_ERRBUF_SIZE] = {};
-  pcap_t* raw =
-      pcap_open_offline_with_tstamp_precision(path.c_str(), PCAP_TSTAMP_PRECISION_NANO, err);
-  if (raw == nullptr) fail(path, err);
+  pcap_t* raw = pcap_fopen_offline_with_tstamp_precision(fp, PCAP_TSTAMP_PRECISION_NANO, err);
+  if (raw == nullptr) {
+    std::fclose(fp);
+    fail(path, err);
+  }
   PcapSource src(raw, path, false, pace);
+  src.file_buffer_ = std::move(buffer);
   if (pcap_datalink(raw) != DLT_EN10MB) {
     fail(path, std::string("link type ") + pcap_datalink_val_to_name(pcap_datalink(raw)) +
                    " is not Ethernet");
   }
+  if (auto reader = PcapFileReader::open(path))
+    src.reader_ = std::make_unique<PcapFileReader>(std::move(*reader));
   return src;
 }
 
@@ -100,7 +116,36 @@ void PcapSource::wait_for_recorded_time(int64_t timestamp_ns) noexcept {
   clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
 }
 
+void PcapSource::deliver(FrameSink& sink, std::span<const std::byte> captured,
+                         std::size_t wire_bytes, int64_t timestamp_ns) noexcept {
+  if (pace_ == Pace::recorded) wait_for_recorded_time(timestamp_ns);
+  if (captured.size() < wire_bytes) ++truncated_;
+  sink.on_frame(captured, wire_bytes, timestamp_ns);
+  ++frames_;
+}
+
+int PcapSource::dispatch_classic(FrameSink& sink, int max_frames) {
+  using Next = PcapFileReader::Next;
+  int delivered = 0;
+  PcapRecord r;
+  while (delivered < max_frames) {
+    const Next n = reader_->next(r);
+    if (n == Next::end) return delivered == 0 ? -1 : delivered;
+    // As with libpcap, a bad record is an error, not the end of the file.
+    const std::string at = " at byte offset " + std::to_string(reader_->offset());
+    if (n == Next::truncated)
+      fail(name_, "truncated dump file: record" + at + " runs past the end");
+    if (n == Next::too_large) fail(name_, "record" + at + " is larger than any snapshot length");
+    if (n == Next::read_error)
+      fail(name_, "read" + at + ": " + std::strerror(reader_->read_errno()));
+    deliver(sink, r.captured, r.wire_bytes, r.timestamp_ns);
+    ++delivered;
+  }
+  return delivered;
+}
+
 int PcapSource::dispatch(FrameSink& sink, int max_frames) {
+  if (reader_) return dispatch_classic(sink, max_frames);
   int delivered = 0;
   bool waited = false;
   while (delivered < max_frames) {
@@ -118,10 +163,7 @@ int PcapSource::dispatch(FrameSink& sink, int max_frames) {
     if (rc < 0) fail(name_, pcap_geterr(handle_.get()));
     // Nanosecond precision was requested at open, so tv_usec holds nanoseconds.
     const int64_t ts = int64_t{hdr->ts.tv_sec} * 1'000'000'000 + hdr->ts.tv_usec;
-    if (pace_ == Pace::recorded) wait_for_recorded_time(ts);
-    if (hdr->caplen < hdr->len) ++truncated_;
-    sink.on_frame(std::span(reinterpret_cast<const std::byte*>(data), hdr->caplen), hdr->len, ts);
-    ++frames_;
+    deliver(sink, std::span(reinterpret_cast<const std::byte*>(data), hdr->caplen), hdr->len, ts);
     ++delivered;
   }
   return delivered;

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "capture/pcap/pcap_file_reader.hpp"
+
 namespace rocecap::pcapsrc {
 
 // Receives frames on the capture thread. Must not block or throw.
@@ -70,8 +72,16 @@ class PcapSource {
  private:
   PcapSource(pcap_t* handle, std::string name, bool live, Pace pace);
   void wait_for_recorded_time(int64_t timestamp_ns) noexcept;
+  int dispatch_classic(FrameSink& sink, int max_frames);
+  void deliver(FrameSink& sink, std::span<const std::byte> captured, std::size_t wire_bytes,
+               int64_t timestamp_ns) noexcept;
 
+  // The stdio buffer of a replayed file: declared before handle_ so it outlives the FILE that
+  // pcap_close() closes.
+  std::unique_ptr<char[]> file_buffer_;
   std::unique_ptr<pcap_t, PcapCloser> handle_;
+  // A classic pcap file, read without libpcap; null: libpcap reads (pcapng, live).
+  std::unique_ptr<PcapFileReader> reader_;
   std::string name_;
   bool live_ = false;
   Pace pace_ = Pace::fast;
