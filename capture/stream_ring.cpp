@@ -103,6 +103,13 @@ void StreamRing::release(std::span<const SlotId> ids) noexcept {
   cons_.released.add(ids.size());
 }
 
+uint32_t StreamRing::free_slots() const noexcept {
+  // Reading the consumer's counter last errs towards fewer free slots.
+  const uint64_t held = prod_.taken.get() - prod_.returned.get();
+  const uint64_t in_use = held - cons_.released.get();
+  return static_cast<uint32_t>(slots_ - in_use);
+}
+
 RingStats StreamRing::stats() const noexcept {
   return RingStats{prod_.taken.get(),           prod_.published.get(), prod_.returned.get(),
                    prod_.ring_full_drops.get(), cons_.consumed.get(),  cons_.released.get()};

@@ -93,6 +93,9 @@ class StreamRing {
   void give_back(SlotId id) noexcept;
   // Hands a filled slot, whose meta() is written, to the consumer.
   void publish(SlotId id) noexcept;
+  // Slots acquire() can hand out now, at least (the consumer may have released more since):
+  // lets a file replay wait for the writer instead of dropping frames.
+  uint32_t free_slots() const noexcept;
 
   // ---- consumer (writer thread) ----
   // Published slots in publication order; how many were popped.

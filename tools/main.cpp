@@ -5,11 +5,12 @@
 #include "tools/command.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"rocecap: CODIF multicast traffic generator and capture inspection"};
+  CLI::App app{"rocecap: CODIF multicast traffic generator, capture inspection and verification"};
   app.require_subcommand(1);
   rocecap::tools::Action action;
   rocecap::tools::add_gen_command(app, action);
   rocecap::tools::add_inspect_command(app, action);
+  rocecap::tools::add_verify_command(app, action);
   CLI11_PARSE(app, argc, argv);
   try {
     return action ? action() : 2;

@@ -3,6 +3,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
@@ -17,32 +18,20 @@ void refresh_drops(InterfaceRuntime& ir) noexcept {
   ir.progress.nic_drops.set(s.kernel_drops + s.interface_drops);
 }
 
-int batch_size(Runtime& rt, const CaptureLoopOptions& o, int largest) noexcept {
-  if (o.packet_limit == 0) return largest;
+int batch_size(Runtime& rt, const CaptureLoopOptions& o) noexcept {
+  if (o.packet_limit == 0) return kBatch;
   const uint64_t seen = rt.packets.load(std::memory_order_relaxed);
   if (seen >= o.packet_limit) return 0;
-  return static_cast<int>(std::min<uint64_t>(largest, o.packet_limit - seen));
+  return static_cast<int>(std::min<uint64_t>(kBatch, o.packet_limit - seen));
 }
 
-// A replayed file has no deadline, so it must never overrun a ring: each batch waits until
-// every ring has room for all of it. The reorder window may hold W slots of a ring, so a
-// batch is at most slots - W frames and the writer can always make that room.
-int replay_batch(const InterfaceRuntime& ir) noexcept {
-  int64_t batch = kBatch;
-  for (const auto& sp : ir.streams) {
-    const int64_t room = int64_t{sp->ring().slots()} - sp->sequencer().config().reorder_window;
-    batch = std::min(batch, room);
-  }
-  return static_cast<int>(std::max<int64_t>(batch, 1));
-}
-
-bool rings_have_room(const InterfaceRuntime& ir, int frames) noexcept {
-  for (const auto& sp : ir.streams) {
-    const capture::RingStats s = sp->ring().stats();
-    const uint64_t in_use = s.taken - s.returned - s.released;
-    if (sp->ring().slots() - in_use < static_cast<uint64_t>(frames)) return false;
-  }
-  return true;
+// A replayed file has no wire that could drop frames: when the writer falls behind, the
+// replay waits for it rather than losing frames to full rings. The batch is cut to the free
+// slots of the fullest ring, as every frame of it might be for that stream.
+int replay_room(const InterfaceRuntime& ir, int max) noexcept {
+  for (const auto& sp : ir.streams)
+    max = static_cast<int>(std::min<uint32_t>(static_cast<uint32_t>(max), sp->ring().free_slots()));
+  return max;
 }
 
 }  // namespace
@@ -60,14 +49,15 @@ void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& st
                   const CaptureLoopOptions& options) noexcept {
   int64_t tick = 0;
   auto next_housekeeping = Clock::now() + options.housekeeping;
-  const bool replay = !ir.source->is_live();
-  const int largest = replay ? replay_batch(ir) : kBatch;
+  const bool replay = rt.config->capture.backend == config::Backend::pcap_file;
   try {
     while (!stop.load(std::memory_order_relaxed)) {
-      const int max = batch_size(rt, options, largest);
+      int max = batch_size(rt, options);
       if (max == 0) break;
-      if (replay && !rings_have_room(ir, max)) {
-        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      if (replay && (max = replay_room(ir, max)) == 0) {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        // Time spent waiting for the writer is not idleness of the streams.
+        next_housekeeping = Clock::now() + options.housekeeping;
         continue;
       }
       const int n = ir.source->dispatch(*ir.ingest, max);

@@ -181,6 +181,28 @@ TEST(StreamRing, RingFullCountsDropsAndRecovers) {
   EXPECT_EQ(s.ring_full_drops, 3u);
 }
 
+TEST(StreamRing, FreeSlotsFollowTakeGiveBackAndRelease) {
+  StreamRing ring(small_config(4));
+  EXPECT_EQ(ring.free_slots(), 4u);
+  const auto a = ring.acquire();
+  const auto b = ring.acquire();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(ring.free_slots(), 2u);
+  ring.give_back(*b);  // a rejected frame: its slot is free again at once
+  EXPECT_EQ(ring.free_slots(), 3u);
+  ring.publish(*a);
+  EXPECT_EQ(ring.free_slots(), 3u);  // with the writer until released
+  SlotId popped = 99;
+  ASSERT_TRUE(ring.pop(popped));
+  ring.release(popped);
+  EXPECT_EQ(ring.free_slots(), 4u);
+  for (int k = 0; k < 4; ++k)
+    ASSERT_TRUE(ring.acquire().has_value());
+  EXPECT_EQ(ring.free_slots(), 0u);
+  EXPECT_FALSE(ring.acquire().has_value());
+  EXPECT_EQ(ring.free_slots(), 0u);  // a ring-full drop takes nothing
+}
+
 TEST(StreamRing, ReleasedSlotsComeBackInReleaseOrderAndTakeFreeNeverCountsDrops) {
   StreamRing ring(small_config(8));
   std::array<SlotId, 8> posted{};

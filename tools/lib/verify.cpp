@@ -1,0 +1,353 @@
+#include "tools/lib/verify.hpp"
+
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "capture/net/packet.hpp"
+#include "tools/lib/gen_frame.hpp"
+#include "tools/lib/gen_summary.hpp"
+#include "tools/lib/verify_files.hpp"
+#include "tools/lib/verify_model.hpp"
+#include "tools/lib/verify_pcap.hpp"
+#include "tools/lib/verify_run_settings.hpp"
+
+namespace rocecap::tools {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+using StreamKey = std::tuple<std::string, uint16_t, std::string>;  // group, port, source
+
+json read_json(const fs::path& path, const char* what) {
+  std::ifstream in(path);
+  if (!in) throw VerifyInputError(std::string(what) + " " + path.string() + ": cannot open");
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw VerifyInputError(std::string(what) + " " + path.string() + ": " + e.what());
+  }
+}
+
+// One stream of the manifest with everything needed to judge it.
+struct Judged {
+  json m;  // the manifest's entry
+  GenStream gen;
+  bool generated = false;
+  StreamExpectation expect;
+  uint64_t pcap_records = 0;
+  StreamVerdict verdict;
+};
+
+std::string stream_name(const json& m) {
+  return m.at("interface").get<std::string>() + " " + m.at("group").get<std::string>() + ":" +
+         std::to_string(m.at("port").get<uint16_t>()) + " " + m.at("antenna").get<std::string>() +
+         " (" + m.at("source").get<std::string>() + ")";
+}
+
+void compare(StreamVerdict& v, const char* what, uint64_t actual, uint64_t expected) {
+  v.expected[what] = expected;
+  v.actual[what] = actual;
+  if (actual != expected) {
+    v.problems.push_back(std::string(what) + " " + std::to_string(actual) + ", expected " +
+                         std::to_string(expected));
+  }
+}
+
+std::optional<uint64_t> frame_index(const json& t) {
+  if (t.is_null()) return std::nullopt;
+  return t.at("index").get<uint64_t>();
+}
+
+void compare_frame(StreamVerdict& v, const char* what, const json& t, bool any, uint64_t index) {
+  const std::optional<uint64_t> got = frame_index(t);
+  v.expected[what] = any ? json(index) : json(nullptr);
+  v.actual[what] = got ? json(*got) : json(nullptr);
+  if (got.has_value() != any || (any && *got != index)) {
+    v.problems.push_back(std::string(what) + " index " + v.actual[what].dump() + ", expected " +
+                         v.expected[what].dump());
+  }
+}
+
+void compare_gaps(Judged& s) {
+  StreamVerdict& v = s.verdict;
+  std::vector<std::pair<uint64_t, uint64_t>> listed;
+  for (const json& g : s.m.at("gaps"))
+    listed.emplace_back(g.at(0).get<uint64_t>(), g.at(1).get<uint64_t>());
+  const uint64_t not_listed = s.m.at("gaps_not_listed").get<uint64_t>();
+  const auto& want = s.expect.gaps;
+  compare(v, "gaps", listed.size() + not_listed, want.size());
+  for (std::size_t i = 0; i < listed.size() && i < want.size(); ++i) {
+    if (listed[i] != want[i]) {
+      v.problems.push_back("gap " + std::to_string(i) + " [" + std::to_string(listed[i].first) +
+                           ", " + std::to_string(listed[i].second) + "], expected [" +
+                           std::to_string(want[i].first) + ", " + std::to_string(want[i].second) +
+                           "]");
+      return;
+    }
+  }
+}
+
+void compare_counts(Judged& s, const FrameBuilder& frames, const RunSettings& run) {
+  const StreamExpectation& e = s.expect;
+  const json& m = s.m;
+  StreamVerdict& v = s.verdict;
+  auto get = [&](const char* key) { return m.at(key).get<uint64_t>(); };
+  compare(v, "packets", get("packets"), e.packets);
+  compare(v, "bytes", get("bytes"), e.packets * frames.frame_bytes());
+  compare(v, "lost", get("lost"), e.lost);
+  compare(v, "duplicate", get("duplicate"), e.duplicate);
+  compare(v, "late", get("late"), e.late);
+  compare(v, "late_dropped", get("late_dropped"), e.late_dropped);
+  compare(v, "invalid", get("invalid"), e.invalid);
+  compare(v, "resync", get("resync"), 0);
+  compare(v, "fill_frames", get("fill_frames"), run.raw && run.fill_gaps ? e.lost : 0);
+  compare(v, "write_errors", get("write_errors"), 0);
+  compare_frame(v, "first_frame", m.at("first_frame"), e.any, e.first);
+  compare_frame(v, "last_frame", m.at("last_frame"), e.any, e.last);
+  compare_gaps(s);
+}
+
+std::vector<ListedFile> listed_files(const json& files, const char* format, const fs::path& root,
+                                     std::vector<std::string>& problems) {
+  std::vector<ListedFile> out;
+  for (const json& f : files) {
+    if (f.at("format").get<std::string>() != format) continue;
+    ListedFile lf{f.at("path").get<std::string>(), root / f.at("path").get<std::string>()};
+    std::error_code ec;
+    const uintmax_t size = fs::file_size(lf.path, ec);
+    const uint64_t listed = f.at("bytes").get<uint64_t>();
+    if (ec) {
+      problems.push_back(lf.name + ": " + ec.message());
+    } else if (size != listed) {
+      problems.push_back(lf.name + ": " + std::to_string(size) + " bytes on disk, manifest says " +
+                         std::to_string(listed));
+    }
+    out.push_back(std::move(lf));
+  }
+  return out;
+}
+
+void compare_stream_files(Judged& s, const FrameBuilder& frames, const RunSettings& run,
+                          const fs::path& root) {
+  StreamVerdict& v = s.verdict;
+  const json& files = s.m.at("files");
+  struct Kind {
+    const char* format;
+    bool enabled, headers, data;
+  };
+  const Kind kinds[] = {{"raw", run.raw, !run.strip_headers, true},
+                        {"codifhdr", run.codifhdr, true, false}};
+  for (const Kind& k : kinds) {
+    std::vector<ListedFile> list = listed_files(files, k.format, root, v.problems);
+    if (!k.enabled) {
+      if (!list.empty()) v.problems.push_back(std::string(k.format) + " files of a run without it");
+      continue;
+    }
+    SequenceSpec spec{&frames, s.gen.antenna, &s.expect, k.headers, k.data, run.fill_gaps};
+    if (std::string problem = compare_sequence(spec, list); !problem.empty()) {
+      v.problems.push_back(std::string(k.format) + ": " + problem);
+    } else {
+      v.checked.push_back(std::string(k.format) + ": " + std::to_string(list.size()) +
+                          (list.size() == 1 ? " file" : " files") + " byte-identical");
+    }
+  }
+}
+
+// Checks each pcap record against the generator's frame and counts it for its stream.
+class RecordChecker {
+ public:
+  RecordChecker(std::vector<Judged>& streams, const FrameBuilder& frames)
+      : streams_(streams), frames_(frames), frame_(frames.frame_bytes()) {
+    for (std::size_t i = 0; i < streams.size(); ++i) {
+      const json& m = streams[i].m;
+      uint32_t group = 0, source = 0;
+      net::parse_ipv4(m.at("group").get<std::string>(), group);
+      net::parse_ipv4(m.at("source").get<std::string>(), source);
+      index_[{group, m.at("port").get<uint16_t>(), source}] = i;
+    }
+  }
+
+  std::string operator()(std::span<const std::byte> data, uint32_t wire_bytes) {
+    if (data.size() != wire_bytes)
+      return "cut short (" + std::to_string(data.size()) + " of " + std::to_string(wire_bytes) +
+             " bytes)";
+    net::UdpFrame f;
+    if (net::parse_udp(data, f) != net::ParseError::ok) return "not an IPv4/UDP frame";
+    const auto it = index_.find({f.dst_ip, f.dst_port, f.src_ip});
+    if (it == index_.end()) return "a datagram of no stream";
+    Judged& s = streams_[it->second];
+    ++s.pcap_records;
+    const auto payload = data.subspan(f.payload_offset, f.payload_bytes);
+    codif::Header h;
+    codif::Timing t;
+    if (!codif::decode(payload, codif::SyncSet::defaults(), h) ||
+        codif::validate(h, payload.size(), t) != codif::Invalid::ok) {
+      return "not a valid CODIF frame";
+    }
+    const uint64_t index = codif::absolute_index(h, t);
+    const StreamExpectation& e = s.expect;
+    if (!e.any || index < e.first || index > e.last || e.slots[index - e.first] == Slot::missing)
+      return "frame index " + std::to_string(index) + " of " + s.verdict.name + " not expected";
+    const Fate fate = e.slots[index - e.first] == Slot::invalid ? Fate::invalid : Fate::plain;
+    const std::size_t n = frames_.build(s.gen.antenna, index, fate, frame_);
+    if (n != payload.size() || std::memcmp(frame_.data(), payload.data(), n) != 0)
+      return "frame index " + std::to_string(index) + " of " + s.verdict.name + " differs";
+    return {};
+  }
+
+ private:
+  std::vector<Judged>& streams_;
+  const FrameBuilder& frames_;
+  std::vector<std::byte> frame_;
+  std::map<std::tuple<uint32_t, uint16_t, uint32_t>, std::size_t> index_;
+};
+
+void check_interfaces(const json& manifest, std::vector<Judged>& streams,
+                      const FrameBuilder& frames, const RunSettings& run, const fs::path& root,
+                      VerifyResult& r) {
+  RecordChecker checker(streams, frames);
+  for (const json& i : manifest.at("interfaces")) {
+    const std::string name = i.at("name").get<std::string>();
+    for (const char* key : {"nic_drops", "ring_full_drops"}) {
+      if (const uint64_t n = i.at(key).get<uint64_t>(); n != 0)
+        r.run_problems.push_back("interface " + name + ": " + key + " " + std::to_string(n));
+    }
+    std::vector<ListedFile> pcaps = listed_files(i.at("files"), "pcap", root, r.run_problems);
+    if (!run.pcap) {
+      if (!pcaps.empty())
+        r.run_problems.push_back("interface " + name + ": pcap files of a run without pcap");
+      continue;
+    }
+    uint64_t expected = 0;
+    for (const Judged& s : streams) {
+      if (s.m.at("interface").get<std::string>() == name) expected += s.expect.placed();
+    }
+    const PcapFilesResult p = check_pcap_files(pcaps, std::ref(checker));
+    if (!p.problem.empty()) r.run_problems.push_back("interface " + name + " pcap: " + p.problem);
+    if (p.records != expected) {
+      r.run_problems.push_back("interface " + name + " pcap: " + std::to_string(p.records) +
+                               " records, expected " + std::to_string(expected));
+    }
+    if (p.problem.empty()) {
+      r.run_checked.push_back("interface " + name + " pcap: " + std::to_string(pcaps.size()) +
+                              " files, " + std::to_string(p.records) + " records");
+    }
+  }
+  if (!run.pcap) return;
+  for (Judged& s : streams)
+    compare(s.verdict, "pcap_records", s.pcap_records, s.expect.placed());
+}
+
+void check_rejected(const json& manifest, const GenSummary& summary, VerifyResult& r) {
+  std::map<std::string, uint64_t> want;
+  for (const GenStream& g : summary.streams) {
+    want["bad_sync"] += g.bad_sync.size();
+    want["size_mismatch"] += g.truncated.size();
+  }
+  for (const GenForeign& f : summary.foreign)
+    want["no_stream"] += f.indices.size();
+  std::map<std::string, uint64_t> got;
+  for (const auto& [reason, n] : manifest.at("rejected").items())
+    got[reason] = n.get<uint64_t>();
+  std::erase_if(want, [](const auto& kv) { return kv.second == 0; });
+  std::erase_if(got, [](const auto& kv) { return kv.second == 0; });
+  if (got != want) {
+    r.run_problems.push_back("rejected " + json(got).dump() + ", expected " + json(want).dump());
+  } else {
+    r.run_checked.push_back("rejected " + json(got).dump());
+  }
+}
+
+void check_run_state(const json& manifest, VerifyResult& r) {
+  if (manifest.at("state") != "stopped")
+    r.run_problems.push_back("state " + manifest.at("state").dump() + ", expected \"stopped\"");
+  if (!manifest.at("failure").is_null())
+    r.run_problems.push_back("failure " + manifest.at("failure").dump());
+  for (const json& e : manifest.at("errors"))
+    r.run_problems.push_back("error " + e.dump());
+}
+
+std::vector<Judged> match_streams(const json& manifest, const GenSummary& summary, uint32_t window,
+                                  VerifyResult& r) {
+  std::map<StreamKey, const GenStream*> gen;
+  for (const GenStream& g : summary.streams)
+    gen[{g.group, g.port, g.source}] = &g;
+  std::vector<Judged> out;
+  for (const json& m : manifest.at("streams")) {
+    Judged s;
+    s.m = m;
+    s.verdict.name = stream_name(m);
+    const auto it = gen.find({m.at("group").get<std::string>(), m.at("port").get<uint16_t>(),
+                              m.at("source").get<std::string>()});
+    if (it != gen.end()) {
+      s.gen = *it->second;
+      s.generated = true;
+      gen.erase(it);
+    }
+    try {
+      s.expect = expect_stream(s.gen, window == 0 ? 1 : window);
+    } catch (const std::invalid_argument& e) {
+      throw VerifyInputError("summary stream " + s.gen.group + " <- " + s.gen.source + ": " +
+                             e.what());
+    }
+    out.push_back(std::move(s));
+  }
+  for (const auto& [key, g] : gen) {
+    r.run_problems.push_back("generated stream " + g->group + ":" + std::to_string(g->port) +
+                             " <- " + g->source + " is not in the manifest");
+  }
+  return out;
+}
+
+}  // namespace
+
+bool VerifyResult::ok() const noexcept {
+  if (!run_problems.empty()) return false;
+  for (const StreamVerdict& s : streams) {
+    if (!s.ok()) return false;
+  }
+  return true;
+}
+
+VerifyResult verify_run(const fs::path& manifest_path, const fs::path& summary_path,
+                        const VerifyOptions& options) {
+  const json manifest = read_json(manifest_path, "manifest");
+  GenSummary summary;
+  std::unique_ptr<FrameBuilder> frames;
+  try {
+    summary = read_json(summary_path, "summary").get<GenSummary>();
+    frames = std::make_unique<FrameBuilder>(summary.frame);
+  } catch (const std::exception& e) {
+    throw VerifyInputError("summary " + summary_path.string() + ": " + e.what());
+  }
+  VerifyResult r;
+  r.manifest = manifest_path.string();
+  r.summary = summary_path.string();
+  // Files are listed relative to the output directory, the parent of the run directory.
+  const fs::path root = fs::absolute(manifest_path).parent_path().parent_path();
+  try {
+    RunSettings run = settings_from_config_text(manifest.at("config").value("text", ""));
+    if (!run.note.empty()) r.run_checked.push_back(run.note);
+    if (options.strip_headers) run.strip_headers = *options.strip_headers;
+    if (options.reorder_window) run.reorder_window = *options.reorder_window;
+    check_run_state(manifest, r);
+    std::vector<Judged> streams = match_streams(manifest, summary, run.reorder_window, r);
+    for (Judged& s : streams) {
+      compare_counts(s, *frames, run);
+      compare_stream_files(s, *frames, run, root);
+    }
+    check_interfaces(manifest, streams, *frames, run, root, r);
+    check_rejected(manifest, summary, r);
+    for (Judged& s : streams)
+      r.streams.push_back(std::move(s.verdict));
+  } catch (const json::exception& e) {
+    throw VerifyInputError("manifest " + manifest_path.string() + ": " + e.what());
+  }
+  return r;
+}
+
+}  // namespace rocecap::tools
