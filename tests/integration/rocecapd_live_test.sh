@@ -130,6 +130,7 @@ PY
     python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
     python3 "$here/run_check.py" expect --summary "$work/reference.json" \
       --reference-pcap "$work/reference.pcap" --manifest "$manifest"
+    e2e_verify "$manifest" "$work/reference.json"
     ;;
   sigterm)
     grep -q "stopping: SIGTERM" "$work/rocecapd.log" || { echo "FAIL: no SIGTERM stop in the log"; exit 1; }
