@@ -57,4 +57,21 @@ if grep -E "ERROR|runtime error|AddressSanitizer" "$work/rocecapd.log"; then
 fi
 python3 "$here/malformed_frames.py" check --plan "$work/plan.json" \
   --manifest "$work/out/e2e/manifest.json"
+
+# The check can fail: a plan claiming one broken frame was a valid one must be refused.
+python3 - "$work/plan.json" "$work/tampered.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+next(p for p in plan["replaced"] if p["reason"] == "bad_sync")["reason"] = None
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+rc=0
+python3 "$here/malformed_frames.py" check --plan "$work/tampered.json" \
+  --manifest "$work/out/e2e/manifest.json" >"$work/tampered.out" || rc=$?
+if [ "$rc" != 1 ] || ! grep -q "manifest rejected" "$work/tampered.out"; then
+  echo "FAIL: the check accepted a plan with a bad_sync frame marked valid (exit $rc):"
+  cat "$work/tampered.out"
+  exit 1
+fi
+echo "the check refuses a tampered plan: ok"
 passed=1
