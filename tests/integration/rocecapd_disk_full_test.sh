@@ -134,10 +134,14 @@ manifest=$work/out/e2e/manifest.json
 python3 - "$manifest" <<'PY' || fail=1
 import json, sys
 m = json.load(open(sys.argv[1]))
-errors = sum(s["write_errors"] for s in m["streams"])
-print(f"manifest: state {m['state']}, {len(m['errors'])} errors listed, write_errors {errors}")
-if m["state"] != "stopped" or not m["errors"] or errors == 0:
+counted = sum(s["write_errors"] for s in m["streams"] + m["interfaces"])
+listed = len(m["errors"]) + m["errors_not_listed"]
+print(f"manifest: state {m['state']}, write_errors {counted} (streams and pcap), "
+      f"{len(m['errors'])} errors listed + {m['errors_not_listed']} not listed")
+if m["state"] != "stopped" or counted == 0:
     sys.exit("FAIL: the final manifest does not report the write errors")
+if listed != counted:
+    sys.exit(f"FAIL: {listed} errors reported, {counted} write errors counted")
 PY
 grep "manifest" "$work/rocecapd.log" | grep -iv "complete" || true
 [ "$fail" = 0 ] || exit 1
