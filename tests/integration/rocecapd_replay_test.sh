@@ -47,6 +47,10 @@ if [ "$E2E_RC" != 0 ]; then
   cat "$work/rocecapd.log"
   exit 1
 fi
+if grep -E "runtime error|AddressSanitizer|LeakSanitizer" "$work/rocecapd.log"; then
+  echo "FAIL: the sanitizers reported errors in rocecapd (above)"
+  exit 1
+fi
 grep -q "stopping: capture ended" "$work/rocecapd.log" || {
   echo "FAIL: rocecapd did not stop at the end of the replayed file:"
   cat "$work/rocecapd.log"
