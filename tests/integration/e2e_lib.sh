@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # E2E_* results are read by the sourcing script
 # Shared by the rocecapd end-to-end tests: the generator arguments, the run file, starting and
 # waiting for rocecapd. Source it; the caller sets `set -euo pipefail`.
 #

@@ -13,6 +13,7 @@
 # usage: rocecapd_disk_full_test.sh ROCECAPD ROCECAP   (as root; exits 77 otherwise)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034  # read by e2e_lib.sh
 ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP}
 ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP}
 # shellcheck source=netns.sh

@@ -21,6 +21,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 usage="usage: $0 full|rotate|sigterm ROCECAPD ROCECAP [FRAMES_PER_STREAM [RATE_PER_STREAM]]"
 mode=${1:?$usage}
+# shellcheck disable=SC2034  # read by e2e_lib.sh
 ROCECAPD=${2:?$usage}
 ROCECAP=${3:?$usage}
 frames=${4:-34000}

@@ -18,6 +18,7 @@
 #   filter must let VLAN-tagged and IPv4-options frames of the configured streams through.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034  # read by e2e_lib.sh
 ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP [live]}
 ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP [live]}
 live=${3:-}

@@ -12,6 +12,7 @@
 # usage: rocecapd_replay_test.sh ROCECAPD ROCECAP [FRAMES_PER_STREAM]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034  # read by e2e_lib.sh
 ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP [FRAMES_PER_STREAM]}
 ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP [FRAMES_PER_STREAM]}
 frames=${3:-34000}
