@@ -58,7 +58,7 @@ struct Manifest {
   std::vector<ManifestInterface> interfaces;
   std::vector<ManifestError> errors;
   uint64_t errors_not_listed = 0;  // write errors beyond the bounded list (still logged)
-  std::string failure;  // why a failed run failed
+  std::string failure;             // why a failed run failed
 };
 
 nlohmann::json to_json(const Manifest& m);
