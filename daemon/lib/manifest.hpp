@@ -15,7 +15,7 @@
 namespace rocecap {
 
 struct ManifestFile {
-  std::string path;  // relative to the run directory
+  std::string path;  // relative to the output directory (the run directory's parent)
   std::string format;
   uint64_t bytes = 0;
 };

@@ -66,6 +66,34 @@ run_daemon tiny "formats: [raw, pcap], reorder_window: 4" "ring_depth: 16"
 "$rocecap" verify --manifest "$tmp/out/tiny/manifest.json" --expect "$tmp/summary.json" \
   > "$tmp/tiny.txt" || { cat "$tmp/tiny.txt"; exit 1; }
 
+# No reorder window: every swapped pair's second frame is late_dropped and stays a fill frame.
+run_daemon nowindow "formats: [raw, codifhdr], reorder_window: 0"
+"$rocecap" verify --json --manifest "$tmp/out/nowindow/manifest.json" \
+  --expect "$tmp/summary.json" > "$tmp/nowindow.json" || { cat "$tmp/nowindow.json"; exit 1; }
+python3 - "$tmp/nowindow.json" "$tmp/summary.json" <<'PY'
+import json, sys
+r, s = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+dropped = sum(x["actual"]["late_dropped"] for x in r["streams"])
+late = sum(x["actual"]["late"] for x in r["streams"])
+swaps = sum(len(x["swapped"]) for x in s["streams"])
+assert r["ok"] and late == 0 and dropped == swaps, (late, dropped, swaps)
+PY
+
+# A run that listened for another antenna than one generated does not verify: the generated
+# stream is missing and its frames are rejected as no_stream.
+sed 's/source: 192.0.2.13/source: 192.0.2.23/; s/name: nowindow/name: partial/' \
+  "$tmp/nowindow.yaml" > "$tmp/partial.yaml"
+"$rocecapd" --config "$tmp/partial.yaml"
+set +e
+"$rocecap" verify --manifest "$tmp/out/partial/manifest.json" --expect "$tmp/summary.json" \
+  > "$tmp/partial.txt"
+rc=$?
+set -e
+grep -q "generated stream 239.17.0.1:36001 <- 192.0.2.13 is not in the manifest" \
+  "$tmp/partial.txt" && grep -q '^OK    rec0 239.17.0.1:36001 ak03 (192.0.2.23): 0 packets' "$tmp/partial.txt" &&
+  grep -q 'rejected {.*}, expected {' "$tmp/partial.txt" && test $rc -eq 1 ||
+  { echo "FAIL: partial run: exit $rc"; cat "$tmp/partial.txt"; exit 1; }
+
 # A corrupted copy must fail with exit 1 and the expected message.
 expect_fail() {  # what, pattern
   set +e

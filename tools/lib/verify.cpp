@@ -150,6 +150,8 @@ void compare_stream_files(Judged& s, const FrameBuilder& frames, const RunSettin
     SequenceSpec spec{&frames, s.gen.antenna, &s.expect, k.headers, k.data, run.fill_gaps};
     if (std::string problem = compare_sequence(spec, list); !problem.empty()) {
       v.problems.push_back(std::string(k.format) + ": " + problem);
+    } else if (list.empty()) {
+      v.checked.push_back(std::string(k.format) + ": no files, none expected");
     } else {
       v.checked.push_back(std::string(k.format) + ": " + std::to_string(list.size()) +
                           (list.size() == 1 ? " file" : " files") + " byte-identical");
