@@ -66,6 +66,7 @@ Status RotatingFile::append(std::span<const Piece> pieces) {
       sync_current();
       files_.back().open = false;
       files_.back().failed = true;
+      forget_if_empty();
       return s;
     }
   }
@@ -111,6 +112,7 @@ Status RotatingFile::finish_file() {
     stats_.frames_dropped += lost_records;
     files_.back().failed = true;
     record_error(s);
+    forget_if_empty();
   }
   return s;
 }
@@ -128,6 +130,17 @@ const std::vector<FileRecord>& RotatingFile::files() {
 void RotatingFile::record_error(const Status& s) {
   ++stats_.write_errors;
   stats_.last_error = s.message();
+}
+
+void RotatingFile::forget_if_empty() {
+  // On a full disk every stream retries at each rotation point; without this each retry
+  // would leave an empty (or header-only) file behind.
+  if (files_.empty() || files_.back().records != 0) return;
+  std::error_code ec;
+  std::filesystem::remove(files_.back().path, ec);
+  if (ec) return;  // still listed, with its true size
+  stats_.bytes_written -= files_.back().bytes;
+  files_.pop_back();
 }
 
 void RotatingFile::sync_current() noexcept {

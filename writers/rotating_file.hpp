@@ -97,6 +97,7 @@ class RotatingFile {
   Status finish_file();
   Status append(std::span<const Piece> pieces);
   void record_error(const Status& s);
+  void forget_if_empty();  // after an error: a file left without a whole record is removed
   void sync_current() noexcept;
 
   PathMaker path_maker_;

@@ -37,8 +37,9 @@ std::string build_filter(const std::vector<GroupPort>& groups) {
              std::to_string(g.port) + ")";
   }
   if (terms.empty()) terms = "udp";
-  // Each "vlan" keyword moves the filter's offsets past one tag.
-  return "(" + terms + ") or (vlan and (" + terms + ")) or (vlan and vlan and (" + terms + "))";
+  // Each "vlan" keyword moves the offsets past one tag for the rest of the whole expression,
+  // `or` branches included, so the two-tag case must be nested inside the one-tag case.
+  return "(" + terms + ") or (vlan and ((" + terms + ") or (vlan and (" + terms + "))))";
 }
 
 PcapSource::PcapSource(pcap_t* handle, std::string name, bool live, Pace pace)

@@ -94,7 +94,8 @@ class PcapSource {
 };
 
 // BPF expression passing UDP to the given groups and ports, untagged or under one or two VLAN
-// tags, e.g. "(dst host 239.17.0.1 and udp dst port 36001) or (vlan and (...))".
+// tags, e.g. "(dst host 239.17.0.1 and udp dst port 36001) or
+// (vlan and ((...) or (vlan and (...))))".
 std::string build_filter(const std::vector<GroupPort>& groups);
 
 }  // namespace rocecap::pcapsrc

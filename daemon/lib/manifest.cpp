@@ -70,6 +70,7 @@ nlohmann::json to_json(const Manifest& m) {
     interfaces.push_back({{"name", i.name},
                           {"nic_drops", i.nic_drops},
                           {"ring_full_drops", i.ring_full_drops},
+                          {"write_errors", i.write_errors},
                           {"rejected", i.rejected},
                           {"files", files_json(i.files)}});
     for (const auto& [reason, n] : i.rejected) {
@@ -92,6 +93,7 @@ nlohmann::json to_json(const Manifest& m) {
           {"interfaces", interfaces},
           {"rejected", rejected},
           {"errors", errors},
+          {"errors_not_listed", m.errors_not_listed},
           {"failure", m.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.failure)}};
 }
 

@@ -40,6 +40,7 @@ struct ManifestInterface {
   std::string name;
   uint64_t nic_drops = 0;        // out_of_buffer (verbs) or kernel/libpcap drops (pcap)
   uint64_t ring_full_drops = 0;  // frames that found no free slot in their stream's ring
+  uint64_t write_errors = 0;     // failed writes of the per-interface output (pcap)
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
   std::vector<ManifestFile> files;           // per-interface output (pcap)
 };
@@ -56,7 +57,8 @@ struct Manifest {
   std::vector<ManifestStream> streams;
   std::vector<ManifestInterface> interfaces;
   std::vector<ManifestError> errors;
-  std::string failure;  // why a failed run failed
+  uint64_t errors_not_listed = 0;  // write errors beyond the bounded list (still logged)
+  std::string failure;             // why a failed run failed
 };
 
 nlohmann::json to_json(const Manifest& m);

@@ -76,6 +76,7 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
     if (n != 0) m.rejected[std::string(capture::reject_name(r))] = n;
   }
   if (auto* pcap = ir.writer->pcap()) {
+    m.write_errors = pcap->stats().write_errors;
     for (const auto& f : pcap->files()) {
       m.files.push_back({relative_path(f.path, rt.config->output.directory), "pcap", f.bytes});
     }
@@ -114,6 +115,7 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
     }
   }
   m.errors = rt.write_errors.errors;
+  m.errors_not_listed = rt.write_errors.not_listed;
   return m;
 }
 

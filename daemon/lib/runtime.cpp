@@ -91,7 +91,11 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
   // Runs on the writer thread, once per broken file.
   auto on_error = [&rt, log](const writers::Status& s) {
     log->error("write error: {} (capture goes on; files written before stay valid)", s.message());
-    rt.write_errors.errors.push_back({"", s.message()});
+    if (rt.write_errors.errors.size() < WriteErrors::kMaxListed) {
+      rt.write_errors.errors.push_back({"", s.message()});
+    } else {
+      ++rt.write_errors.not_listed;
+    }
   };
   ir.writer.emplace(*ir.ingest, std::move(per_stream), std::move(pcap), opts, on_error);
 }

@@ -44,9 +44,12 @@ struct InterfaceRuntime {
   CaptureProgress progress;
 };
 
-// Writer-thread error list, copied into the manifest.
+// Writer-thread error list, copied into the manifest. Bounded: on a full disk every stream
+// fails again at each rotation point, for as long as the run lasts.
 struct WriteErrors {
+  static constexpr std::size_t kMaxListed = 256;
   std::vector<ManifestError> errors;
+  uint64_t not_listed = 0;
 };
 
 struct Runtime {

@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck disable=SC2034  # E2E_* results are read by the sourcing script
 # Shared by the rocecapd end-to-end tests: the generator arguments, the run file, starting and
 # waiting for rocecapd. Source it; the caller sets `set -euo pipefail`.
 #
@@ -8,7 +9,7 @@
 #   e2e_start_rocecapd NS_EXEC LOG CONFIG   # starts rocecapd (NS_EXEC: "" or a netns_bg_* fn),
 #                                    # returns once it is capturing; pid in E2E_PID
 #   e2e_wait_exit PID SECONDS        # waits for PID to end; its exit status in E2E_RC
-#   e2e_verify MANIFEST SUMMARY      # `rocecap verify` once it exists (E2E_VERIFY=1)
+#   e2e_verify MANIFEST SUMMARY      # `rocecap verify`: exit 0 only when the run matches
 #
 # Run file variables (defaults in brackets):
 #   E2E_RUN [e2e]  E2E_BACKEND [pcap]  E2E_IFACE  E2E_OUT (output.directory)
@@ -105,12 +106,7 @@ e2e_wait_exit() {
   wait "$pid" || E2E_RC=$?
 }
 
-# The project's own checker of CODIF outputs; run once `rocecap verify` exists.
+# The project's own checker of CODIF outputs (tools/lib/verify.hpp), on top of run_check.py.
 e2e_verify() {
-  local manifest=$1 summary=$2
-  if [ "${E2E_VERIFY:-1}" = 1 ] && "$ROCECAP" --help | grep -q '^ *verify '; then
-    "$ROCECAP" verify --manifest "$manifest" --expect "$summary"
-  else
-    echo "rocecap verify: not built yet, skipped"
-  fi
+  "$ROCECAP" verify --manifest "$1" --expect "$2"
 }

@@ -11,6 +11,7 @@ check: compares rocecapd's manifest, raw files and pcap output with the plan: ev
        raw (fill frames there) and from pcap, the unusual frames present byte for byte.
 
 usage: malformed_frames.py make  --clean IN.pcap --summary S --out OUT.pcap --plan PLAN.json
+                                [--valid-only]
        malformed_frames.py check --plan PLAN.json --manifest M
 Exit status: 0 ok, 1 a check failed (each printed), 2 unreadable input.
 """
@@ -145,14 +146,15 @@ def make(args):
     target = summary["streams"][0]
     key = (target["source"], target["group"], target["port"])
     timing = run_check.Timing(summary["frame"])
+    mutations = [m for m in MUTATIONS if not args.valid_only or m[0] is None]
     records, plan, n = [], [], 0
     for ts, frame, wire in run_check.read_pcap(args.clean):
         src, dst, dport, payload = run_check.parse_udp(frame)
         if (src, dst, dport) == key:
             n += 1
             slot = n // 7 - 1  # every 7th frame of the stream from the 7th on
-            if n % 7 == 0 and 0 <= slot < len(MUTATIONS):
-                reason, fn = MUTATIONS[slot]
+            if n % 7 == 0 and 0 <= slot < len(mutations):
+                reason, fn = mutations[slot]
                 data, wire_len = fn(frame)
                 index = timing.index(payload)
                 plan.append({"index": index, "reason": reason, "record": len(records),
@@ -160,8 +162,8 @@ def make(args):
                 records.append((ts, data, wire_len or len(data)))
                 continue
         records.append((ts, frame, wire))
-    if len(plan) != len(MUTATIONS):
-        print(f"make: only {len(plan)} of {len(MUTATIONS)} mutations fit; send more frames")
+    if len(plan) != len(mutations):
+        print(f"make: only {len(plan)} of {len(mutations)} mutations fit; send more frames")
         return 2
     write_pcap(args.out, records)
     json.dump({"stream": target, "frame_params": summary["frame"], "replaced": plan,
@@ -262,6 +264,8 @@ def main():
     mk.add_argument("--summary", required=True)
     mk.add_argument("--out", required=True)
     mk.add_argument("--plan", required=True)
+    mk.add_argument("--valid-only", action="store_true",
+                    help="only the unusual but valid frames (VLAN, options, trailer)")
     ck = sub.add_parser("check")
     ck.add_argument("--plan", required=True)
     ck.add_argument("--manifest", required=True)

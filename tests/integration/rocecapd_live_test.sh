@@ -11,15 +11,17 @@
 #   full     rocecapd stops by itself after exactly the datagrams sent (run.packets); raw and
 #            codifhdr byte-identical to the expected time-aligned streams, manifest counts
 #            equal to the summary's (run_check.py), pcap output read by tshark (pcap_check.py).
-#   rotate   the same with output.rotate 1 MiB: many files of each format; every pcap file read
+#   rotate   the same with output.rotate 8 MiB: many files of each format; every pcap file read
 #            by tshark to its end, counts, UDP lengths, timestamps non-decreasing per file.
 #   sigterm  SIGTERM while traffic flows: exit 0, manifest state stopped and consistent with the
-#            files (whole frames, packets vs raw frames incl. fill), pcap files readable to the end.
+#            files (whole frames, packets vs raw frames incl. fill), raw and codifhdr files the
+#            expected streams up to each stream's last frame, pcap files readable to the end.
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 usage="usage: $0 full|rotate|sigterm ROCECAPD ROCECAP [FRAMES_PER_STREAM [RATE_PER_STREAM]]"
 mode=${1:?$usage}
+# shellcheck disable=SC2034  # read by e2e_lib.sh
 ROCECAPD=${2:?$usage}
 ROCECAP=${3:?$usage}
 frames=${4:-34000}
@@ -57,7 +59,7 @@ total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['datagra
 
 E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out
 [ "$mode" = sigterm ] || E2E_PACKETS=$total # stops by itself once everything has arrived
-[ "$mode" = rotate ] && E2E_ROTATE=1MiB
+[ "$mode" = rotate ] && E2E_ROTATE=8MiB
 e2e_config "$work/run.yaml"
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
@@ -117,16 +119,25 @@ case $mode in
     e2e_verify "$manifest" "$work/reference.json"
     ;;
   rotate)
-    files=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(sum(len(s['files']) for s in m['streams']+m['interfaces']))" "$manifest")
-    echo "rotation at 1 MiB: $files files"
-    [ "$files" -gt 100 ] || { echo "FAIL: only $files files with rotation at 1 MiB"; exit 1; }
+    python3 - "$manifest" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+pcaps = sum(len(i["files"]) for i in m["interfaces"])
+raws = [sum(1 for f in s["files"] if f["format"] == "raw") for s in m["streams"]]
+print(f"rotation at 8 MiB: {pcaps} pcap files, raw files per stream {raws}")
+if pcaps < 10 or min(raws) < 2:
+    sys.exit("FAIL: too few files: rotation did not happen")
+PY
     python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
     python3 "$here/run_check.py" expect --summary "$work/reference.json" \
       --reference-pcap "$work/reference.pcap" --manifest "$manifest"
+    e2e_verify "$manifest" "$work/reference.json"
     ;;
   sigterm)
     grep -q "stopping: SIGTERM" "$work/rocecapd.log" || { echo "FAIL: no SIGTERM stop in the log"; exit 1; }
     python3 "$here/run_check.py" consistent --manifest "$manifest" --frame-bytes "$E2E_FRAME_BYTES"
+    python3 "$here/run_check.py" expect --partial --summary "$work/reference.json" \
+      --reference-pcap "$work/reference.pcap" --manifest "$manifest"
     python3 "$here/pcap_check.py" --manifest "$manifest"
     ;;
 esac

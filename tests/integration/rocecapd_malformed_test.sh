@@ -12,13 +12,23 @@
 # sanitizer build (label sanitize): the binaries are those of the build tree that runs it.
 # Needs no privileges.
 #
-# usage: rocecapd_malformed_test.sh ROCECAPD ROCECAP
+# usage: rocecapd_malformed_test.sh ROCECAPD ROCECAP [live]
+# live: (root, network namespaces; exits 77 otherwise) only the unusual valid frames, sent as
+#   they are from an AF_PACKET socket over a veth to rocecapd with backend pcap: its capture
+#   filter must let VLAN-tagged and IPv4-options frames of the configured streams through.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP}
-ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP}
+# shellcheck disable=SC2034  # read by e2e_lib.sh
+ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP [live]}
+ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP [live]}
+live=${3:-}
 # shellcheck source=e2e_lib.sh
 source "$here/e2e_lib.sh"
+if [ -n "$live" ]; then
+  # shellcheck source=netns.sh
+  source "$here/netns.sh"
+  netns_require_root
+fi
 
 work=$(mktemp -d /tmp/rocecap-malformed-test.XXXXXX)
 passed=0
@@ -31,20 +41,36 @@ finish() {
     echo "kept $work" >&2
   fi
 }
-trap finish EXIT
+if [ -n "$live" ]; then
+  NETNS_CMD_TIMEOUT=100
+  NETNS_MAX_SECONDS=150
+  netns_up
+  netns_on_exit finish
+else
+  trap finish EXIT
+fi
 
 "$ROCECAP" gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --frames 400 \
   --payload-bytes "$E2E_PAYLOAD" --seed "$E2E_SEED" --drop 0 --foreign-prob 0 \
   --pcap "$work/clean.pcap" --summary "$work/summary.json" >/dev/null
 python3 "$here/malformed_frames.py" make --clean "$work/clean.pcap" --summary "$work/summary.json" \
-  --out "$work/sent.pcap" --plan "$work/plan.json"
+  --out "$work/sent.pcap" --plan "$work/plan.json" ${live:+--valid-only}
 
 # max_frame 2048: a valid CODIF frame of 8 KiB data is "oversize" for this run.
-E2E_BACKEND=pcap-file E2E_PCAP_FILE=$work/sent.pcap E2E_IFACE=rec0 E2E_OUT=$work/out \
-  E2E_MAX_FRAME=2048 e2e_config "$work/run.yaml"
-e2e_start_rocecapd "" "$work/rocecapd.log" "$work/run.yaml"
-rocecapd_pid=$E2E_PID
-e2e_wait_exit "$rocecapd_pid" 120
+if [ -n "$live" ]; then
+  records=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['records'])" "$work/plan.json")
+  E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$records E2E_MAX_FRAME=2048 \
+    e2e_config "$work/run.yaml"
+  e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
+  rocecapd_pid=$E2E_PID
+  netns_exec_sender python3 "$here/send_pcap.py" "$NETNS_SENDER_IF" "$work/sent.pcap"
+else
+  E2E_BACKEND=pcap-file E2E_PCAP_FILE=$work/sent.pcap E2E_IFACE=rec0 E2E_OUT=$work/out \
+    E2E_MAX_FRAME=2048 e2e_config "$work/run.yaml"
+  e2e_start_rocecapd "" "$work/rocecapd.log" "$work/run.yaml"
+  rocecapd_pid=$E2E_PID
+fi
+e2e_wait_exit "$rocecapd_pid" 30
 rocecapd_pid=""
 if [ "$E2E_RC" != 0 ]; then
   echo "FAIL: rocecapd exited $E2E_RC:"
@@ -57,4 +83,21 @@ if grep -E "ERROR|runtime error|AddressSanitizer" "$work/rocecapd.log"; then
 fi
 python3 "$here/malformed_frames.py" check --plan "$work/plan.json" \
   --manifest "$work/out/e2e/manifest.json"
+
+# The check can fail: a plan claiming one frame was something else must be refused.
+python3 - "$work/plan.json" "$work/tampered.json" <<'PY'
+import json, sys
+plan = json.load(open(sys.argv[1]))
+plan["replaced"][0]["reason"] = "bad_sync" if plan["replaced"][0]["reason"] is None else None
+json.dump(plan, open(sys.argv[2], "w"))
+PY
+rc=0
+python3 "$here/malformed_frames.py" check --plan "$work/tampered.json" \
+  --manifest "$work/out/e2e/manifest.json" >"$work/tampered.out" || rc=$?
+if [ "$rc" != 1 ] || ! grep -q "manifest rejected" "$work/tampered.out"; then
+  echo "FAIL: the check accepted a tampered plan (exit $rc):"
+  cat "$work/tampered.out"
+  exit 1
+fi
+echo "the check refuses a tampered plan: ok"
 passed=1

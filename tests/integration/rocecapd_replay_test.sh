@@ -12,6 +12,7 @@
 # usage: rocecapd_replay_test.sh ROCECAPD ROCECAP [FRAMES_PER_STREAM]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034  # read by e2e_lib.sh
 ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP [FRAMES_PER_STREAM]}
 ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP [FRAMES_PER_STREAM]}
 frames=${3:-34000}
@@ -45,6 +46,10 @@ echo "rocecapd replayed $(python3 -c "import json;print(json.load(open('$work/su
 if [ "$E2E_RC" != 0 ]; then
   echo "FAIL: rocecapd exited $E2E_RC:"
   cat "$work/rocecapd.log"
+  exit 1
+fi
+if grep -E "runtime error|AddressSanitizer|LeakSanitizer" "$work/rocecapd.log"; then
+  echo "FAIL: the sanitizers reported errors in rocecapd (above)"
   exit 1
 fi
 grep -q "stopping: capture ended" "$work/rocecapd.log" || {

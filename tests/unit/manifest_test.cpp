@@ -34,7 +34,10 @@ Manifest sample() {
   ManifestInterface i;
   i.name = "veth1";
   i.rejected = {{"bad_sync", 4}, {"no_stream", 2}};
+  i.write_errors = 3;
   m.interfaces = {i, i};
+  m.errors = {{"", "write /d/veth1.0001.pcap: No space left on device"}};
+  m.errors_not_listed = 7;
   return m;
 }
 
@@ -55,6 +58,9 @@ TEST(Manifest, RendersEveryRequiredField) {
   // Rejections are summed over interfaces by reason.
   EXPECT_EQ(j["rejected"]["bad_sync"], 8);
   EXPECT_EQ(j["rejected"]["no_stream"], 4);
+  EXPECT_EQ(j["interfaces"][0]["write_errors"], 3);
+  EXPECT_EQ(j["errors"][0]["message"], "write /d/veth1.0001.pcap: No space left on device");
+  EXPECT_EQ(j["errors_not_listed"], 7);
 }
 
 TEST(Manifest, RunningManifestHasNullStopTime) {

@@ -159,6 +159,24 @@ TEST(BuildFilter, PassesConfiguredGroupsTaggedOrNotAndNothingElse) {
   EXPECT_FALSE(filter_passes(f, udp_frame(0xEF110003, 36001, 64, true)));   // other group
 }
 
+// Two tags (802.1ad outer, 802.1Q inner). libpcap's `vlan` shifts the offsets for the rest of
+// the expression, across `or` too, so a double-tag branch after a single-tag one looked for a
+// third tag and every QinQ frame of a configured stream was filtered out.
+TEST(BuildFilter, PassesDoubleTaggedFramesOfConfiguredGroups) {
+  const std::string f = build_filter({{0xEF110001, 36001}, {0xEF110002, 36002}});
+  auto qinq = [](uint32_t group, uint16_t port) {
+    std::vector<u_char> fr = udp_frame(group, port, 64, true);
+    const u_char outer[] = {0x88, 0xa8, 0x00, 0x64};
+    fr.insert(fr.begin() + 12, std::begin(outer), std::end(outer));
+    return fr;
+  };
+  EXPECT_TRUE(filter_passes(f, qinq(0xEF110001, 36001)));
+  EXPECT_TRUE(filter_passes(f, qinq(0xEF110002, 36002)));
+  EXPECT_FALSE(filter_passes(f, qinq(0xEF110001, 36002)));
+  EXPECT_TRUE(filter_passes(f, udp_frame(0xEF110001, 36001, 64, false)));
+  EXPECT_TRUE(filter_passes(f, udp_frame(0xEF110001, 36001, 64, true)));
+}
+
 }  // namespace
 }  // namespace rocecap::pcapsrc
 

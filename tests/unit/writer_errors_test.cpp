@@ -116,6 +116,26 @@ TEST(WriterErrors, FileTooLargeSuspendsTheStreamUntilTheNextRotation) {
   EXPECT_EQ(w.stats().frames_dropped, 10u);
 }
 
+TEST(WriterErrors, AFileLeftWithoutAWholeFrameIsRemovedNotListed) {
+  test::TempDir dir;
+  const Stream s;
+  constexpr std::size_t kPerFile = 10;
+  RawWriter w(test::simple_paths(dir.path()), rotation(kPerFile * s.frame(), 4096));
+  Outcome o;
+  {
+    test::FileSizeLimit limit(s.frame() / 2);  // not even one frame fits in any file
+    ASSERT_TRUE(limit.ok());
+    o = write_stream(w, s, 25);
+    if (const Status closed = w.close(); !closed.ok()) o.errors.push_back(closed);
+  }
+  ASSERT_EQ(o.errors.size(), 3u) << "one error per file slot (the last one at close)";
+  EXPECT_EQ(w.stats().write_errors, 3u);
+  EXPECT_TRUE(w.files().empty());
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "no empty file is left behind";
+  EXPECT_EQ(w.stats().bytes_written, 0u);
+  EXPECT_EQ(w.stats().frames_dropped, 25u);
+}
+
 TEST(WriterErrors, WithoutRotationTheStreamStopsAfterAnError) {
   test::TempDir dir;
   const Stream s;
