@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Integration: rocecapd with capture.backend verbs, through softverbs (a drop-in libibverbs.so.1
+# over AF_PACKET) on the receiver's veth, with real multicast from `rocecap gen`.
+#
+# usage: rocecapd_verbs_test.sh MODE ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]
+#   full      (busy polling) rocecapd stops by itself after exactly the datagrams sent; raw and
+#             codifhdr byte-identical to the expected streams, manifest counts equal to the
+#             generator's summary (run_check.py, rocecap verify when built), pcap read by tshark.
+#   event     the same in poll_mode event (completion channel).
+#   nocap     without CAP_NET_RAW: a clear error naming it, exit 3, no run directory created.
+# As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+usage="usage: $0 full|event|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
+mode=${1:?$usage}
+ROCECAPD_BIN=${2:?$usage}
+ROCECAP=${3:?$usage}
+SV_LIB=${4:?$usage}
+frames=${5:-12000}
+rate=${6:-1500}
+case $mode in full | event | nocap) ;; *)
+  echo "$usage"
+  exit 2
+  ;;
+esac
+# shellcheck source=netns.sh
+source "$here/netns.sh"
+# shellcheck source=e2e_lib.sh
+source "$here/e2e_lib.sh"
+netns_require_root
+[ -e "$SV_LIB/libibverbs.so.1" ] || { echo "FAIL: no softverbs in $SV_LIB"; exit 1; }
+
+work=$(mktemp -d /tmp/rocecap-verbs-test.XXXXXX)
+passed=0
+finish() {
+  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
+    rm -rf "$work"
+  else
+    echo "kept $work (files, summaries, logs)" >&2
+  fi
+}
+
+# rocecapd as shipped, with softverbs on the loader path and its device on the receiver veth.
+# The fake sysfs root is shared: softverbs writes out_of_buffer there, rocecapd reads it.
+make_wrapper() {
+  local iface=$1
+  mkdir -p "$work/sysfs"
+  cat >"$work/rocecapd" <<SH
+#!/bin/sh
+exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="sv0=$iface" \
+  SOFTVERBS_SYSFS_ROOT="$work/sysfs" ROCECAP_SYSFS_ROOT="$work/sysfs" ${WRAP_PREFIX:-} "$ROCECAPD_BIN" "\$@"
+SH
+  chmod +x "$work/rocecapd"
+  ROCECAPD=$work/rocecapd
+}
+
+E2E_BACKEND=verbs
+E2E_DEVICE=sv0
+E2E_FOREIGN=""  # flow rules deliver only configured (group, port, antenna) streams
+E2E_RING_DEPTH=4096
+
+if [ "$mode" = nocap ]; then
+  trap finish EXIT
+  WRAP_PREFIX="setpriv --inh-caps=-net_raw --ambient-caps=-net_raw --bounding-set=-net_raw"
+  make_wrapper lo
+  E2E_IFACE=lo E2E_OUT=$work/out
+  e2e_config "$work/run.yaml"
+  rc=0
+  "$ROCECAPD" --config "$work/run.yaml" 2>"$work/rocecapd.log" || rc=$?
+  cat "$work/rocecapd.log"
+  [ "$rc" = 3 ] || { echo "FAIL: exit $rc without CAP_NET_RAW (expected 3, cannot start)"; exit 1; }
+  grep -q "cannot start: capture.backend verbs needs CAP_NET_RAW" "$work/rocecapd.log" ||
+    { echo "FAIL: the error does not name CAP_NET_RAW"; exit 1; }
+  [ ! -e "$work/out/e2e" ] || { echo "FAIL: the run directory was created before the check"; exit 1; }
+  passed=1
+  exit 0
+fi
+
+NETNS_CMD_TIMEOUT=200
+NETNS_MAX_SECONDS=280
+netns_up
+netns_on_exit finish
+make_wrapper "$NETNS_RECEIVER_IF"
+[ "$mode" = event ] && E2E_POLL_MODE=event || E2E_POLL_MODE=busy_poll
+
+e2e_gen_args "$frames"
+"$ROCECAP" "${E2E_GEN[@]}" --pcap "$work/reference.pcap" --summary "$work/reference.json" >/dev/null
+total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['datagrams'])" "$work/reference.json")
+
+E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$total
+e2e_config "$work/run.yaml"
+e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
+rocecapd=$E2E_PID
+netns_on_exit "kill $rocecapd 2>/dev/null"
+grep -q "RDMA device sv0" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: not on verbs"; exit 1; }
+
+netns_exec_sender "$ROCECAP" "${E2E_GEN[@]}" --interface "$NETNS_SENDER_IF" --rate "$rate" \
+  --summary "$work/sent.json" >/dev/null 2>"$work/gen.err" ||
+  { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
+if ! e2e_wait_exit "$rocecapd" 30; then
+  kill -TERM "$rocecapd"
+  e2e_wait_exit "$rocecapd" 30 || true
+  echo "FAIL: rocecapd had not seen all $total datagrams 30 s after the traffic ended:"
+  tail -20 "$work/rocecapd.log"
+  exit 1
+fi
+echo "rocecapd exited $E2E_RC: $(grep -o 'stopping: [^;]*' "$work/rocecapd.log" || true)"
+[ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
+manifest=$work/out/e2e/manifest.json
+python3 "$here/run_check.py" expect --summary "$work/reference.json" \
+  --reference-pcap "$work/reference.pcap" --manifest "$manifest"
+python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
+e2e_verify "$manifest" "$work/reference.json"
+passed=1
