@@ -7,18 +7,21 @@
 #             codifhdr byte-identical to the expected streams, manifest counts equal to the
 #             generator's summary (run_check.py, rocecap verify when built), pcap read by tshark.
 #   event     the same in poll_mode event (completion channel).
+#   twodev    two softverbs devices on two veths, 2 groups x 3 antennas each; each link also
+#             carries decoy traffic for the other link's groups: every stream byte-identical to
+#             its own link's generator (no cross-talk between devices).
 #   nocap     without CAP_NET_RAW: a clear error naming it, exit 3, no run directory created.
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: $0 full|event|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
+usage="usage: $0 full|event|twodev|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
 mode=${1:?$usage}
 ROCECAPD_BIN=${2:?$usage}
 ROCECAP=${3:?$usage}
 SV_LIB=${4:?$usage}
 frames=${5:-12000}
 rate=${6:-1500}
-case $mode in full | event | nocap) ;; *)
+case $mode in full | event | twodev | nocap) ;; *)
   echo "$usage"
   exit 2
   ;;
@@ -43,11 +46,11 @@ finish() {
 # rocecapd as shipped, with softverbs on the loader path and its device on the receiver veth.
 # The fake sysfs root is shared: softverbs writes out_of_buffer there, rocecapd reads it.
 make_wrapper() {
-  local iface=$1
+  local devices=$1
   mkdir -p "$work/sysfs"
   cat >"$work/rocecapd" <<SH
 #!/bin/sh
-exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="sv0=$iface" \
+exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="$devices" \
   SOFTVERBS_SYSFS_ROOT="$work/sysfs" ROCECAP_SYSFS_ROOT="$work/sysfs" ${WRAP_PREFIX:-} "$ROCECAPD_BIN" "\$@"
 SH
   chmod +x "$work/rocecapd"
@@ -62,7 +65,7 @@ E2E_RING_DEPTH=4096
 if [ "$mode" = nocap ]; then
   trap finish EXIT
   WRAP_PREFIX="setpriv --inh-caps=-net_raw --ambient-caps=-net_raw --bounding-set=-net_raw"
-  make_wrapper lo
+  make_wrapper sv0=lo
   E2E_IFACE=lo E2E_OUT=$work/out
   e2e_config "$work/run.yaml"
   rc=0
@@ -76,12 +79,97 @@ if [ "$mode" = nocap ]; then
   exit 0
 fi
 
+# Manifest restricted to one interface's streams, so run_check compares it with that link's
+# generator summary alone.
+split_manifest() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+src, iface, dst = sys.argv[1:]
+m = json.load(open(src))
+m["streams"] = [s for s in m["streams"] if s["interface"] == iface]
+m["interfaces"] = [i for i in m["interfaces"] if i["name"] == iface]
+m["rejected"] = m["interfaces"][0]["rejected"]
+json.dump(m, open(dst, "w"))
+PY
+}
+
+twodev() {
+  local a=$NETNS_RECEIVER_IF b=vr2$$ sa=$NETNS_SENDER_IF sb=vs2$$ x
+  ip -n "$NETNS_SENDER" link add "$sb" mtu 9000 type veth peer name "$b" mtu 9000 netns "$NETNS_RECEIVER"
+  ip -n "$NETNS_SENDER" addr add 192.0.2.201/24 dev "$sb"
+  ip -n "$NETNS_RECEIVER" addr add 192.0.2.202/24 dev "$b"
+  ip -n "$NETNS_SENDER" link set "$sb" up
+  ip -n "$NETNS_RECEIVER" link set "$b" up
+  local ga="239.17.0.1:36001,239.17.0.2:36002" gb="239.17.0.3:36003,239.17.0.4:36004"
+  for x in a b; do
+    E2E_GROUPS=$([ $x = a ] && echo "$ga" || echo "$gb")
+    E2E_SEED=$([ $x = a ] && echo 20261121 || echo 777)
+    e2e_gen_args "$frames"
+    eval "GEN_$x=(\"\${E2E_GEN[@]}\")"
+    "$ROCECAP" "${E2E_GEN[@]}" --pcap "$work/reference_$x.pcap" --summary "$work/reference_$x.json" >/dev/null
+  done
+  local total
+  total=$(python3 -c "import json,sys; print(sum(json.load(open(p))['datagrams'] for p in sys.argv[1:]))" \
+    "$work/reference_a.json" "$work/reference_b.json")
+  local n=0 src
+  {
+    echo "run: { name: e2e, duration: 120s, packets: $total }"
+    echo "capture:"
+    echo "  backend: verbs"
+    echo "  poll_mode: event"
+    echo "  payload_memory: host"
+    echo "  ring_depth: 2048"
+    echo "  max_frame: 1280"
+    echo "  interfaces:"
+    echo "    - { name: $a, device: sv0, groups: [${ga//,/, }] }"
+    echo "    - { name: $b, device: sv1, groups: [${gb//,/, }] }"
+    echo "streams:"
+    echo "  format: codif"
+    echo "  antennas:"
+    for src in ${E2E_SOURCES//,/ }; do n=$((n + 1)); echo "    - { name: ant$n, source: $src }"; done
+    echo "output: { directory: $work/out, formats: [raw, codifhdr, pcap] }"
+    echo "metrics: { enabled: false }"
+  } >"$work/run.yaml"
+  e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
+  local pid=$E2E_PID
+  netns_on_exit "kill $pid 2>/dev/null"
+  # Each link: its own streams, plus a decoy (other seed, other station) for the other link's
+  # groups, which no QP of this link's device may receive.
+  netns_exec_sender "$ROCECAP" "${GEN_a[@]}" --interface "$sa" --rate "$rate" --summary "$work/sent_a.json" >/dev/null &
+  local g1=$!
+  netns_exec_sender "$ROCECAP" "${GEN_b[@]}" --interface "$sb" --rate "$rate" --summary "$work/sent_b.json" >/dev/null &
+  local g2=$!
+  netns_exec_sender "$ROCECAP" gen --groups "$gb" --sources "$E2E_SOURCES" --frames 500 --payload-bytes "$E2E_PAYLOAD" \
+    --station XX --seed 5 --interface "$sa" --rate 500 >/dev/null
+  netns_exec_sender "$ROCECAP" gen --groups "$ga" --sources "$E2E_SOURCES" --frames 500 --payload-bytes "$E2E_PAYLOAD" \
+    --station XX --seed 6 --interface "$sb" --rate 500 >/dev/null
+  wait "$g1" && wait "$g2" || { echo "FAIL: rocecap gen failed"; exit 1; }
+  e2e_wait_exit "$pid" 30 || { tail -20 "$work/rocecapd.log"; echo "FAIL: rocecapd did not see all $total datagrams"; exit 1; }
+  [ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
+  for x in a b; do
+    local ifn=$([ $x = a ] && echo "$a" || echo "$b")
+    split_manifest "$work/out/e2e/manifest.json" "$ifn" "$work/out/e2e/manifest_$x.json"
+    python3 "$here/run_check.py" expect --summary "$work/reference_$x.json" \
+      --reference-pcap "$work/reference_$x.pcap" --manifest "$work/out/e2e/manifest_$x.json"
+  done
+}
+
 NETNS_CMD_TIMEOUT=200
 NETNS_MAX_SECONDS=280
 netns_up
 netns_on_exit finish
-make_wrapper "$NETNS_RECEIVER_IF"
+if [ "$mode" = twodev ]; then
+  make_wrapper "sv0=$NETNS_RECEIVER_IF,sv1=vr2$$"
+else
+  make_wrapper "sv0=$NETNS_RECEIVER_IF"
+fi
 [ "$mode" = event ] && E2E_POLL_MODE=event || E2E_POLL_MODE=busy_poll
+
+if [ "$mode" = twodev ]; then
+  twodev
+  passed=1
+  exit 0
+fi
 
 e2e_gen_args "$frames"
 "$ROCECAP" "${E2E_GEN[@]}" --pcap "$work/reference.pcap" --summary "$work/reference.json" >/dev/null
