@@ -10,18 +10,23 @@
 #   twodev    two softverbs devices on two veths, 2 groups x 3 antennas each; each link also
 #             carries decoy traffic for the other link's groups: every stream byte-identical to
 #             its own link's generator (no cross-talk between devices).
+#   oversize  max_frame 1280 and 20 datagrams of 2000 bytes sent into a stream during the
+#             traffic: manifest rejected.oversize = 20, everything else as in full.
+#   stall     ring_depth 256; rocecapd's writer thread is frozen (ptrace) for 1.5 s in the
+#             traffic: out_of_buffer rises and shows as the manifest's nic_drops, every frame is
+#             accounted for (packets + rejected + nic_drops = sent) and the last frame arrives.
 #   nocap     without CAP_NET_RAW: a clear error naming it, exit 3, no run directory created.
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: $0 full|event|twodev|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
+usage="usage: $0 full|event|twodev|oversize|stall|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
 mode=${1:?$usage}
 ROCECAPD_BIN=${2:?$usage}
 ROCECAP=${3:?$usage}
 SV_LIB=${4:?$usage}
-frames=${5:-12000}
-rate=${6:-1500}
-case $mode in full | event | twodev | nocap) ;; *)
+frames=${5:-6000}
+rate=${6:-1000}
+case $mode in full | event | twodev | oversize | stall | nocap) ;; *)
   echo "$usage"
   exit 2
   ;;
@@ -154,6 +159,42 @@ twodev() {
   done
 }
 
+# Asserts rejected.oversize = COUNT and writes manifest_no_oversize.json without it.
+oversize_check() {
+  python3 - "$1" "$2" <<'PY'
+import json, os, sys
+path, count = sys.argv[1], int(sys.argv[2])
+m = json.load(open(path))
+got = m["rejected"].pop("oversize", 0)
+if got != count:
+    sys.exit(f"FAIL: manifest rejected.oversize = {got}, sent {count} oversize frames")
+for i in m["interfaces"]:
+    i["rejected"].pop("oversize", None)
+json.dump(m, open(os.path.join(os.path.dirname(path), "manifest_no_oversize.json"), "w"))
+print(f"ok: {got} oversize frames counted")
+PY
+}
+
+stall_check() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+m, ref, total = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), int(sys.argv[3])
+nic = sum(i["nic_drops"] for i in m["interfaces"])
+packets = sum(s["packets"] for s in m["streams"])
+rejected = sum(m["rejected"].values())
+fails = []
+if nic == 0:
+    fails.append("nic_drops is 0 although the writer was stalled with a 256-slot ring")
+if packets + rejected + nic != total:
+    fails.append(f"packets {packets} + rejected {rejected} + nic_drops {nic} != sent {total}")
+print(f"stall: {nic} NIC drops (out_of_buffer), {packets} packets, {rejected} rejected, {total} sent")
+if m["state"] != "stopped":
+    fails.append(f"state {m['state']}")
+if fails:
+    sys.exit("FAIL: " + "; ".join(fails))
+PY
+}
+
 NETNS_CMD_TIMEOUT=200
 NETNS_MAX_SECONDS=280
 netns_up
@@ -163,7 +204,8 @@ if [ "$mode" = twodev ]; then
 else
   make_wrapper "sv0=$NETNS_RECEIVER_IF"
 fi
-[ "$mode" = event ] && E2E_POLL_MODE=event || E2E_POLL_MODE=busy_poll
+# full polls busily (the default); the other modes sleep on the completion channel.
+[ "$mode" = full ] && E2E_POLL_MODE=busy_poll || E2E_POLL_MODE=event
 
 if [ "$mode" = twodev ]; then
   twodev
@@ -171,20 +213,57 @@ if [ "$mode" = twodev ]; then
   exit 0
 fi
 
+oversize_sender() { # COUNT: 2000-byte datagrams from antenna 1 to group 1, 0.1 s apart
+  netns_exec_sender python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("192.0.2.11", 0))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("192.0.2.11"))
+for _ in range(int(sys.argv[1])):
+    s.sendto(bytes(2000), ("239.17.0.1", 36001))
+    time.sleep(0.1)
+' "$1"
+}
+
 e2e_gen_args "$frames"
 "$ROCECAP" "${E2E_GEN[@]}" --pcap "$work/reference.pcap" --summary "$work/reference.json" >/dev/null
 total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['datagrams'])" "$work/reference.json")
 
-E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$total
+oversized=0
+[ "$mode" = oversize ] && oversized=20 E2E_MAX_FRAME=1280
+E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$((total + oversized))
+if [ "$mode" = stall ]; then
+  E2E_PACKETS="" E2E_RING_DEPTH=256 E2E_POLL_MODE=busy_poll
+fi
 e2e_config "$work/run.yaml"
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
 grep -q "RDMA device sv0" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: not on verbs"; exit 1; }
 
+helpers=()
+if [ "$mode" = oversize ]; then
+  oversize_sender "$oversized" &
+  helpers+=($!)
+fi
+if [ "$mode" = stall ]; then
+  daemon=$(pgrep -P "$rocecapd")
+  (sleep 2 && python3 "$here/freeze_thread.py" "$daemon" rc-writer 1.5) &
+  helpers+=($!)
+fi
 netns_exec_sender "$ROCECAP" "${E2E_GEN[@]}" --interface "$NETNS_SENDER_IF" --rate "$rate" \
   --summary "$work/sent.json" >/dev/null 2>"$work/gen.err" ||
   { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
+for p in "${helpers[@]}"; do wait "$p" || { echo "FAIL: helper $p failed"; exit 1; }; done
+if [ "$mode" = stall ]; then
+  sleep 2
+  kill -TERM "$rocecapd"
+  e2e_wait_exit "$rocecapd" 30
+  stall_check "$work/out/e2e/manifest.json" "$work/reference.json" "$total"
+  passed=1
+  exit 0
+fi
 if ! e2e_wait_exit "$rocecapd" 30; then
   kill -TERM "$rocecapd"
   e2e_wait_exit "$rocecapd" 30 || true
@@ -195,6 +274,10 @@ fi
 echo "rocecapd exited $E2E_RC: $(grep -o 'stopping: [^;]*' "$work/rocecapd.log" || true)"
 [ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
 manifest=$work/out/e2e/manifest.json
+if [ "$mode" = oversize ]; then
+  oversize_check "$manifest" "$oversized"
+  manifest=$work/out/e2e/manifest_no_oversize.json
+fi
 python3 "$here/run_check.py" expect --summary "$work/reference.json" \
   --reference-pcap "$work/reference.pcap" --manifest "$manifest"
 python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
