@@ -163,6 +163,16 @@ void log_final_summary(const Runtime& rt, spdlog::logger& log) {
         log.info("interface {}: {} frames rejected: {}", ir->name, n, capture::reject_name(r));
       }
     }
+#ifdef ROCECAP_HAVE_VERBS
+    if (ir->verbs) {
+      const auto v = ir->verbs->stats();
+      log.info(
+          "interface {}: RDMA device {}: {} CQ polls ({} empty), {} completions, {} oversize, "
+          "{} completion errors, {} receive WRs posted, {} NIC drops (out_of_buffer)",
+          ir->name, ir->verbs->device(), v.polls, v.empty_polls, v.completions, v.oversize,
+          v.wc_errors, v.posted, ir->progress.nic_drops.get());
+    }
+#endif
   }
 }
 
