@@ -83,6 +83,14 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   return m;
 }
 
+bool verbs_backend([[maybe_unused]] const InterfaceRuntime& ir) {
+#ifdef ROCECAP_HAVE_VERBS
+  return ir.verbs != nullptr;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 int64_t unix_now_ns() {
@@ -129,7 +137,11 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
       lost += q.lost;
       const auto r = sp->ring().stats();
       ring_drops += r.ring_full_drops;
-      const double in_use = double(r.taken - r.returned - r.released) / sp->ring().slots();
+      // With verbs every free slot is taken at once (posted to the NIC), so the fill that
+      // matters is what the writer still holds: published and not yet released.
+      const uint64_t held = verbs_backend(*ir) ? r.published - r.released
+                                               : r.taken - r.returned - r.released;
+      const double in_use = double(held) / sp->ring().slots();
       worst_fill = std::max(worst_fill, in_use);
     }
     for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r)
