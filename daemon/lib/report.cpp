@@ -139,8 +139,8 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
       ring_drops += r.ring_full_drops;
       // With verbs every free slot is taken at once (posted to the NIC), so the fill that
       // matters is what the writer still holds: published and not yet released.
-      const uint64_t held = verbs_backend(*ir) ? r.published - r.released
-                                               : r.taken - r.returned - r.released;
+      const uint64_t held =
+          verbs_backend(*ir) ? r.published - r.released : r.taken - r.returned - r.released;
       const double in_use = double(held) / sp->ring().slots();
       worst_fill = std::max(worst_fill, in_use);
     }
