@@ -4,6 +4,7 @@
 // lost) and capture recovers once slots are released; frames longer than the posted slot are
 // counted as oversize. Needs CAP_NET_RAW (exit 77 otherwise) and softverbs on the loader path.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -16,6 +17,7 @@
 
 #include "capture/codif/header.hpp"
 #include "capture/ingest.hpp"
+#include "capture/verbs/device_finder.hpp"
 #include "capture/verbs/privileges.hpp"
 #include "capture/verbs/verbs_source.hpp"
 
@@ -161,6 +163,23 @@ TEST(VerbsSourceWire, UnknownDeviceIsAClearError) {
   } catch (const VerbsError& e) {
     EXPECT_NE(std::string(e.what()).find("nosuchdev not found"), std::string::npos) << e.what();
   }
+}
+
+TEST(VerbsDeviceFinder, DeviceOfANetdevFromSysfs) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::temp_directory_path() / ("rocecap-sysfs-" + std::to_string(getpid()));
+  fs::create_directories(root / "class/net/enp65s0f0/device/infiniband/mlx5_3");
+  fs::create_directories(root / "class/net/veth0");
+  EXPECT_EQ(find_rdma_device(root.string(), "enp65s0f0"), "mlx5_3");
+  try {
+    (void)find_rdma_device(root.string(), "veth0");
+    ADD_FAILURE() << "found an RDMA device for a plain netdev";
+  } catch (const VerbsError& e) {
+    EXPECT_NE(std::string(e.what()).find("capture.interfaces[].device"), std::string::npos);
+  }
+  EXPECT_EQ(out_of_buffer_path(root.string(), "mlx5_3", 1),
+            root.string() + "/class/infiniband/mlx5_3/ports/1/hw_counters/out_of_buffer");
+  fs::remove_all(root);
 }
 
 TEST(VerbsWrId, StreamAndSlotRoundTrip) {
