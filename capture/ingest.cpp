@@ -1,5 +1,7 @@
 #include "capture/ingest.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace rocecap::capture {
@@ -32,32 +34,49 @@ void Ingest::on_frame(std::span<const std::byte> captured, std::size_t wire_byte
                       int64_t timestamp_ns) noexcept {
   seen_.add();
   if (captured.size() < wire_bytes) return reject(kRejectSnapTruncated);
-  net::UdpFrame f;
-  if (const auto e = net::parse_udp(captured, wire_bytes, f); e != net::ParseError::ok) {
-    return reject(reject_index(e));
+  Checked c;
+  if (const auto r = check_frame(captured, wire_bytes, classifier_, streams_, c); r != kCheckOk) {
+    return reject(r);
   }
-  const uint32_t s = classifier_.find({f.dst_ip, f.dst_port, f.src_ip});
-  if (s == StreamClassifier::kNoStream) return reject(kRejectNoStream);
-  StreamPipeline& sp = *streams_[s];
+  StreamPipeline& sp = *streams_[c.stream];
   sp.last_arrival_tick = tick_;
-  if (sp.spec().format == StreamFormat::udp) {
-    return place(s, sp, captured, f, timestamp_ns, nullptr, nullptr);
+  place(c.stream, sp, captured, c, timestamp_ns);
+}
+
+void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t timestamp_ns,
+                     uint16_t flags) noexcept {
+  seen_.add();
+  StreamPipeline& sp = *streams_[stream];
+  StreamRing& ring = sp.ring();
+  const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
+  // The headers and the CODIF header must be contiguous to be parsed. A split smaller than
+  // them (allowed for udp streams) leaves part in the payload slot: join both on the stack.
+  constexpr std::size_t kJoin = 256;  // 14 + 2 VLAN tags + 60 IPv4 + 8 UDP + 64 CODIF < 256
+  std::array<std::byte, kJoin> joined;
+  std::span<const std::byte> view = ring.header(slot).first(head);
+  if (head < byte_len && head < kJoin) {
+    const std::size_t more = std::min<std::size_t>(byte_len, kJoin) - head;
+    std::memcpy(joined.data(), view.data(), head);
+    std::memcpy(joined.data() + head, ring.payload(slot).data(), more);
+    view = std::span<const std::byte>(joined.data(), head + more);
   }
-  codif::Header h;
-  if (!codif::decode(captured.subspan(f.payload_offset, f.payload_bytes), sp.spec().syncs, h)) {
-    return reject(reject_index(codif::Invalid::bad_sync));
+  Checked c;
+  std::size_t r = check_frame(view, byte_len, classifier_, streams_, c);
+  // The flow rule of the stream's QP matched the frame; any other answer means a rule or
+  // classifier disagreement: counted, never placed in the wrong stream.
+  if (r == kCheckOk && c.stream != stream) r = kRejectNoStream;
+  if (r != kCheckOk) {
+    ring.give_back(slot);
+    return reject(r);
   }
-  codif::Timing t;
-  if (const auto v = codif::validate(h, f.payload_bytes, t); v != codif::Invalid::ok) {
-    return reject(reject_index(v));
-  }
-  place(s, sp, captured, f, timestamp_ns, &h, &t);
+  sp.last_arrival_tick = tick_;
+  settle(stream, sp, slot, c, timestamp_ns, flags);
 }
 
 void Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
-                   const net::UdpFrame& f, int64_t timestamp_ns, const codif::Header* h,
-                   const codif::Timing* t) noexcept {
+                   const Checked& c, int64_t timestamp_ns) noexcept {
   StreamRing& ring = sp.ring();
+  const net::UdpFrame& f = c.frame;
   const std::size_t head = f.frame_bytes < sp.split() ? f.frame_bytes : sp.split();
   if (f.frame_bytes - head > ring.payload_stride()) return reject(kRejectOversize);
   const auto slot = ring.acquire();
@@ -65,27 +84,35 @@ void Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byt
   // Scatter as the NIC does: the first `split` bytes to the header slot, the rest after.
   std::memcpy(ring.header(*slot).data(), frame.data(), head);
   std::memcpy(ring.payload(*slot).data(), frame.data() + head, f.frame_bytes - head);
-  SlotMeta& m = ring.meta(*slot);
+  settle(stream, sp, *slot, c, timestamp_ns, 0);
+}
+
+void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
+                    int64_t timestamp_ns, uint16_t flags) noexcept {
+  StreamRing& ring = sp.ring();
+  const net::UdpFrame& f = c.frame;
+  const uint32_t head = f.frame_bytes < sp.split() ? f.frame_bytes : sp.split();
+  SlotMeta& m = ring.meta(slot);
   m.timestamp_ns = timestamp_ns;
   m.wire_bytes = f.frame_bytes;
-  m.header_bytes = static_cast<uint32_t>(head);
-  m.payload_bytes = static_cast<uint32_t>(f.frame_bytes - head);
+  m.header_bytes = head;
+  m.payload_bytes = f.frame_bytes - head;
   m.udp_payload_offset = f.payload_offset;
-  if (h == nullptr) {
-    m.flags = sp.next_udp_index == 0 ? kSlotSegmentStart : 0;
+  if (!c.codif) {
+    m.flags = static_cast<uint16_t>(flags | (sp.next_udp_index == 0 ? kSlotSegmentStart : 0));
     m.frame_index = sp.next_udp_index++;
-    record_arrival(stream, *slot);
-    ring.publish(*slot);
+    record_arrival(stream, slot);
+    ring.publish(slot);
     return;
   }
-  m.flags = h->invalid ? kSlotInvalidBit : 0;
-  m.frame_index = codif::absolute_index(*h, *t);
+  m.flags = static_cast<uint16_t>(flags | (c.header.invalid ? kSlotInvalidBit : 0));
+  m.frame_index = codif::absolute_index(c.header, c.timing);
   // The sequencer holds a new frame in its reorder window (it is never delivered within this
   // call), so its flag and its arrival record both precede its publication.
-  const Verdict v = sp.sequencer().on_frame(*h, *t, *slot);
-  if (!placed(v.decision)) return ring.give_back(*slot);
+  const Verdict v = sp.sequencer().on_frame(c.header, c.timing, slot);
+  if (!placed(v.decision)) return ring.give_back(slot);
   if (v.decision == Decision::late_placed) m.flags |= kSlotLate;
-  record_arrival(stream, *slot);
+  record_arrival(stream, slot);
 }
 
 void Ingest::record_arrival(uint32_t stream, SlotId slot) noexcept {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "capture/classifier.hpp"
+#include "capture/frame_check.hpp"
 #include "capture/pcap/pcap_source.hpp"
 #include "capture/reject_reason.hpp"
 #include "capture/relaxed_counter.hpp"
@@ -38,6 +39,19 @@ class Ingest final : public pcapsrc::FrameSink {
   void on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
                 int64_t timestamp_ns) noexcept override;
 
+  // The zero-copy path (verbs): the NIC already scattered a frame of `byte_len` bytes into
+  // `slot` of stream `stream` (header slot up to the split, payload slot after it), a slot
+  // the producer had taken from that stream's ring. The same checks as on_frame decide; a
+  // slot that is not placed is given back to the ring (to be posted again).
+  // `flags` is added to the slot's SlotFlag bits (kSlotHwTimestamp).
+  void on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t timestamp_ns,
+               uint16_t flags) noexcept;
+  // A frame the NIC could not place (longer than the posted slot): counted as oversize.
+  void count_oversize() noexcept {
+    seen_.add();
+    reject(kRejectOversize);
+  }
+
   // Capture thread. A coarse clock for idle detection, advanced once per batch, so no
   // per-packet clock read is needed.
   void set_tick(int64_t tick) noexcept { tick_ = tick; }
@@ -59,8 +73,10 @@ class Ingest final : public pcapsrc::FrameSink {
   void reject(std::size_t reason) noexcept { rejected_[reason].add(); }
   void record_arrival(uint32_t stream, SlotId slot) noexcept;
   void place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
-             const net::UdpFrame& f, int64_t timestamp_ns, const codif::Header* h,
-             const codif::Timing* t) noexcept;
+             const Checked& c, int64_t timestamp_ns) noexcept;
+  // Fills the slot's meta from the checked frame, sequences and publishes (or gives back).
+  void settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
+              int64_t timestamp_ns, uint16_t flags) noexcept;
 
   std::vector<StreamPipeline*> streams_;
   StreamClassifier classifier_;

@@ -15,6 +15,15 @@ constexpr int kBatch = 256;  // frames per dispatch: bounds the work between sto
 constexpr auto kDrainTime = std::chrono::milliseconds(500);
 
 void refresh_drops(InterfaceRuntime& ir) noexcept {
+#ifdef ROCECAP_HAVE_VERBS
+  if (ir.verbs) {
+    try {  // a sysfs read, once per housekeeping period
+      if (const auto d = ir.verbs->nic_drops()) ir.progress.nic_drops.set(*d);
+    } catch (const std::exception&) {
+    }
+    return;
+  }
+#endif
   const pcapsrc::SourceStats s = ir.source->stats();
   ir.progress.nic_drops.set(s.kernel_drops + s.interface_drops);
 }
@@ -70,10 +79,68 @@ void finish(InterfaceRuntime& ir) noexcept {
   ir.progress.done.store(true, std::memory_order_release);
 }
 
+#ifdef ROCECAP_HAVE_VERBS
+// Completions already in the CQ at the stop arrived before it: take them in. Bounded by
+// kDrainTime, like the pcap drain.
+void drain_verbs(Runtime& rt, InterfaceRuntime& ir, const CaptureLoopOptions& options) noexcept {
+  const auto deadline = Clock::now() + kDrainTime;
+  while (Clock::now() < deadline) {
+    const int max = batch_size(rt, options);
+    if (max == 0) return;
+    const int n = ir.verbs->poll(max);
+    if (n <= 0) return;
+    rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  }
+}
+
+// The verbs capture thread of one device: poll the shared CQ (spinning, or sleeping on the
+// completion channel in event mode) until stop, the packet limit or a device failure.
+void verbs_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& stop,
+                const CaptureLoopOptions& options) noexcept {
+  capture::verbs::VerbsSource& src = *ir.verbs;
+  const bool event_mode = rt.config->capture.poll_mode == config::PollMode::event;
+  const int wait_ms = static_cast<int>(std::min<int64_t>(options.housekeeping.count(), 50));
+  int64_t tick = 0;
+  auto next_housekeeping = Clock::now() + options.housekeeping;
+  while (!stop.load(std::memory_order_relaxed)) {
+    const int max = batch_size(rt, options);
+    if (max == 0) break;
+    const int n = src.poll(max);
+    if (n < 0) break;
+    rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+    ir.progress.iterations.fetch_add(1, std::memory_order_relaxed);
+    if (n == 0) {
+      // Event mode sleeps on the channel. Busy polling yields on an empty poll: free on a
+      // dedicated core (nothing else is runnable), and it keeps a shared core usable.
+      if (event_mode) {
+        src.wait(wait_ms);
+      } else {
+        sched_yield();
+      }
+    }
+    if (Clock::now() >= next_housekeeping) {
+      next_housekeeping = Clock::now() + options.housekeeping;
+      ir.ingest->set_tick(++tick);
+      ir.ingest->flush_idle(tick - 2);
+      refresh_drops(ir);
+    }
+  }
+  if (!src.failed()) drain_verbs(rt, ir, options);
+  if (src.failed()) {
+    ir.progress.error = src.failure();
+    ir.progress.failed.store(true, std::memory_order_release);
+  }
+  finish(ir);
+}
+#endif
+
 }  // namespace
 
 void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& stop,
                   const CaptureLoopOptions& options) noexcept {
+#ifdef ROCECAP_HAVE_VERBS
+  if (ir.verbs) return verbs_loop(rt, ir, stop, options);
+#endif
   int64_t tick = 0;
   auto next_housekeeping = Clock::now() + options.housekeeping;
   const bool replay = rt.config->capture.backend == config::Backend::pcap_file;

@@ -84,6 +84,14 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   return m;
 }
 
+bool verbs_backend([[maybe_unused]] const InterfaceRuntime& ir) {
+#ifdef ROCECAP_HAVE_VERBS
+  return ir.verbs != nullptr;
+#else
+  return false;
+#endif
+}
+
 }  // namespace
 
 int64_t unix_now_ns() {
@@ -121,9 +129,12 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
 
 namespace {
 
-double ring_fill(const capture::StreamRing& ring) {
+// With verbs every free slot is taken at once (posted to the NIC), so the fill that matters is
+// what the writer still holds: published and not yet released.
+double ring_fill(const capture::StreamRing& ring, bool verbs) {
   const auto r = ring.stats();
-  return double(r.taken - r.returned - r.released) / ring.slots();
+  const uint64_t held = verbs ? r.published - r.released : r.taken - r.returned - r.released;
+  return double(held) / ring.slots();
 }
 
 std::size_t stream_count(const Runtime& rt) {
@@ -148,7 +159,7 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
     for (std::size_t s = 0; s < ir->streams.size(); ++s, ++k) {
       const auto& sp = ir->streams[s];
       const auto q = sp->sequencer().stats();
-      const double fill = ring_fill(sp->ring());
+      const double fill = ring_fill(sp->ring(), verbs_backend(*ir));
       now.packets += q.received;
       now.bytes += q.bytes;
       lost += q.lost;
@@ -191,6 +202,16 @@ void log_final_summary(const Runtime& rt, spdlog::logger& log) {
         log.info("interface {}: {} frames rejected: {}", ir->name, n, capture::reject_name(r));
       }
     }
+#ifdef ROCECAP_HAVE_VERBS
+    if (ir->verbs) {
+      const auto v = ir->verbs->stats();
+      log.info(
+          "interface {}: RDMA device {}: {} CQ polls ({} empty), {} completions, {} oversize, "
+          "{} completion errors, {} receive WRs posted, {} NIC drops (out_of_buffer)",
+          ir->name, ir->verbs->device(), v.polls, v.empty_polls, v.completions, v.oversize,
+          v.wc_errors, v.posted, ir->progress.nic_drops.get());
+    }
+#endif
   }
 }
 

@@ -1,5 +1,6 @@
 #include "daemon/lib/run.hpp"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -103,6 +104,8 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   wo.manifest_interval = o.manifest_interval;
   wo.write_manifest = [&] { save_manifest(*rt, id, "running", log); };
   std::thread writer([&] {
+    // Named threads: visible in top -H, ps -L and /proc/<pid>/task/*/comm.
+    pthread_setname_np(pthread_self(), "rc-writer");
     pin_or_warn(cfg.output.writer_cpu, "writer thread", log);
     writer_loop(*rt, rotate, wo);
   });
@@ -111,6 +114,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   std::vector<std::thread> capture;
   for (auto& ir : rt->interfaces) {
     capture.emplace_back([&, iface = ir.get()] {
+      pthread_setname_np(pthread_self(), ("rc-cap-" + iface->name).substr(0, 15).c_str());
       pin_or_warn(iface->capture_cpu, "capture thread", log);
       capture_loop(*rt, *iface, stop, co);
     });

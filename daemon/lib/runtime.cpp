@@ -7,6 +7,10 @@
 
 #include "config/name_template.hpp"
 #include "writers/output_path.hpp"
+#ifdef ROCECAP_HAVE_VERBS
+#include "capture/verbs/device_finder.hpp"
+#include "capture/verbs/privileges.hpp"
+#endif
 
 namespace rocecap::daemon {
 namespace {
@@ -100,8 +104,74 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
   ir.writer.emplace(*ir.ingest, std::move(per_stream), std::move(pcap), opts, on_error);
 }
 
+std::vector<uint32_t> group_addresses(const config::InterfaceConfig& ic) {
+  std::vector<uint32_t> groups;
+  for (const auto& g : ic.groups)
+    groups.push_back(g.address);
+  return groups;
+}
+
+#ifdef ROCECAP_HAVE_VERBS
+void open_verbs(const config::RunConfig& cfg, InterfaceRuntime& ir,
+                const config::InterfaceConfig& ic, const std::shared_ptr<spdlog::logger>& log) {
+  capture::verbs::VerbsOptions o;
+  o.device = ic.device;
+  o.interface = ic.name;
+  o.cq_size = cfg.capture.cq_size;
+  o.event_mode = cfg.capture.poll_mode == config::PollMode::event;
+  o.sysfs_root = capture::verbs::default_sysfs_root();
+  // Runs on the source's async event thread (never the capture thread).
+  auto on_event = [log](const std::string& msg, bool fatal) {
+    if (fatal) {
+      log->error("{} (the capture stops)", msg);
+    } else {
+      log->warn("{}", msg);
+    }
+  };
+  ir.verbs = std::make_unique<capture::verbs::VerbsSource>(o, *ir.ingest, on_event);
+  log->info("interface {}: RDMA device {}, {} raw packet QPs, {} polling; {}", ic.name,
+            ir.verbs->device(), ir.streams.size(), o.event_mode ? "event" : "busy",
+            ir.verbs->hw_timestamps()
+                ? "NIC hardware completion timestamps (wall clock)"
+                : "no NIC completion timestamps: software receive time (one clock read per batch)");
+  if (!ir.verbs->out_of_buffer()) {
+    log->warn("interface {}: {} unreadable: NIC drops (out_of_buffer) are not counted", ic.name,
+              capture::verbs::out_of_buffer_path(o.sysfs_root, ir.verbs->device(), 1));
+  }
+  // Joined once the QPs are in RTR with their flows, so the first forwarded frame is received.
+  ir.join.emplace(ic.name, group_addresses(ic));
+}
+
+// Before anything is built: a missing privilege is a clear message, not an EPERM later.
+void check_verbs_privileges(const config::RunConfig& cfg) {
+  uint64_t streams = 0;
+  for (const auto& ic : cfg.capture.interfaces)
+    streams += ic.groups.size() * cfg.streams.antennas.size();
+  const uint64_t per_slot = cfg.capture.max_frame + 2 * capture::StreamRing::kHeaderAlign;
+  const std::string why =
+      capture::verbs::check_privileges(streams * cfg.capture.ring_depth * per_slot);
+  if (!why.empty()) throw std::runtime_error(why);
+  for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
+    for (std::size_t j = i + 1; j < cfg.capture.interfaces.size(); ++j) {
+      const auto& a = cfg.capture.interfaces[i];
+      if (!a.device.empty() && a.device == cfg.capture.interfaces[j].device) {
+        throw std::runtime_error("capture.interfaces: " + a.name + " and " +
+                                 cfg.capture.interfaces[j].name + " both name RDMA device " +
+                                 a.device + "; one interface per device is supported");
+      }
+    }
+  }
+}
+#endif
+
 void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
-                 const config::InterfaceConfig& ic) {
+                 const config::InterfaceConfig& ic,
+                 [[maybe_unused]] const std::shared_ptr<spdlog::logger>& log) {
+  if (cfg.capture.backend == config::Backend::verbs) {
+#ifdef ROCECAP_HAVE_VERBS
+    return open_verbs(cfg, ir, ic, log);
+#endif
+  }
   if (cfg.capture.backend == config::Backend::pcap_file) {
     ir.source.emplace(pcapsrc::PcapSource::open_file(
         cfg.capture.pcap_file, cfg.capture.replay_pace == config::ReplayPace::recorded
@@ -111,15 +181,12 @@ void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
   }
   pcapsrc::LiveOptions live;
   live.interface = ic.name;
-  std::vector<uint32_t> groups;
-  for (const auto& g : ic.groups) {
+  for (const auto& g : ic.groups)
     live.groups.push_back({g.address, g.port});
-    groups.push_back(g.address);
-  }
   live.snaplen = static_cast<int>(cfg.capture.max_frame);
   ir.source.emplace(pcapsrc::PcapSource::open_live(live));
   // Joined only once the capture is open, so the first frames the switch forwards are seen.
-  ir.join.emplace(ic.name, groups);
+  ir.join.emplace(ic.name, group_addresses(ic));
 }
 
 }  // namespace
@@ -127,9 +194,13 @@ void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
                                        const std::shared_ptr<spdlog::logger>& log) {
   if (cfg.capture.backend == config::Backend::verbs) {
+#ifdef ROCECAP_HAVE_VERBS
+    check_verbs_privileges(cfg);
+#else
     throw std::runtime_error(
-        "capture.backend verbs: the verbs receive path is not part of this build yet; use "
-        "backend pcap (any Linux NIC) or pcap-file");
+        "capture.backend verbs: this rocecapd was built without libibverbs "
+        "(install libibverbs-dev and rebuild); use backend pcap (any Linux NIC) or pcap-file");
+#endif
   }
   if (cfg.capture.backend == config::Backend::pcap_file && cfg.capture.interfaces.size() != 1) {
     throw std::runtime_error(
@@ -163,7 +234,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
   }
   // Sources last: from here on packets are being buffered for us.
   for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
-    open_source(cfg, *rt->interfaces[i], cfg.capture.interfaces[i]);
+    open_source(cfg, *rt->interfaces[i], cfg.capture.interfaces[i], log);
   }
   return rt;
 }

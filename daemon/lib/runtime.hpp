@@ -17,6 +17,9 @@
 #include "capture/net/multicast_join.hpp"
 #include "capture/pcap/pcap_source.hpp"
 #include "capture/relaxed_counter.hpp"
+#ifdef ROCECAP_HAVE_VERBS
+#include "capture/verbs/verbs_source.hpp"
+#endif
 #include "config/run_config.hpp"
 #include "daemon/lib/manifest.hpp"
 #include "writers/capture_writer.hpp"
@@ -28,7 +31,7 @@ struct CaptureProgress {
   std::atomic<bool> done{false};        // the capture loop has ended (and flushed)
   std::atomic<bool> failed{false};      // ... because of an error (see error)
   std::atomic<uint64_t> iterations{0};  // loop turns: a stalled loop stops advancing this
-  capture::RelaxedCounter nic_drops;    // libpcap ps_drop + ps_ifdrop
+  capture::RelaxedCounter nic_drops;    // libpcap ps_drop + ps_ifdrop; verbs out_of_buffer
   std::string error;                    // written before failed/done are set
 };
 
@@ -38,7 +41,10 @@ struct InterfaceRuntime {
   std::vector<config::StreamRef> refs;  // refs[i] is streams[i]
   std::vector<std::unique_ptr<capture::StreamPipeline>> streams;
   std::unique_ptr<capture::Ingest> ingest;
-  std::optional<pcapsrc::PcapSource> source;
+  std::optional<pcapsrc::PcapSource> source;  // backends pcap and pcap-file
+#ifdef ROCECAP_HAVE_VERBS
+  std::unique_ptr<capture::verbs::VerbsSource> verbs;  // backend verbs
+#endif
   std::optional<net::MulticastJoin> join;
   std::optional<writers::CaptureWriter> writer;
   CaptureProgress progress;

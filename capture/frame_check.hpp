@@ -1,0 +1,36 @@
+// The per-frame decision shared by every backend: parse the Ethernet/VLAN/IPv4/UDP headers,
+// find the stream, and for CODIF streams decode and validate the CODIF header. The copying
+// backends (Ingest::on_frame) and the verbs backend (Ingest::on_slot, frames already in a
+// slot) both call it, so a frame is accepted or rejected by the same rules whatever the source.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "capture/classifier.hpp"
+#include "capture/codif/header.hpp"
+#include "capture/net/packet.hpp"
+#include "capture/stream_pipeline.hpp"
+
+namespace rocecap::capture {
+
+struct Checked {
+  uint32_t stream = 0;  // index into the streams given to check_frame
+  net::UdpFrame frame;
+  bool codif = false;  // header/timing are valid (CODIF stream); false: a udp-format stream
+  codif::Header header;
+  codif::Timing timing;
+};
+
+inline constexpr std::size_t kCheckOk = ~std::size_t{0};
+
+// `head` holds at least the frame's headers and (CODIF) the 64-byte CODIF header, or the
+// whole frame when it is shorter; `wire_bytes` is the whole frame's length. Returns kCheckOk
+// with `out` filled, or the reject reason (reject_reason.hpp). No allocation, no throw.
+std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
+                        const StreamClassifier& classifier,
+                        const std::vector<StreamPipeline*>& streams, Checked& out) noexcept;
+
+}  // namespace rocecap::capture

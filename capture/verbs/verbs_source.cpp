@@ -1,0 +1,337 @@
+#include "capture/verbs/verbs_source.hpp"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+
+#include "capture/net/packet.hpp"
+#include "capture/verbs/device_finder.hpp"
+
+namespace rocecap::capture::verbs {
+namespace {
+
+// One rule, all fields full-mask: overlapping rules of different QPs would deliver a frame to
+// only one of them (VERBS.md), so each stream gets its exact (MAC, group, antenna, port).
+struct FlowRule {
+  ibv_flow_attr attr;
+  ibv_flow_spec_eth eth;
+  ibv_flow_spec_ipv4 ip;
+  ibv_flow_spec_tcp_udp udp;
+};
+
+FlowRule flow_rule(const StreamKey& key, uint8_t port) {
+  FlowRule r{};
+  r.attr.type = IBV_FLOW_ATTR_NORMAL;
+  r.attr.size = sizeof r;
+  r.attr.num_of_specs = 3;
+  r.attr.port = port;
+  r.eth.type = IBV_FLOW_SPEC_ETH;
+  r.eth.size = sizeof r.eth;
+  const auto mac = net::multicast_mac(key.group);
+  std::memcpy(r.eth.val.dst_mac, mac.data(), 6);
+  std::memset(r.eth.mask.dst_mac, 0xff, 6);
+  r.ip.type = IBV_FLOW_SPEC_IPV4;
+  r.ip.size = sizeof r.ip;
+  r.ip.val.src_ip = htonl(key.source);
+  r.ip.val.dst_ip = htonl(key.group);
+  r.ip.mask.src_ip = r.ip.mask.dst_ip = 0xffffffff;
+  r.udp.type = IBV_FLOW_SPEC_UDP;
+  r.udp.size = sizeof r.udp;
+  r.udp.val.dst_port = htons(key.port);
+  r.udp.mask.dst_port = 0xffff;
+  return r;
+}
+
+std::string stream_name(const StreamKey& k) {
+  return std::string(net::format_ipv4(k.group).data()) + ":" + std::to_string(k.port) + " from " +
+         net::format_ipv4(k.source).data();
+}
+
+int64_t wall_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+void modify(ibv_qp* qp, ibv_qp_state state, uint8_t port, const std::string& what) {
+  ibv_qp_attr a{};
+  a.qp_state = state;
+  int mask = IBV_QP_STATE;
+  if (state == IBV_QPS_INIT) {
+    a.port_num = port;
+    mask |= IBV_QP_PORT;
+  }
+  if (const int rc = ibv_modify_qp(qp, &a, mask); rc != 0) {
+    throw VerbsError(what + ": ibv_modify_qp to " + (state == IBV_QPS_INIT ? "INIT" : "RTR"), rc);
+  }
+}
+
+}  // namespace
+
+struct VerbsSource::StreamQp {
+  // Declaration order is destruction order reversed: the flow goes first, then the QP, then
+  // the memory it wrote into.
+  MemoryRegion header_mr;
+  MemoryRegion payload_mr;
+  QueuePair qp;
+  Flow flow;
+  StreamPipeline* pipeline = nullptr;
+  uint32_t header_bytes = 0;   // SGE0 length: the split point
+  uint32_t payload_bytes = 0;  // SGE1 length: a longer frame completes with LOC_LEN_ERR
+  std::array<ibv_recv_wr, kPostBatch> wrs{};
+  std::array<ibv_sge, 2 * kPostBatch> sges{};
+  std::array<SlotId, kPostBatch> ids{};
+};
+
+VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_event)
+    : ingest_(ingest),
+      device_(o.device.empty() ? find_rdma_device(o.sysfs_root, o.interface) : o.device),
+      interface_(o.interface),
+      sysfs_root_(o.sysfs_root),
+      port_(o.port),
+      event_mode_(o.event_mode),
+      on_event_(std::move(on_event)) {
+  ctx_ = open_device(device_);
+  out_of_buffer_start_ = out_of_buffer().value_or(0);
+  pd_ = alloc_pd(ctx_.get(), device_);
+  if (event_mode_) channel_ = create_comp_channel(ctx_.get(), device_);
+  // A CQ overrun is fatal (the CQ stops), so the shared CQ holds at least one completion for
+  // every receive WR that can be outstanding on it: the sum of the receive queue depths.
+  uint64_t depth_sum = 0;
+  for (const StreamPipeline* sp : ingest_.streams())
+    depth_sum += sp->ring().slots();
+  if (o.cq_size != 0 && o.cq_size < depth_sum) {
+    throw VerbsError("RDMA device " + device_ + ": capture.cq_size " + std::to_string(o.cq_size) +
+                         " is below the sum of the receive queue depths (" +
+                         std::to_string(depth_sum) + "); a CQ overrun stops the capture",
+                     0);
+  }
+  create_cq(static_cast<uint32_t>(o.cq_size != 0 ? o.cq_size : depth_sum));
+  streams_.resize(ingest_.streams().size());
+  for (uint32_t i = 0; i < streams_.size(); ++i)
+    build_stream(i, *ingest_.streams()[i]);
+  if (event_mode_ && ibv_req_notify_cq(ibv_cq_ex_to_cq(cq_.get()), 0) != 0) {
+    throw VerbsError("RDMA device " + device_ + ": ibv_req_notify_cq", errno);
+  }
+  const int flags = fcntl(ctx_->async_fd, F_GETFL);
+  if (flags < 0 || fcntl(ctx_->async_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+    throw VerbsError("RDMA device " + device_ + ": async event fd", errno);
+  }
+  async_thread_ = std::jthread([this](std::stop_token st) { async_events(st); });
+}
+
+VerbsSource::~VerbsSource() = default;
+
+void VerbsSource::create_cq(uint32_t entries) {
+  ibv_device_attr_ex dev{};
+  const bool have_clock =
+      ibv_query_device_ex(ctx_.get(), nullptr, &dev) == 0 && dev.completion_timestamp_mask != 0;
+  ibv_cq_init_attr_ex a{};
+  a.cqe = entries;
+  a.channel = channel_.get();
+  a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
+  if (have_clock) {
+    // libmlx5 converts HCA ticks to wall-clock ns itself when the device offers clock info.
+    a.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+    cq_.reset(ibv_create_cq_ex(ctx_.get(), &a));
+    hw_timestamps_ = static_cast<bool>(cq_);
+  }
+  if (!cq_) {
+    a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
+    cq_.reset(ibv_create_cq_ex(ctx_.get(), &a));
+  }
+  if (!cq_) {
+    throw VerbsError("RDMA device " + device_ + ": ibv_create_cq_ex with " +
+                         std::to_string(entries) + " entries",
+                     errno);
+  }
+}
+
+void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
+  StreamQp& s = streams_[index];
+  StreamRing& ring = sp.ring();
+  const std::string what = "RDMA device " + device_ + ", stream " + stream_name(sp.spec().key);
+  if (ring.payload_kind() != MemoryKind::host) {
+    throw VerbsError(what + ": GPU payload memory is not supported by this build yet", 0);
+  }
+  s.pipeline = &sp;
+  s.header_bytes = sp.split();
+  s.payload_bytes = sp.spec().ring.payload_slot_bytes;
+  const HostMemory& hm = ring.header_memory();
+  s.header_mr = register_memory(pd_.get(), hm.data(), hm.size(), what + " header slab");
+  const PayloadMemory& pm = ring.payload_memory();
+  s.payload_mr = register_memory(pd_.get(), pm.data(), pm.size(), what + " payload slab");
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq_.get());
+  qa.qp_type = IBV_QPT_RAW_PACKET;
+  qa.cap.max_recv_wr = ring.slots();
+  qa.cap.max_recv_sge = 2;
+  s.qp.reset(ibv_create_qp(pd_.get(), &qa));
+  if (!s.qp) {
+    const int err = errno;
+    throw VerbsError(what + ": ibv_create_qp (raw packet)" +
+                         (err == EPERM ? " needs CAP_NET_RAW" : std::string()),
+                     err);
+  }
+  // Every slot is posted before RTR: the QP holds them and receives from the first frame.
+  if (!repost(index)) throw VerbsError(what + ": " + reason_.data(), 0);
+  modify(s.qp.get(), IBV_QPS_INIT, port_, what);
+  modify(s.qp.get(), IBV_QPS_RTR, port_, what);
+  FlowRule rule = flow_rule(sp.spec().key, port_);
+  s.flow.reset(ibv_create_flow(s.qp.get(), &rule.attr));
+  if (!s.flow) {
+    const int err = errno;
+    throw VerbsError(
+        what + ": ibv_create_flow" + (err == EPERM ? " needs CAP_NET_RAW" : std::string()), err);
+  }
+}
+
+bool VerbsSource::repost(uint32_t index) noexcept {
+  for (;;) {
+    const std::size_t n = streams_[index].pipeline->ring().take_free(streams_[index].ids);
+    if (n == 0) return true;
+    if (!post_batch(index, n)) return false;
+  }
+}
+
+// One linked WR list per ibv_post_recv: one doorbell for the whole batch.
+bool VerbsSource::post_batch(uint32_t index, std::size_t n) noexcept {
+  StreamQp& s = streams_[index];
+  StreamRing& ring = s.pipeline->ring();
+  for (std::size_t i = 0; i < n; ++i) {
+    ibv_sge* sg = &s.sges[2 * i];
+    sg[0] = {reinterpret_cast<uintptr_t>(ring.header(s.ids[i]).data()), s.header_bytes,
+             s.header_mr->lkey};
+    sg[1] = {reinterpret_cast<uintptr_t>(ring.payload(s.ids[i]).data()), s.payload_bytes,
+             s.payload_mr->lkey};
+    ibv_recv_wr& wr = s.wrs[i];
+    wr.wr_id = wr_id(index, s.ids[i]);
+    wr.sg_list = sg;
+    wr.num_sge = 2;
+    wr.next = i + 1 < n ? &s.wrs[i + 1] : nullptr;
+  }
+  ibv_recv_wr* bad = nullptr;
+  if (const int rc = ibv_post_recv(s.qp.get(), s.wrs.data(), &bad); rc != 0) {
+    fail("ibv_post_recv", rc);
+    return false;
+  }
+  posted_.add(n);
+  return true;
+}
+
+int VerbsSource::poll(int max) noexcept {
+  if (failed()) return -1;
+  polls_.add();
+  ibv_cq_ex* cq = cq_.get();
+  ibv_poll_cq_attr attr{};
+  int rc = ibv_start_poll(cq, &attr);
+  int n = 0;
+  if (rc == 0) {
+    const int64_t now = hw_timestamps_ ? 0 : wall_ns();  // one clock read per batch
+    do {
+      handle_completion(now);
+      ++n;
+    } while (n < max && (rc = ibv_next_poll(cq)) == 0);
+    ibv_end_poll(cq);
+    if (rc == ENOENT) rc = 0;
+  } else if (rc == ENOENT) {
+    empty_polls_.add();
+    rc = 0;
+  }
+  if (rc != 0) fail("polling the CQ (overrun or device error)", rc);
+  completions_.add(static_cast<uint64_t>(n));
+  for (uint32_t i = 0; i < streams_.size(); ++i)
+    if (!repost(i)) break;
+  return failed() ? -1 : n;
+}
+
+void VerbsSource::handle_completion(int64_t now_ns) noexcept {
+  ibv_cq_ex* cq = cq_.get();
+  const uint32_t stream = static_cast<uint32_t>(cq->wr_id >> 32);
+  const auto slot = static_cast<SlotId>(cq->wr_id);
+  if (stream >= streams_.size()) return fail("completion with an unknown wr_id", 0);
+  if (cq->status == IBV_WC_SUCCESS) {
+    const uint32_t len = ibv_wc_read_byte_len(cq);
+    if (hw_timestamps_) {
+      const auto ts = static_cast<int64_t>(ibv_wc_read_completion_wallclock_ns(cq));
+      return ingest_.on_slot(stream, slot, len, ts, kSlotHwTimestamp);
+    }
+    return ingest_.on_slot(stream, slot, len, now_ns, 0);
+  }
+  StreamRing& ring = streams_[stream].pipeline->ring();
+  ring.give_back(slot);  // consumed by the NIC: posted again with the next batch
+  if (cq->status == IBV_WC_LOC_LEN_ERR) {
+    // Longer than header + payload slot: the QP keeps working (VERBS.md).
+    oversize_.add();
+    return ingest_.count_oversize();
+  }
+  wc_errors_.add();
+  char what[160];
+  std::snprintf(what, sizeof what, "completion error on stream %u slot %u: %s (vendor_err %u)",
+                stream, slot, ibv_wc_status_str(cq->status), ibv_wc_read_vendor_err(cq));
+  fail(what, 0);
+}
+
+void VerbsSource::fail(const char* what, int err) noexcept {
+  int expected = 0;
+  if (!fail_state_.compare_exchange_strong(expected, 1)) return;  // the first reason stays
+  std::snprintf(reason_.data(), reason_.size(), "RDMA device %s (%s): %s%s%s", device_.c_str(),
+                interface_.c_str(), what, err != 0 ? ": " : "", err != 0 ? std::strerror(err) : "");
+  fail_state_.store(2, std::memory_order_release);
+}
+
+void VerbsSource::wait(int timeout_ms) noexcept {
+  if (!channel_) return;
+  pollfd p{channel_->fd, POLLIN, 0};
+  if (::poll(&p, 1, timeout_ms) <= 0) return;
+  ibv_cq* cq = nullptr;
+  void* cq_ctx = nullptr;
+  if (ibv_get_cq_event(channel_.get(), &cq, &cq_ctx) != 0) return;
+  ibv_ack_cq_events(cq, 1);
+  // Re-armed before the caller polls, so a completion after that poll still wakes us.
+  if (ibv_req_notify_cq(cq, 0) != 0) fail("ibv_req_notify_cq", errno);
+}
+
+VerbsStats VerbsSource::stats() const noexcept {
+  return {polls_.get(),    empty_polls_.get(), completions_.get(),
+          oversize_.get(), wc_errors_.get(),   posted_.get()};
+}
+
+std::optional<uint64_t> VerbsSource::out_of_buffer() const {
+  std::ifstream in(out_of_buffer_path(sysfs_root_, device_, port_));
+  uint64_t v = 0;
+  if (!(in >> v)) return std::nullopt;
+  return v;
+}
+
+std::optional<uint64_t> VerbsSource::nic_drops() const {
+  const auto now = out_of_buffer();
+  if (!now) return std::nullopt;
+  return *now >= out_of_buffer_start_ ? *now - out_of_buffer_start_ : *now;
+}
+
+void VerbsSource::async_events(const std::stop_token& stop) {
+  while (!stop.stop_requested()) {
+    pollfd p{ctx_->async_fd, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    ibv_async_event ev{};
+    if (ibv_get_async_event(ctx_.get(), &ev) != 0) continue;
+    const ibv_event_type type = ev.event_type;
+    ibv_ack_async_event(&ev);
+    const bool fatal = type == IBV_EVENT_CQ_ERR || type == IBV_EVENT_DEVICE_FATAL ||
+                       type == IBV_EVENT_QP_FATAL || type == IBV_EVENT_QP_REQ_ERR ||
+                       type == IBV_EVENT_QP_ACCESS_ERR;
+    const std::string msg = "RDMA device " + device_ + " (" + interface_ + ") port " +
+                            std::to_string(port_) + ": async event " + ibv_event_type_str(type);
+    if (fatal) fail(ibv_event_type_str(type), 0);
+    if (on_event_) on_event_(msg, fatal);
+  }
+}
+
+}  // namespace rocecap::capture::verbs

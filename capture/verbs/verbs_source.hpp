@@ -1,0 +1,112 @@
+// The verbs backend of one interface: one RDMA device, one PD, one shared extended CQ, and per
+// stream one raw packet QP with one full-mask flow rule whose receive work requests are the
+// stream's ring slots (SGE0 -> header slot, SGE1 -> payload slot). The capture thread polls
+// the CQ and hands each completed slot to the Ingest, which checks it with the same rules as
+// the copying backends and sequences it; slots the writer released are posted again in
+// batches. See shared/VERBS.md for the device behaviour relied on.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capture/ingest.hpp"
+#include "capture/relaxed_counter.hpp"
+#include "capture/verbs/verbs_objects.hpp"
+
+namespace rocecap::capture::verbs {
+
+struct VerbsOptions {
+  std::string device;     // RDMA device name (mlx5_0); found from `interface` when empty
+  std::string interface;  // netdev, for finding the device and for messages
+  uint8_t port = 1;
+  uint32_t cq_size = 0;     // 0: the sum of the receive queue depths
+  bool event_mode = false;  // sleep on a completion channel instead of spinning
+  std::string sysfs_root = "/sys";
+};
+
+struct VerbsStats {
+  uint64_t polls = 0;        // CQ polls
+  uint64_t empty_polls = 0;  // ... that found nothing
+  uint64_t completions = 0;
+  uint64_t oversize = 0;   // IBV_WC_LOC_LEN_ERR: frame longer than the posted slot
+  uint64_t wc_errors = 0;  // every other failed completion
+  uint64_t posted = 0;     // receive WRs posted
+};
+
+// Called from the async event thread with a description; fatal events also fail the source.
+using EventLog = std::function<void(const std::string& message, bool fatal)>;
+
+class VerbsSource {
+ public:
+  // Opens the device and builds CQ, QPs (left in RTR with every slot posted) and flows for
+  // `ingest`'s streams. Throws VerbsError naming the device, stream and call that failed.
+  VerbsSource(const VerbsOptions& options, Ingest& ingest, EventLog on_event = {});
+  ~VerbsSource();
+  VerbsSource(const VerbsSource&) = delete;
+  VerbsSource& operator=(const VerbsSource&) = delete;
+
+  // ---- capture thread ----
+  // Handles up to `max` completions, then re-posts released slots. Returns the completions
+  // handled, or -1 once the source has failed (failure() says why).
+  int poll(int max) noexcept;
+  // Event mode: arms the CQ and sleeps until a completion arrives or `timeout_ms` passes.
+  void wait(int timeout_ms) noexcept;
+
+  // ---- any thread ----
+  bool failed() const noexcept { return fail_state_.load(std::memory_order_acquire) == 2; }
+  std::string failure() const { return failed() ? std::string(reason_.data()) : std::string(); }
+  VerbsStats stats() const noexcept;
+  // hw_counters/out_of_buffer of the port (frames dropped for want of a posted slot);
+  // nullopt when the counter file is missing or unreadable.
+  std::optional<uint64_t> out_of_buffer() const;
+  // out_of_buffer counted since this source was built (the counter is the port's, since the
+  // driver loaded), or nullopt.
+  std::optional<uint64_t> nic_drops() const;
+  const std::string& device() const noexcept { return device_; }
+  bool hw_timestamps() const noexcept { return hw_timestamps_; }
+
+  // wr_id layout: stream index in the high 32 bits, slot id in the low 32 bits.
+  static uint64_t wr_id(uint32_t stream, SlotId slot) noexcept {
+    return (uint64_t{stream} << 32) | slot;
+  }
+
+ private:
+  struct StreamQp;
+  static constexpr std::size_t kPostBatch = 64;
+
+  void create_cq(uint32_t entries);
+  void build_stream(uint32_t index, StreamPipeline& sp);
+  void handle_completion(int64_t now_ns) noexcept;
+  bool repost(uint32_t index) noexcept;
+  bool post_batch(uint32_t index, std::size_t n) noexcept;
+  void fail(const char* what, int err) noexcept;
+  void async_events(const std::stop_token& stop);
+
+  Ingest& ingest_;
+  std::string device_;
+  std::string interface_;
+  std::string sysfs_root_;
+  uint8_t port_;
+  bool event_mode_;
+  bool hw_timestamps_ = false;
+  uint64_t out_of_buffer_start_ = 0;
+  EventLog on_event_;
+  // Creation order; destroyed in reverse (QPs and flows before CQ, MRs, PD, context).
+  Context ctx_;
+  ProtectionDomain pd_;
+  CompChannel channel_;
+  CompletionQueue cq_;
+  std::vector<StreamQp> streams_;
+  RelaxedCounter polls_, empty_polls_, completions_, oversize_, wc_errors_, posted_;
+  std::atomic<int> fail_state_{0};  // 0 running, 1 reason being written, 2 failed
+  std::array<char, 256> reason_{};
+  std::jthread async_thread_;  // last: stopped and joined before anything above is destroyed
+};
+
+}  // namespace rocecap::capture::verbs

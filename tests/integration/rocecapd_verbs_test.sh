@@ -1,0 +1,303 @@
+#!/usr/bin/env bash
+# Integration: rocecapd with capture.backend verbs, through softverbs (a drop-in libibverbs.so.1
+# over AF_PACKET) on the receiver's veth, with real multicast from `rocecap gen`.
+#
+# usage: rocecapd_verbs_test.sh MODE ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]
+#   full      (busy polling) rocecapd stops by itself after exactly the datagrams sent; raw and
+#             codifhdr byte-identical to the expected streams, manifest counts equal to the
+#             generator's summary (run_check.py, rocecap verify when built), pcap read by tshark.
+#   event     the same in poll_mode event (completion channel).
+#   twodev    two softverbs devices on two veths, 2 groups x 3 antennas each; each link also
+#             carries decoy traffic for the other link's groups: every stream byte-identical to
+#             its own link's generator (no cross-talk between devices).
+#   oversize  max_frame 1280 and 20 datagrams of 2000 bytes sent into a stream during the
+#             traffic: manifest rejected.oversize = 20, everything else as in full.
+#   stall     ring_depth 256; rocecapd's writer thread is frozen (ptrace) for 1.5 s in the
+#             traffic: out_of_buffer rises and shows as the manifest's nic_drops, every frame is
+#             accounted for (packets + rejected + nic_drops = sent) and the last frame arrives.
+#   nocap     without CAP_NET_RAW: a clear error naming it, exit 3, no run directory created.
+# As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+usage="usage: $0 full|event|twodev|oversize|stall|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
+mode=${1:?$usage}
+ROCECAPD_BIN=${2:?$usage}
+ROCECAP=${3:?$usage}
+SV_LIB=${4:?$usage}
+frames=${5:-6000}
+rate=${6:-1000}
+case $mode in full | event | twodev | oversize | stall | nocap) ;; *)
+  echo "$usage"
+  exit 2
+  ;;
+esac
+# shellcheck source=netns.sh
+source "$here/netns.sh"
+# shellcheck source=e2e_lib.sh
+source "$here/e2e_lib.sh"
+netns_require_root
+[ -e "$SV_LIB/libibverbs.so.1" ] || { echo "FAIL: no softverbs in $SV_LIB"; exit 1; }
+
+work=$(mktemp -d /tmp/rocecap-verbs-test.XXXXXX)
+passed=0
+finish() {
+  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
+    rm -rf "$work"
+  else
+    echo "kept $work (files, summaries, logs)" >&2
+  fi
+}
+
+# rocecapd as shipped, with softverbs on the loader path and its device on the receiver veth.
+# The fake sysfs root is shared: softverbs writes out_of_buffer there, rocecapd reads it.
+make_wrapper() {
+  local devices=$1
+  mkdir -p "$work/sysfs"
+  cat >"$work/rocecapd" <<SH
+#!/bin/sh
+exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="$devices" \
+  SOFTVERBS_SYSFS_ROOT="$work/sysfs" ROCECAP_SYSFS_ROOT="$work/sysfs" ${WRAP_PREFIX:-} "$ROCECAPD_BIN" "\$@"
+SH
+  chmod +x "$work/rocecapd"
+  ROCECAPD=$work/rocecapd
+}
+
+E2E_BACKEND=verbs
+E2E_DEVICE=sv0
+E2E_FOREIGN=""  # flow rules deliver only configured (group, port, antenna) streams
+E2E_RING_DEPTH=4096
+
+if [ "$mode" = nocap ]; then
+  trap finish EXIT
+  WRAP_PREFIX="setpriv --inh-caps=-net_raw --ambient-caps=-net_raw --bounding-set=-net_raw"
+  make_wrapper sv0=lo
+  E2E_IFACE=lo E2E_OUT=$work/out
+  e2e_config "$work/run.yaml"
+  rc=0
+  "$ROCECAPD" --config "$work/run.yaml" 2>"$work/rocecapd.log" || rc=$?
+  cat "$work/rocecapd.log"
+  [ "$rc" = 3 ] || { echo "FAIL: exit $rc without CAP_NET_RAW (expected 3, cannot start)"; exit 1; }
+  grep -q "cannot start: capture.backend verbs needs CAP_NET_RAW" "$work/rocecapd.log" ||
+    { echo "FAIL: the error does not name CAP_NET_RAW"; exit 1; }
+  [ ! -e "$work/out/e2e" ] || { echo "FAIL: the run directory was created before the check"; exit 1; }
+  passed=1
+  exit 0
+fi
+
+# Manifest restricted to one interface's streams, so run_check compares it with that link's
+# generator summary alone.
+split_manifest() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import json, sys
+src, iface, dst = sys.argv[1:]
+m = json.load(open(src))
+m["streams"] = [s for s in m["streams"] if s["interface"] == iface]
+m["interfaces"] = [i for i in m["interfaces"] if i["name"] == iface]
+m["rejected"] = m["interfaces"][0]["rejected"]
+json.dump(m, open(dst, "w"))
+PY
+}
+
+twodev() {
+  local a=$NETNS_RECEIVER_IF b=vr2$$ sa=$NETNS_SENDER_IF sb=vs2$$ x
+  ip -n "$NETNS_SENDER" link add "$sb" mtu 9000 type veth peer name "$b" mtu 9000 netns "$NETNS_RECEIVER"
+  ip -n "$NETNS_SENDER" addr add 192.0.2.201/24 dev "$sb"
+  ip -n "$NETNS_RECEIVER" addr add 192.0.2.202/24 dev "$b"
+  ip -n "$NETNS_SENDER" link set "$sb" up
+  ip -n "$NETNS_RECEIVER" link set "$b" up
+  local ga="239.17.0.1:36001,239.17.0.2:36002" gb="239.17.0.3:36003,239.17.0.4:36004"
+  for x in a b; do
+    E2E_GROUPS=$([ $x = a ] && echo "$ga" || echo "$gb")
+    E2E_SEED=$([ $x = a ] && echo 20261121 || echo 777)
+    e2e_gen_args "$frames"
+    eval "GEN_$x=(\"\${E2E_GEN[@]}\")"
+    "$ROCECAP" "${E2E_GEN[@]}" --pcap "$work/reference_$x.pcap" --summary "$work/reference_$x.json" >/dev/null
+  done
+  local total
+  total=$(python3 -c "import json,sys; print(sum(json.load(open(p))['datagrams'] for p in sys.argv[1:]))" \
+    "$work/reference_a.json" "$work/reference_b.json")
+  local n=0 src
+  {
+    echo "run: { name: e2e, duration: 120s, packets: $total }"
+    echo "capture:"
+    echo "  backend: verbs"
+    echo "  poll_mode: event"
+    echo "  payload_memory: host"
+    echo "  ring_depth: 2048"
+    echo "  max_frame: 1280"
+    echo "  interfaces:"
+    echo "    - { name: $a, device: sv0, groups: [${ga//,/, }] }"
+    echo "    - { name: $b, device: sv1, groups: [${gb//,/, }] }"
+    echo "streams:"
+    echo "  format: codif"
+    echo "  antennas:"
+    for src in ${E2E_SOURCES//,/ }; do n=$((n + 1)); echo "    - { name: ant$n, source: $src }"; done
+    echo "output: { directory: $work/out, formats: [raw, codifhdr, pcap] }"
+    echo "metrics: { enabled: false }"
+  } >"$work/run.yaml"
+  e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
+  local pid=$E2E_PID
+  netns_on_exit "kill $pid 2>/dev/null"
+  # Each link: its own streams, plus a decoy (other seed, other station) for the other link's
+  # groups, which no QP of this link's device may receive.
+  netns_exec_sender "$ROCECAP" "${GEN_a[@]}" --interface "$sa" --rate "$rate" --summary "$work/sent_a.json" >/dev/null &
+  local g1=$!
+  netns_exec_sender "$ROCECAP" "${GEN_b[@]}" --interface "$sb" --rate "$rate" --summary "$work/sent_b.json" >/dev/null &
+  local g2=$!
+  netns_exec_sender "$ROCECAP" gen --groups "$gb" --sources "$E2E_SOURCES" --frames 500 --payload-bytes "$E2E_PAYLOAD" \
+    --station XX --seed 5 --interface "$sa" --rate 500 >/dev/null
+  netns_exec_sender "$ROCECAP" gen --groups "$ga" --sources "$E2E_SOURCES" --frames 500 --payload-bytes "$E2E_PAYLOAD" \
+    --station XX --seed 6 --interface "$sb" --rate 500 >/dev/null
+  wait "$g1" && wait "$g2" || { echo "FAIL: rocecap gen failed"; exit 1; }
+  e2e_wait_exit "$pid" 30 || { tail -20 "$work/rocecapd.log"; echo "FAIL: rocecapd did not see all $total datagrams"; exit 1; }
+  [ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
+  for x in a b; do
+    local ifn=$([ $x = a ] && echo "$a" || echo "$b")
+    split_manifest "$work/out/e2e/manifest.json" "$ifn" "$work/out/e2e/manifest_$x.json"
+    python3 "$here/run_check.py" expect --summary "$work/reference_$x.json" \
+      --reference-pcap "$work/reference_$x.pcap" --manifest "$work/out/e2e/manifest_$x.json"
+  done
+}
+
+# Asserts rejected.oversize = COUNT and writes manifest_no_oversize.json without it.
+oversize_check() {
+  python3 - "$1" "$2" <<'PY'
+import json, os, sys
+path, count = sys.argv[1], int(sys.argv[2])
+m = json.load(open(path))
+got = m["rejected"].pop("oversize", 0)
+if got != count:
+    sys.exit(f"FAIL: manifest rejected.oversize = {got}, sent {count} oversize frames")
+for i in m["interfaces"]:
+    i["rejected"].pop("oversize", None)
+json.dump(m, open(os.path.join(os.path.dirname(path), "manifest_no_oversize.json"), "w"))
+print(f"ok: {got} oversize frames counted")
+PY
+}
+
+# NIC drops visible in the manifest (equal to the device's out_of_buffer counter), no frame
+# counted twice, and capture recovered: every stream's last frame (sent after the stall) arrived.
+# Not asserted: packets + rejected + nic_drops = sent. softverbs' AF_PACKET ring (8 blocks,
+# 1 ms retire) also loses frames, uncounted, when its engine thread is starved on a loaded host.
+stall_check() {
+  python3 - "$1" "$2" "$3" "$4" <<'PY'
+import json, sys
+m, ref = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+total, oob = int(sys.argv[3]), int(open(sys.argv[4]).read())
+nic = sum(i["nic_drops"] for i in m["interfaces"])
+packets = sum(s["packets"] for s in m["streams"])
+rejected = sum(m["rejected"].values())
+print(f"stall: {nic} NIC drops (out_of_buffer {oob}), {packets} packets, {rejected} rejected, "
+      f"{total} sent")
+fails = []
+if nic == 0:
+    fails.append("nic_drops is 0 although the writer was stalled with a 256-slot ring")
+if nic != oob:
+    fails.append(f"manifest nic_drops {nic} != out_of_buffer {oob}")
+if packets + rejected + nic > total:
+    fails.append(f"packets {packets} + rejected {rejected} + nic_drops {nic} > sent {total}")
+last = {(s["group"], s["port"], s["source"]): s["last_frame"]["index"] for s in m["streams"]}
+for s in ref["streams"]:
+    want = s["first_index"] + s["frames"] - 1
+    while want in s["dropped"] or want in s["bad_sync"] or want in s["truncated"]:
+        want -= 1
+    got = last.get((s["group"], s["port"], s["source"]))
+    if got != want:
+        fails.append(f"{s['group']} {s['source']}: last frame {got}, sent {want}: not recovered")
+if m["state"] != "stopped":
+    fails.append(f"state {m['state']}")
+if fails:
+    sys.exit("FAIL: " + "; ".join(fails))
+PY
+  python3 "$here/run_check.py" consistent --manifest "$1" --frame-bytes "$E2E_FRAME_BYTES"
+}
+
+NETNS_CMD_TIMEOUT=200
+NETNS_MAX_SECONDS=280
+netns_up
+netns_on_exit finish
+if [ "$mode" = twodev ]; then
+  make_wrapper "sv0=$NETNS_RECEIVER_IF,sv1=vr2$$"
+else
+  make_wrapper "sv0=$NETNS_RECEIVER_IF"
+fi
+# full polls busily (the default); the other modes sleep on the completion channel.
+[ "$mode" = full ] && E2E_POLL_MODE=busy_poll || E2E_POLL_MODE=event
+
+if [ "$mode" = twodev ]; then
+  twodev
+  passed=1
+  exit 0
+fi
+
+oversize_sender() { # COUNT: 2000-byte datagrams from antenna 1 to group 1, 0.1 s apart
+  netns_exec_sender python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("192.0.2.11", 0))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("192.0.2.11"))
+for _ in range(int(sys.argv[1])):
+    s.sendto(bytes(2000), ("239.17.0.1", 36001))
+    time.sleep(0.1)
+' "$1"
+}
+
+e2e_gen_args "$frames"
+"$ROCECAP" "${E2E_GEN[@]}" --pcap "$work/reference.pcap" --summary "$work/reference.json" >/dev/null
+total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['datagrams'])" "$work/reference.json")
+
+oversized=0
+[ "$mode" = oversize ] && oversized=20 E2E_MAX_FRAME=1280
+E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$((total + oversized))
+if [ "$mode" = stall ]; then
+  E2E_PACKETS="" E2E_RING_DEPTH=256
+fi
+e2e_config "$work/run.yaml"
+e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
+rocecapd=$E2E_PID
+netns_on_exit "kill $rocecapd 2>/dev/null"
+grep -q "RDMA device sv0" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: not on verbs"; exit 1; }
+
+helpers=()
+if [ "$mode" = oversize ]; then
+  oversize_sender "$oversized" &
+  helpers+=($!)
+fi
+if [ "$mode" = stall ]; then
+  daemon=$(pgrep -P "$rocecapd")
+  (sleep 2 && python3 "$here/freeze_thread.py" "$daemon" rc-writer 1.5) &
+  helpers+=($!)
+fi
+netns_exec_sender "$ROCECAP" "${E2E_GEN[@]}" --interface "$NETNS_SENDER_IF" --rate "$rate" \
+  --summary "$work/sent.json" >/dev/null 2>"$work/gen.err" ||
+  { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
+for p in "${helpers[@]}"; do wait "$p" || { echo "FAIL: helper $p failed"; exit 1; }; done
+if [ "$mode" = stall ]; then
+  sleep 2
+  kill -TERM "$rocecapd"
+  e2e_wait_exit "$rocecapd" 30
+  stall_check "$work/out/e2e/manifest.json" "$work/reference.json" "$total" \
+    "$work/sysfs/class/infiniband/sv0/ports/1/hw_counters/out_of_buffer"
+  passed=1
+  exit 0
+fi
+if ! e2e_wait_exit "$rocecapd" 30; then
+  kill -TERM "$rocecapd"
+  e2e_wait_exit "$rocecapd" 30 || true
+  echo "FAIL: rocecapd had not seen all $total datagrams 30 s after the traffic ended:"
+  tail -20 "$work/rocecapd.log"
+  exit 1
+fi
+echo "rocecapd exited $E2E_RC: $(grep -o 'stopping: [^;]*' "$work/rocecapd.log" || true)"
+[ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
+manifest=$work/out/e2e/manifest.json
+if [ "$mode" = oversize ]; then
+  oversize_check "$manifest" "$oversized"
+  manifest=$work/out/e2e/manifest_no_oversize.json
+fi
+python3 "$here/run_check.py" expect --summary "$work/reference.json" \
+  --reference-pcap "$work/reference.pcap" --manifest "$manifest"
+python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
+e2e_verify "$manifest" "$work/reference.json"
+passed=1
