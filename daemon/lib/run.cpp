@@ -6,7 +6,9 @@
 #include <csignal>
 #include <thread>
 
+#include "capture/net/packet.hpp"
 #include "daemon/lib/loops.hpp"
+#include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
 #include "daemon/lib/signals.hpp"
 
@@ -87,6 +89,7 @@ std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>
 int run(const config::RunConfig& cfg, const RunOptions& o) {
   spdlog::logger& log = *o.log;
   SignalWatcher signals;  // before any thread, so all of them inherit the blocked mask
+  const int64_t process_start_ns = unix_now_ns();
   const RunIdentity id = identity();
   std::unique_ptr<Runtime> rt;
   try {
@@ -95,6 +98,16 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     log.critical("cannot start: {}", e.what());
     return kExitStartup;
   }
+  std::unique_ptr<MetricsServer> metrics;  // after rt: it reads rt until destroyed
+  try {
+    metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
+  } catch (const std::exception& e) {
+    log.critical("cannot start: {}", e.what());
+    return kExitStartup;
+  }
+  if (metrics)
+    log.info("metrics on http://{}:{}/metrics", net::format_ipv4(cfg.metrics.address).data(),
+             metrics->port());
   save_manifest(*rt, id, "running", log);
   log_start(*rt, log);
 
@@ -116,12 +129,15 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     });
   }
 
+  if (metrics) metrics->collector().set_state(RunState::running);
   const std::string reason = wait_for_stop(*rt, signals, rotate, o);
+  if (metrics) metrics->collector().set_state(RunState::stopping);
   log.info("stopping: {}; draining rings and closing files", reason);
   stop.store(true);
   // No pcap_breakloop: each loop sees the flag within one capture timeout (100 ms) and then
   // drains what the kernel already holds, which a break would cut short.
-  for (auto& t : capture) t.join();
+  for (auto& t : capture)
+    t.join();
   writer.join();
 
   bool failed = false;

@@ -19,6 +19,7 @@
 #include "capture/relaxed_counter.hpp"
 #include "config/run_config.hpp"
 #include "daemon/lib/manifest.hpp"
+#include "daemon/lib/published.hpp"
 #include "writers/capture_writer.hpp"
 
 namespace rocecap::daemon {
@@ -42,6 +43,7 @@ struct InterfaceRuntime {
   std::optional<net::MulticastJoin> join;
   std::optional<writers::CaptureWriter> writer;
   CaptureProgress progress;
+  PublishedStats published;  // for the metrics exposer
 };
 
 // Writer-thread error list, copied into the manifest.
