@@ -28,9 +28,13 @@ int main(int argc, char** argv) {
   app.footer(kExitCodes);
   std::string config_path, check_path;
   bool version = false;
+  double metrics_linger = 0;
   app.add_option("--config,-c", config_path, "run file (YAML) to run")->check(CLI::ExistingFile);
   app.add_option("--check-config", check_path, "validate a run file, print its summary, exit");
   app.add_flag("--version", version, "print the version and exit");
+  app.add_option("--metrics-linger", metrics_linger,
+                 "seconds to keep serving metrics after the run stops (final counts)")
+      ->check(CLI::Range(0.0, 3600.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -55,5 +59,6 @@ int main(int argc, char** argv) {
   daemon::RunOptions options;
   options.log = make_logger(std::string(config::to_string(loaded.config->logging.level)),
                             stderr_is_journal());
+  options.metrics_linger = std::chrono::milliseconds(static_cast<int64_t>(metrics_linger * 1000));
   return daemon::run(*loaded.config, options);
 }

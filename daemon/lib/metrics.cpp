@@ -210,6 +210,8 @@ const char* run_state_name(RunState s) noexcept {
       return "running";
     case RunState::stopping:
       return "stopping";
+    case RunState::stopped:
+      return "stopped";
   }
   return "unknown";
 }

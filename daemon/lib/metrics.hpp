@@ -27,8 +27,8 @@ struct MetricsBuildInfo {
   std::string payload_memory_reason;  // why that memory was chosen
 };
 
-enum class RunState : int { starting, running, stopping };
-inline constexpr int kRunStateCount = 3;
+enum class RunState : int { starting, running, stopping, stopped };
+inline constexpr int kRunStateCount = 4;
 const char* run_state_name(RunState s) noexcept;
 
 class MetricsCollector final : public prometheus::Collectable {

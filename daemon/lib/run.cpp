@@ -84,6 +84,14 @@ std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>
   }
 }
 
+void linger(MetricsServer& metrics, SignalWatcher& signals, std::chrono::milliseconds how_long) {
+  metrics.collector().set_state(RunState::stopped);
+  const auto until = Clock::now() + how_long;
+  while (Clock::now() < until) {
+    if (signals.wait(std::chrono::milliseconds(100)) == SignalWatcher::Event::stop) return;
+  }
+}
+
 }  // namespace
 
 int run(const config::RunConfig& cfg, const RunOptions& o) {
@@ -151,6 +159,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   save_manifest(*rt, id, failed ? "failed" : "stopped", log);
   log.info("run {} {}; manifest {}", cfg.run.name, failed ? "failed" : "complete",
            (rt->run_dir / "manifest.json").string());
+  if (metrics) linger(*metrics, signals, o.metrics_linger);
   return failed ? kExitCaptureFailed : kExitOk;
 }
 

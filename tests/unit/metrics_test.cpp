@@ -214,6 +214,7 @@ TEST_F(Metrics, BuildInfoStartTimeAndRunState) {
   s = scrape();
   EXPECT_EQ(s[R"(rocecap_run_state{state="starting"})"], 0);
   EXPECT_EQ(s[R"(rocecap_run_state{state="running"})"], 1);
+  EXPECT_EQ(s[R"(rocecap_run_state{state="stopped"})"], 0);
   EXPECT_EQ(s[R"(rocecap_capture_running{interface="rec0"})"], 1);
   EXPECT_EQ(s[m("rocecap_stream_last_packet_timestamp_seconds", kA)], 0);  // nothing yet
 }
