@@ -10,6 +10,7 @@
 #include "daemon/lib/loops.hpp"
 #include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
+#include "daemon/lib/service_notifier.hpp"
 #include "daemon/lib/signals.hpp"
 
 #ifndef ROCECAP_VERSION
@@ -58,7 +59,7 @@ void log_start(const Runtime& rt, spdlog::logger& log) {
 
 // Waits for a reason to stop; logs status meanwhile. Returns the reason.
 std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>& rotate,
-                          const RunOptions& o) {
+                          const RunOptions& o, ServiceNotifier& notifier) {
   spdlog::logger& log = *o.log;
   const auto start = Clock::now();
   auto last_status = start;
@@ -75,6 +76,7 @@ std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>
         break;
     }
     const auto now = Clock::now();
+    notifier.tick(rt, now);
     if (all_capture_done(rt)) return "capture ended";
     if (rt.config->run.duration && now - start >= *rt.config->run.duration) return "duration";
     if (now - last_status >= o.status_interval) {
@@ -138,7 +140,10 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   }
 
   if (metrics) metrics->collector().set_state(RunState::running);
-  const std::string reason = wait_for_stop(*rt, signals, rotate, o);
+  ServiceNotifier notifier;
+  notifier.ready(*rt);
+  const std::string reason = wait_for_stop(*rt, signals, rotate, o, notifier);
+  notifier.stopping(reason);
   if (metrics) metrics->collector().set_state(RunState::stopping);
   log.info("stopping: {}; draining rings and closing files", reason);
   stop.store(true);
