@@ -7,7 +7,10 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
+# Debian 12 ships prometheus-cpp 1.0.1 without a version file: no version may be asked for.
+find_package(prometheus-cpp CONFIG REQUIRED)
 pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
+pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 
 # yaml-cpp 0.7 (Debian 12) names its target yaml-cpp; 0.8 renames it yaml-cpp::yaml-cpp.
 if(TARGET yaml-cpp AND NOT TARGET yaml-cpp::yaml-cpp)

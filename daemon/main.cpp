@@ -29,12 +29,16 @@ int main(int argc, char** argv) {
   std::string config_path, check_path;
   bool version = false;
   double status_seconds = 5;
+  double metrics_linger = 0;
   app.add_option("--config,-c", config_path, "run file (YAML) to run")->check(CLI::ExistingFile);
   app.add_option("--check-config", check_path, "validate a run file, print its summary, exit");
   app.add_option("--status-interval", status_seconds,
                  "seconds between status lines in the log (default 5)")
       ->check(CLI::Range(0.1, 3600.0));
   app.add_flag("--version", version, "print the version and exit");
+  app.add_option("--metrics-linger", metrics_linger,
+                 "seconds to keep serving metrics after the run stops (final counts)")
+      ->check(CLI::Range(0.0, 3600.0));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -60,5 +64,6 @@ int main(int argc, char** argv) {
   options.log = make_logger(std::string(config::to_string(loaded.config->logging.level)),
                             stderr_is_journal());
   options.status_interval = std::chrono::milliseconds(static_cast<int64_t>(status_seconds * 1000));
+  options.metrics_linger = std::chrono::milliseconds(static_cast<int64_t>(metrics_linger * 1000));
   return daemon::run(*loaded.config, options);
 }

@@ -12,7 +12,7 @@ packages=(
   libspdlog-dev libfmt-dev libsystemd-dev libnuma-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # real clients and test tools
-  tshark tcpdump iproute2 python3 valgrind
+  tshark tcpdump iproute2 python3 valgrind prometheus
 )
 
 missing=()

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <thread>
 
+#include "daemon/lib/report.hpp"
+
 namespace rocecap::daemon {
 namespace {
 
@@ -76,6 +78,7 @@ void drain(Runtime& rt, InterfaceRuntime& ir, const CaptureLoopOptions& options)
 void finish(InterfaceRuntime& ir) noexcept {
   ir.ingest->flush_all();
   refresh_drops(ir);
+  publish_capture(ir, unix_now_ns());
   ir.progress.done.store(true, std::memory_order_release);
 }
 
@@ -163,6 +166,7 @@ void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& st
         ir.ingest->set_tick(++tick);
         ir.ingest->flush_idle(tick - 2);  // quiet for 1-2 housekeeping periods
         refresh_drops(ir);
+        publish_capture(ir, unix_now_ns());
       }
     }
     drain(rt, ir, options);
@@ -183,8 +187,10 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
       all_done = all_done && ir->progress.done.load(std::memory_order_acquire);
     }
     std::size_t n = 0;
-    for (const auto& ir : rt.interfaces)
+    for (const auto& ir : rt.interfaces) {
       n += ir->writer->poll();
+      publish_writer(*ir, unix_now_ns());
+    }
     if (rotate.exchange(false)) {
       for (const auto& ir : rt.interfaces)
         ir->writer->request_rotation();
@@ -197,8 +203,10 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
     if (all_done) break;
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
-  for (const auto& ir : rt.interfaces)
+  for (const auto& ir : rt.interfaces) {
     (void)ir->writer->close();  // errors were reported
+    publish_writer(*ir, unix_now_ns());
+  }
 }
 
 }  // namespace rocecap::daemon

@@ -7,8 +7,11 @@
 #include <csignal>
 #include <thread>
 
+#include "capture/net/packet.hpp"
 #include "daemon/lib/loops.hpp"
+#include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
+#include "daemon/lib/service_notifier.hpp"
 #include "daemon/lib/signals.hpp"
 
 #ifndef ROCECAP_VERSION
@@ -57,7 +60,7 @@ void log_start(const Runtime& rt, spdlog::logger& log) {
 
 // Waits for a reason to stop; logs status meanwhile. Returns the reason.
 std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>& rotate,
-                          const RunOptions& o) {
+                          const RunOptions& o, ServiceNotifier& notifier) {
   spdlog::logger& log = *o.log;
   const auto start = Clock::now();
   auto last_status = start;
@@ -74,6 +77,7 @@ std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>
         break;
     }
     const auto now = Clock::now();
+    notifier.tick(rt, now);
     if (all_capture_done(rt)) return "capture ended";
     if (rt.config->run.duration && now - start >= *rt.config->run.duration) return "duration";
     if (now - last_status >= o.status_interval) {
@@ -83,11 +87,20 @@ std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>
   }
 }
 
+void linger(MetricsServer& metrics, SignalWatcher& signals, std::chrono::milliseconds how_long) {
+  metrics.collector().set_state(RunState::stopped);
+  const auto until = Clock::now() + how_long;
+  while (Clock::now() < until) {
+    if (signals.wait(std::chrono::milliseconds(100)) == SignalWatcher::Event::stop) return;
+  }
+}
+
 }  // namespace
 
 int run(const config::RunConfig& cfg, const RunOptions& o) {
   spdlog::logger& log = *o.log;
   SignalWatcher signals;  // before any thread, so all of them inherit the blocked mask
+  const int64_t process_start_ns = unix_now_ns();
   const RunIdentity id = identity();
   std::unique_ptr<Runtime> rt;
   try {
@@ -96,6 +109,16 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     log.critical("cannot start: {}", e.what());
     return kExitStartup;
   }
+  std::unique_ptr<MetricsServer> metrics;  // after rt: it reads rt until destroyed
+  try {
+    metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
+  } catch (const std::exception& e) {
+    log.critical("cannot start: {}", e.what());
+    return kExitStartup;
+  }
+  if (metrics)
+    log.info("metrics on http://{}:{}/metrics", net::format_ipv4(cfg.metrics.address).data(),
+             metrics->port());
   save_manifest(*rt, id, "running", log);
   log_start(*rt, log);
 
@@ -120,12 +143,18 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     });
   }
 
-  const std::string reason = wait_for_stop(*rt, signals, rotate, o);
+  if (metrics) metrics->collector().set_state(RunState::running);
+  ServiceNotifier notifier;
+  notifier.ready(*rt);
+  const std::string reason = wait_for_stop(*rt, signals, rotate, o, notifier);
+  notifier.stopping(reason);
+  if (metrics) metrics->collector().set_state(RunState::stopping);
   log.info("stopping: {}; draining rings and closing files", reason);
   stop.store(true);
   // No pcap_breakloop: each loop sees the flag within one capture timeout (100 ms) and then
   // drains what the kernel already holds, which a break would cut short.
-  for (auto& t : capture) t.join();
+  for (auto& t : capture)
+    t.join();
   writer.join();
 
   bool failed = false;
@@ -139,6 +168,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   save_manifest(*rt, id, failed ? "failed" : "stopped", log);
   log.info("run {} {}; manifest {}", cfg.run.name, failed ? "failed" : "complete",
            (rt->run_dir / "manifest.json").string());
+  if (metrics) linger(*metrics, signals, o.metrics_linger);
   return failed ? kExitCaptureFailed : kExitOk;
 }
 

@@ -23,6 +23,9 @@ struct RunOptions {
   std::shared_ptr<spdlog::logger> log;
   std::chrono::milliseconds status_interval{5000};
   std::chrono::milliseconds manifest_interval{10'000};
+  // After the run has stopped, keep serving metrics this long (run_state "stopped") so the
+  // final counts of a short run can still be scraped; a signal ends it early.
+  std::chrono::milliseconds metrics_linger{0};
 };
 
 int run(const config::RunConfig& config, const RunOptions& options);

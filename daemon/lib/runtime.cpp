@@ -230,6 +230,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
     }
     ir->ingest = std::make_unique<capture::Ingest>(ptrs, record_arrivals);
     build_writer(*rt, *ir, i, log);
+    prepare_published(*ir);
     rt->interfaces.push_back(std::move(ir));
   }
   // Sources last: from here on packets are being buffered for us.

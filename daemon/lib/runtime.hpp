@@ -22,6 +22,7 @@
 #endif
 #include "config/run_config.hpp"
 #include "daemon/lib/manifest.hpp"
+#include "daemon/lib/published.hpp"
 #include "writers/capture_writer.hpp"
 
 namespace rocecap::daemon {
@@ -48,6 +49,7 @@ struct InterfaceRuntime {
   std::optional<net::MulticastJoin> join;
   std::optional<writers::CaptureWriter> writer;
   CaptureProgress progress;
+  PublishedStats published;  // for the metrics exposer
 };
 
 // Writer-thread error list, copied into the manifest. Bounded: on a full disk every stream

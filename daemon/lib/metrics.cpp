@@ -1,0 +1,266 @@
+#include "daemon/lib/metrics.hpp"
+
+#include <prometheus/exposer.h>
+
+#include <deque>
+#include <stdexcept>
+#include <utility>
+
+#include "capture/net/packet.hpp"
+#include "capture/reject_reason.hpp"
+#include "daemon/lib/report.hpp"
+
+namespace rocecap::daemon {
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+using Labels = std::vector<ClientMetric::Label>;
+
+constexpr double kNsPerSecond = 1e9;
+
+// Builds the exposition: one family per name, added in a fixed order. A deque, so the
+// references handed out stay valid while more families are added.
+class Exposition {
+ public:
+  MetricFamily& family(const char* name, const char* help, MetricType type) {
+    out_.push_back(MetricFamily{name, help, type, {}});
+    return out_.back();
+  }
+  std::vector<MetricFamily> take() {
+    return {std::make_move_iterator(out_.begin()), std::make_move_iterator(out_.end())};
+  }
+
+ private:
+  std::deque<MetricFamily> out_;
+};
+
+void add(MetricFamily& f, Labels labels, double value) {
+  ClientMetric m;
+  m.label = std::move(labels);
+  if (f.type == MetricType::Counter)
+    m.counter.value = value;
+  else
+    m.gauge.value = value;
+  f.metric.push_back(std::move(m));
+}
+
+double seconds(int64_t ns) {
+  return static_cast<double>(ns) / kNsPerSecond;
+}
+
+Labels stream_labels(const Runtime& rt, const InterfaceRuntime& ir, std::size_t s) {
+  const config::StreamRef& ref = ir.refs[s];
+  const auto& g = rt.config->capture.interfaces[ref.interface].groups[ref.group];
+  const std::string group =
+      std::string(net::format_ipv4(g.address).data()) + ":" + std::to_string(g.port);
+  return {{"interface", ir.name},
+          {"group", group},
+          {"antenna", rt.config->streams.antennas[ref.antenna].name}};
+}
+
+void add_process(Exposition& e, const MetricsBuildInfo& info, int64_t start_ns, int state) {
+  add(e.family("rocecap_build_info",
+               "Always 1; labels name the version, capture backend and payload memory",
+               MetricType::Gauge),
+      {{"version", info.version},
+       {"backend", info.backend},
+       {"payload_memory", info.payload_memory},
+       {"payload_memory_reason", info.payload_memory_reason}},
+      1);
+  add(e.family("rocecap_process_start_time_seconds", "When rocecapd started, Unix seconds",
+               MetricType::Gauge),
+      {}, seconds(start_ns));
+  auto& f = e.family("rocecap_run_state", "1 for the state the run is in", MetricType::Gauge);
+  for (int s = 0; s < kRunStateCount; ++s)
+    add(f, {{"state", run_state_name(static_cast<RunState>(s))}}, s == state ? 1 : 0);
+}
+
+struct StreamFamilies {
+  explicit StreamFamilies(Exposition& e)
+      : packets(e.family("rocecap_stream_received_packets_total",
+                         "CODIF frames (or datagrams) placed in the stream", MetricType::Counter)),
+        bytes(e.family("rocecap_stream_received_bytes_total",
+                       "Bytes of the placed frames (UDP payload)", MetricType::Counter)),
+        lost(e.family("rocecap_stream_lost_frames_total", "Frames missing from the sequence (gaps)",
+                      MetricType::Counter)),
+        duplicate(e.family("rocecap_stream_duplicate_frames_total",
+                           "Frames received more than once (dropped)", MetricType::Counter)),
+        late(e.family("rocecap_stream_late_frames_total", "Frames out of order, put back in order",
+                      MetricType::Counter)),
+        late_dropped(e.family("rocecap_stream_late_dropped_frames_total",
+                              "Frames too late for the reorder window", MetricType::Counter)),
+        invalid(e.family("rocecap_stream_invalid_frames_total",
+                         "Frames whose CODIF invalid bit was set", MetricType::Counter)),
+        last_packet(e.family("rocecap_stream_last_packet_timestamp_seconds",
+                             "Wall time a frame last arrived (100 ms resolution), Unix seconds",
+                             MetricType::Gauge)),
+        last_frame(e.family("rocecap_stream_last_frame_time_seconds",
+                            "Instrument (CODIF) time of the newest frame, Unix seconds",
+                            MetricType::Gauge)),
+        ring_full(e.family("rocecap_ring_full_drops_total",
+                           "Frames dropped because the stream's ring had no free slot",
+                           MetricType::Counter)),
+        ring_fill(e.family("rocecap_ring_fill_ratio",
+                           "Share of the stream's ring slots held by capture or writer",
+                           MetricType::Gauge)),
+        backlog(e.family("rocecap_writer_backlog_frames",
+                         "Frames published to the writer and not yet taken by it",
+                         MetricType::Gauge)) {}
+  MetricFamily &packets, &bytes, &lost, &duplicate, &late, &late_dropped, &invalid, &last_packet,
+      &last_frame, &ring_full, &ring_fill, &backlog;
+};
+
+void add_stream(StreamFamilies& f, const Runtime& rt, const InterfaceRuntime& ir, std::size_t s) {
+  const Labels l = stream_labels(rt, ir, s);
+  const capture::StreamPipeline& sp = *ir.streams[s];
+  const capture::SequencerStats q = sp.sequencer().stats();
+  const capture::RingStats r = sp.ring().stats();
+  add(f.packets, l, double(q.received));
+  add(f.bytes, l, double(q.bytes));
+  add(f.lost, l, double(q.lost));
+  add(f.duplicate, l, double(q.duplicate));
+  add(f.late, l, double(q.late_placed));
+  add(f.late_dropped, l, double(q.late_dropped));
+  add(f.invalid, l, double(q.invalid));
+  const uint64_t arrival =
+      ir.published.activity ? ir.published.activity[s].last_arrival_ns.get() : 0;
+  add(f.last_packet, l, seconds(static_cast<int64_t>(arrival)));
+  add(f.last_frame, l, q.received ? seconds(q.last_time_ns) : 0);
+  add(f.ring_full, l, double(r.ring_full_drops));
+  // The two sides' counters are read a moment apart: clamp what cannot be.
+  const uint64_t out = r.returned + r.released;
+  const uint64_t in_use = r.taken > out ? r.taken - out : 0;
+  const double slots = sp.ring().slots();
+  add(f.ring_fill, l, std::min(1.0, double(in_use) / slots));
+  add(f.backlog, l, r.published > r.consumed ? double(r.published - r.consumed) : 0);
+}
+
+void add_interfaces(Exposition& e, const Runtime& rt) {
+  auto& rejected = e.family("rocecap_rejected_packets_total",
+                            "Packets not placed in any stream, by reason", MetricType::Counter);
+  auto& nic =
+      e.family("rocecap_nic_drops_total",
+               "Packets the kernel or NIC dropped before capture saw them", MetricType::Counter);
+  auto& loops =
+      e.family("rocecap_capture_loop_iterations_total",
+               "Turns of the capture loop (a stalled loop stops advancing)", MetricType::Counter);
+  auto& capturing = e.family("rocecap_capture_running", "1 while the interface's capture loop runs",
+                             MetricType::Gauge);
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r) {
+      const std::string_view reason = capture::reject_name(r);
+      if (reason.empty()) continue;  // the "ok" slots of the index space
+      add(rejected, {{"interface", ir->name}, {"reason", std::string(reason)}},
+          double(ir->ingest->rejected(r)));
+    }
+    add(nic, {{"interface", ir->name}}, double(ir->progress.nic_drops.get()));
+    add(loops, {{"interface", ir->name}},
+        double(ir->progress.iterations.load(std::memory_order_relaxed)));
+    add(capturing, {{"interface", ir->name}},
+        ir->progress.done.load(std::memory_order_relaxed) ? 0 : 1);
+  }
+}
+
+void add_writers(Exposition& e, const Runtime& rt) {
+  struct Item {
+    const char* name;
+    const char* help;
+    capture::RelaxedCounter FormatCounters::*counter;
+  };
+  static const Item items[] = {
+      {"rocecap_written_bytes_total", "Bytes written to files", &FormatCounters::bytes_written},
+      {"rocecap_written_frames_total", "Frames (or pcap records) written to files",
+       &FormatCounters::frames_written},
+      {"rocecap_fill_frames_total", "Fill frames written for missing frames",
+       &FormatCounters::fill_frames},
+      {"rocecap_write_dropped_frames_total", "Frames not written because of a file error",
+       &FormatCounters::frames_dropped},
+      {"rocecap_files_opened_total", "Output files opened", &FormatCounters::files_opened},
+      {"rocecap_write_errors_total", "Failed open, write or close events",
+       &FormatCounters::write_errors},
+  };
+  for (const Item& item : items) {
+    auto& f = e.family(item.name, item.help, MetricType::Counter);
+    for (const auto& ir : rt.interfaces) {
+      for (std::size_t k = 0; k < kOutputFormatCount; ++k) {
+        if (!ir->published.format_used[k]) continue;
+        const uint64_t v = (ir->published.formats[k].*item.counter).get();
+        add(f, {{"interface", ir->name}, {"format", std::string(format_name(k))}}, double(v));
+      }
+    }
+  }
+  auto& pass =
+      e.family("rocecap_writer_last_pass_timestamp_seconds",
+               "Wall time of the writer thread's latest pass, Unix seconds", MetricType::Gauge);
+  for (const auto& ir : rt.interfaces) {
+    add(pass, {{"interface", ir->name}},
+        seconds(static_cast<int64_t>(ir->published.writer_last_pass_ns.get())));
+  }
+}
+
+}  // namespace
+
+const char* run_state_name(RunState s) noexcept {
+  switch (s) {
+    case RunState::starting:
+      return "starting";
+    case RunState::running:
+      return "running";
+    case RunState::stopping:
+      return "stopping";
+    case RunState::stopped:
+      return "stopped";
+  }
+  return "unknown";
+}
+
+MetricsCollector::MetricsCollector(const Runtime& rt, MetricsBuildInfo info,
+                                   int64_t process_start_ns)
+    : rt_(rt), info_(std::move(info)), process_start_ns_(process_start_ns) {}
+
+std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
+  Exposition e;
+  add_process(e, info_, process_start_ns_, state_.load());
+  StreamFamilies streams(e);
+  for (const auto& ir : rt_.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s)
+      add_stream(streams, rt_, *ir, s);
+  }
+  add_interfaces(e, rt_);
+  add_writers(e, rt_);
+  return e.take();
+}
+
+MetricsServer::MetricsServer(uint32_t address, uint16_t port,
+                             std::shared_ptr<MetricsCollector> collector)
+    : collector_(std::move(collector)) {
+  const std::string where =
+      std::string(net::format_ipv4(address).data()) + ":" + std::to_string(port);
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(where, 2);
+  } catch (const std::exception& e) {
+    throw std::runtime_error("metrics: cannot listen on " + where + ": " + e.what());
+  }
+  exposer_->RegisterCollectable(collector_);
+}
+
+MetricsServer::~MetricsServer() = default;
+
+uint16_t MetricsServer::port() const {
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  return ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
+}
+
+std::unique_ptr<MetricsServer> start_metrics(Runtime& rt, const std::string& version,
+                                             int64_t process_start_ns) {
+  const config::MetricsSection& m = rt.config->metrics;
+  if (!m.enabled) return nullptr;
+  const Manifest view = snapshot(rt, RunIdentity{"", "", version}, "running");
+  MetricsBuildInfo info{version, view.backend, view.payload_memory, view.payload_memory_reason};
+  auto collector = std::make_shared<MetricsCollector>(rt, std::move(info), process_start_ns);
+  return std::make_unique<MetricsServer>(m.address, m.port, std::move(collector));
+}
+
+}  // namespace rocecap::daemon

@@ -1,0 +1,72 @@
+#include "daemon/lib/published.hpp"
+
+#include "daemon/lib/runtime.hpp"
+
+namespace rocecap::daemon {
+namespace {
+
+void add_stats(std::array<uint64_t, 6>& sum, const writers::WriterStats& w) noexcept {
+  sum[0] += w.bytes_written;
+  sum[1] += w.frames_written;
+  sum[2] += w.fill_frames;
+  sum[3] += w.frames_dropped;
+  sum[4] += w.files_opened;
+  sum[5] += w.write_errors;
+}
+
+void store(FormatCounters& c, const std::array<uint64_t, 6>& sum) noexcept {
+  c.bytes_written.set(sum[0]);
+  c.frames_written.set(sum[1]);
+  c.fill_frames.set(sum[2]);
+  c.frames_dropped.set(sum[3]);
+  c.files_opened.set(sum[4]);
+  c.write_errors.set(sum[5]);
+}
+
+}  // namespace
+
+std::string_view format_name(std::size_t format) noexcept {
+  static constexpr std::string_view names[kOutputFormatCount] = {"raw", "codifhdr", "pcap"};
+  return format < kOutputFormatCount ? names[format] : "unknown";
+}
+
+void prepare_published(InterfaceRuntime& ir) {
+  ir.published.activity = std::make_unique<StreamActivity[]>(ir.streams.size());
+  auto& used = ir.published.format_used;
+  used = {};
+  for (std::size_t s = 0; s < ir.streams.size(); ++s) {
+    const writers::StreamWriters& w = ir.writer->writers(s);
+    used[std::size_t(PublishedFormat::raw)] |= w.raw.has_value();
+    used[std::size_t(PublishedFormat::codifhdr)] |= w.codifhdr.has_value();
+  }
+  used[std::size_t(PublishedFormat::pcap)] = ir.writer->pcap() != nullptr;
+}
+
+void publish_capture(InterfaceRuntime& ir, int64_t now_ns) noexcept {
+  if (!ir.published.activity) return;
+  for (std::size_t s = 0; s < ir.streams.size(); ++s) {
+    StreamActivity& a = ir.published.activity[s];
+    const uint64_t received = ir.streams[s]->sequencer().stats().received;
+    if (received == a.seen_received) continue;
+    a.seen_received = received;
+    a.last_arrival_ns.set(static_cast<uint64_t>(now_ns));
+  }
+}
+
+void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept {
+  std::array<uint64_t, 6> raw{}, hdr{}, pcap{};
+  for (std::size_t s = 0; s < ir.streams.size(); ++s) {
+    writers::StreamWriters& w = ir.writer->writers(s);
+    if (w.raw) add_stats(raw, w.raw->stats());
+    if (w.codifhdr) add_stats(hdr, w.codifhdr->stats());
+  }
+  if (auto* p = ir.writer->pcap()) add_stats(pcap, p->stats());
+  PublishedStats& out = ir.published;
+  store(out.formats[std::size_t(PublishedFormat::raw)], raw);
+  store(out.formats[std::size_t(PublishedFormat::codifhdr)], hdr);
+  store(out.formats[std::size_t(PublishedFormat::pcap)], pcap);
+  out.writer_passes.add();
+  out.writer_last_pass_ns.set(static_cast<uint64_t>(now_ns));
+}
+
+}  // namespace rocecap::daemon

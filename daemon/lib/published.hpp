@@ -1,0 +1,55 @@
+// Counters that exist only so another thread can read them: the capture and writer threads
+// copy what they own (plain ints, or facts only they know) here at a coarse pace, never per
+// packet. Readers (the metrics exposer, status) use relaxed loads; no locks anywhere.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+
+#include "capture/relaxed_counter.hpp"
+
+namespace rocecap::daemon {
+
+struct InterfaceRuntime;
+
+// Written by the capture thread once per housekeeping period.
+struct StreamActivity {
+  capture::RelaxedCounter last_arrival_ns;  // wall clock, Unix ns; 0: nothing yet
+  uint64_t seen_received = 0;               // capture thread only: received at the last look
+};
+
+// One output format of one interface, summed over its streams; written by the writer thread.
+struct FormatCounters {
+  capture::RelaxedCounter bytes_written;
+  capture::RelaxedCounter frames_written;
+  capture::RelaxedCounter fill_frames;
+  capture::RelaxedCounter frames_dropped;
+  capture::RelaxedCounter files_opened;
+  capture::RelaxedCounter write_errors;
+};
+
+enum class PublishedFormat : std::size_t { raw, codifhdr, pcap };
+inline constexpr std::size_t kOutputFormatCount = 3;
+std::string_view format_name(std::size_t format) noexcept;
+
+struct PublishedStats {
+  std::unique_ptr<StreamActivity[]> activity;  // [stream]; sized before threads start
+  std::array<FormatCounters, kOutputFormatCount> formats;
+  std::array<bool, kOutputFormatCount> format_used{};  // set before threads start
+  capture::RelaxedCounter writer_passes;
+  capture::RelaxedCounter writer_last_pass_ns;  // wall clock, Unix ns
+};
+
+// Before any thread starts: sizes ir.published and records which formats ir writes.
+void prepare_published(InterfaceRuntime& ir);
+
+// Capture thread: stamps `now_ns` on every stream that received frames since the last call.
+void publish_capture(InterfaceRuntime& ir, int64_t now_ns) noexcept;
+
+// Writer thread: copies the writers' plain stats of `ir` into ir.published.
+void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept;
+
+}  // namespace rocecap::daemon

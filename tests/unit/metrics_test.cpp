@@ -1,0 +1,276 @@
+// The metrics exposer of a run, scraped over loopback like Prometheus would, after feeding
+// known frames through the run's own Ingest and writers.
+#include "daemon/lib/metrics.hpp"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+
+#include "config/loader.hpp"
+#include "daemon/lib/report.hpp"
+#include "test_frames.hpp"
+
+namespace rocecap {
+namespace {
+
+namespace fs = std::filesystem;
+using daemon::InterfaceRuntime;
+
+// GET /metrics with a plain socket; returns the body (empty on any failure).
+std::string http_get(uint16_t port, const std::string& path) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return {};
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  std::string reply;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0) {
+    const std::string req =
+        "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if (write(fd, req.data(), req.size()) == ssize_t(req.size())) {
+      char buf[4096];
+      for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;)
+        reply.append(buf, std::size_t(n));
+    }
+  }
+  close(fd);
+  const auto body = reply.find("\r\n\r\n");
+  return body == std::string::npos ? std::string() : reply.substr(body + 4);
+}
+
+// `name{b="1",a="2"}` -> `name{a="2",b="1"}`: labels sorted, as the expectations write them.
+std::string sorted_labels(const std::string& series) {
+  const auto open = series.find('{');
+  if (open == std::string::npos) return series;
+  std::vector<std::string> labels;
+  const std::string body = series.substr(open + 1, series.size() - open - 2);
+  std::size_t from = 0;
+  for (std::size_t end; (end = body.find("\",", from)) != std::string::npos; from = end + 2)
+    labels.push_back(body.substr(from, end + 1 - from));
+  labels.push_back(body.substr(from));
+  std::sort(labels.begin(), labels.end());
+  std::string out = series.substr(0, open + 1);
+  for (std::size_t i = 0; i < labels.size(); ++i)
+    out += (i ? "," : "") + labels[i];
+  return out + "}";
+}
+
+// "name{labels}" -> value, for every sample line of an exposition.
+std::map<std::string, double> samples(const std::string& text) {
+  std::map<std::string, double> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const auto space = line.rfind(' ');
+    out[sorted_labels(line.substr(0, space))] = std::stod(line.substr(space + 1));
+  }
+  return out;
+}
+
+void write_empty_pcap(const fs::path& p) {
+  const uint32_t hdr[6] = {0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1};
+  std::ofstream(p, std::ios::binary).write(reinterpret_cast<const char*>(hdr), sizeof hdr);
+}
+
+std::vector<std::byte> invalid_frame(uint32_t src, uint64_t index) {
+  std::vector<std::byte> f = test::frame(src, index);
+  codif::Header h = codif::at_index(test::base_header(), test::kTiming, index);
+  h.invalid = true;
+  codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
+  return f;
+}
+
+class Metrics : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("rocecap_metrics_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+    write_empty_pcap(dir_ / "empty.pcap");
+    const std::string yaml =
+        "run: {name: m1}\n"
+        "capture:\n"
+        "  backend: pcap-file\n"
+        "  pcap_file: " +
+        (dir_ / "empty.pcap").string() +
+        "\n"
+        "  interfaces:\n"
+        "    - {name: rec0, groups: [239.17.0.1:36001]}\n"
+        "streams:\n"
+        "  format: codif\n"
+        "  antennas:\n"
+        "    - {name: ak11, source: 192.0.2.11}\n"
+        "    - {name: ak12, source: 192.0.2.12}\n"
+        "output:\n"
+        "  directory: " +
+        dir_.string() +
+        "\n"
+        "  formats: [raw, codifhdr]\n"
+        "  reorder_window: 4\n"
+        "metrics: {listen: 127.0.0.1:9464}\n";
+    auto r = config::load_string(yaml, "metrics_test.yaml");
+    ASSERT_TRUE(r.ok()) << (r.problems.empty() ? "" : r.problems[0].message);
+    cfg_ = *r.config;
+    cfg_.metrics.port = 0;  // any free port
+    rt_ = daemon::build_runtime(cfg_, spdlog::default_logger());
+  }
+  void TearDown() override {
+    server_.reset();
+    rt_.reset();
+    fs::remove_all(dir_);
+  }
+  InterfaceRuntime& rec0() { return *rt_->interfaces.at(0); }
+  void feed(const std::vector<std::byte>& f) {
+    rec0().ingest->on_frame(f, f.size(), 1'763'726'400'000'000'000);
+  }
+  // What the capture and writer threads would do at their next housekeeping / pass.
+  void settle() {
+    rec0().ingest->flush_all();
+    while (rec0().writer->poll() != 0) {
+    }
+    daemon::publish_capture(rec0(), 1'800'000'000'500'000'000);
+    daemon::publish_writer(rec0(), 1'800'000'001'000'000'000);
+  }
+  std::map<std::string, double> scrape() {
+    if (!server_) server_ = daemon::start_metrics(*rt_, "9.9.9", 1'700'000'000'250'000'000);
+    const std::string text = http_get(server_->port(), "/metrics");
+    last_text_ = text;
+    return samples(text);
+  }
+
+  fs::path dir_;
+  config::RunConfig cfg_;
+  std::unique_ptr<daemon::Runtime> rt_;
+  std::unique_ptr<daemon::MetricsServer> server_;
+  std::string last_text_;
+};
+
+constexpr const char* kA = R"({antenna="ak11",group="239.17.0.1:36001",interface="rec0"})";
+constexpr const char* kB = R"({antenna="ak12",group="239.17.0.1:36001",interface="rec0"})";
+std::string m(const char* name, const char* labels) {
+  return std::string(name) + labels;
+}
+
+TEST_F(Metrics, StreamCountersMatchTheFramesFed) {
+  for (uint64_t i : {0, 1, 2, 5, 6, 7, 8, 9, 5})  // 3 and 4 lost, 5 twice
+    feed(test::frame(test::kSrcA, i));
+  for (uint64_t i : {0, 1, 3})
+    feed(test::frame(test::kSrcB, i));
+  feed(invalid_frame(test::kSrcB, 2));             // late and invalid, still placed
+  feed(test::frame(test::kSrcA, 10, 0x12345678));  // bad sync: rejected
+  feed(test::frame(0xC0000263, 0));                // unknown antenna: no stream
+  settle();
+  auto s = scrape();
+  const double frame_bytes = codif::kHeaderBytes + test::kPayload;
+  EXPECT_EQ(s[m("rocecap_stream_received_packets_total", kA)], 9);
+  EXPECT_EQ(s[m("rocecap_stream_received_bytes_total", kA)], 9 * frame_bytes);
+  EXPECT_EQ(s[m("rocecap_stream_lost_frames_total", kA)], 2);
+  EXPECT_EQ(s[m("rocecap_stream_duplicate_frames_total", kA)], 1);
+  EXPECT_EQ(s[m("rocecap_stream_received_packets_total", kB)], 4);
+  EXPECT_EQ(s[m("rocecap_stream_lost_frames_total", kB)], 0);
+  EXPECT_EQ(s[m("rocecap_stream_late_frames_total", kB)], 1);
+  EXPECT_EQ(s[m("rocecap_stream_invalid_frames_total", kB)], 1);
+  EXPECT_EQ(s[R"(rocecap_rejected_packets_total{interface="rec0",reason="bad_sync"})"], 1);
+  EXPECT_EQ(s[R"(rocecap_rejected_packets_total{interface="rec0",reason="no_stream"})"], 1);
+  // Frame 9 of a 1000 frames/s stream starts 9 ms after frame 0, at reference epoch 0
+  // (2000-01-01T00:00:00Z = 946684800 Unix seconds).
+  EXPECT_DOUBLE_EQ(s[m("rocecap_stream_last_frame_time_seconds", kA)], 946'684'800.009);
+  EXPECT_DOUBLE_EQ(s[m("rocecap_stream_last_packet_timestamp_seconds", kA)], 1'800'000'000.5);
+  // raw: 8 + 4 distinct frames plus 2 fill frames for A's gap; codifhdr: the same headers.
+  const auto raw = R"({format="raw",interface="rec0"})";
+  const auto hdr = R"({format="codifhdr",interface="rec0"})";
+  EXPECT_EQ(s[m("rocecap_written_frames_total", raw)], 14);
+  EXPECT_EQ(s[m("rocecap_fill_frames_total", raw)], 2);
+  EXPECT_EQ(s[m("rocecap_written_bytes_total", raw)], 14 * frame_bytes);
+  EXPECT_EQ(s[m("rocecap_written_bytes_total", hdr)], 14 * codif::kHeaderBytes);
+  EXPECT_EQ(s[m("rocecap_files_opened_total", raw)], 2);
+  EXPECT_EQ(s[m("rocecap_write_errors_total", raw)], 0);
+  EXPECT_EQ(s.count(R"(rocecap_written_bytes_total{format="pcap",interface="rec0"})"), 0u);
+  EXPECT_DOUBLE_EQ(s[R"(rocecap_writer_last_pass_timestamp_seconds{interface="rec0"})"],
+                   1'800'000'001.0);
+  EXPECT_EQ(s[m("rocecap_ring_fill_ratio", kA)], 0);  // the writer released every slot
+  EXPECT_EQ(s[m("rocecap_writer_backlog_frames", kA)], 0);
+}
+
+TEST_F(Metrics, BuildInfoStartTimeAndRunState) {
+  auto s = scrape();
+  EXPECT_EQ(
+      s[R"(rocecap_build_info{backend="pcap-file",payload_memory="host",payload_memory_reason="the pcap backends copy each frame into host memory",version="9.9.9"})"],
+      1);
+  EXPECT_DOUBLE_EQ(s["rocecap_process_start_time_seconds"], 1'700'000'000.25);
+  EXPECT_EQ(s[R"(rocecap_run_state{state="starting"})"], 1);
+  server_->collector().set_state(daemon::RunState::running);
+  s = scrape();
+  EXPECT_EQ(s[R"(rocecap_run_state{state="starting"})"], 0);
+  EXPECT_EQ(s[R"(rocecap_run_state{state="running"})"], 1);
+  EXPECT_EQ(s[R"(rocecap_run_state{state="stopped"})"], 0);
+  EXPECT_EQ(s[R"(rocecap_capture_running{interface="rec0"})"], 1);
+  EXPECT_EQ(s[m("rocecap_stream_last_packet_timestamp_seconds", kA)], 0);  // nothing yet
+}
+
+TEST_F(Metrics, CountersAdvanceBetweenScrapes) {
+  feed(test::frame(test::kSrcA, 0));
+  settle();
+  EXPECT_EQ(scrape()[m("rocecap_stream_received_packets_total", kA)], 1);
+  feed(test::frame(test::kSrcA, 1));
+  feed(test::frame(test::kSrcA, 2));
+  settle();
+  EXPECT_EQ(scrape()[m("rocecap_stream_received_packets_total", kA)], 3);
+}
+
+// promtool lints the exposition (names, units, _total, help); skipped where it is absent.
+TEST_F(Metrics, PromtoolFindsNoLintProblems) {
+  feed(test::frame(test::kSrcA, 0));
+  settle();
+  scrape();
+  ASSERT_FALSE(last_text_.empty());
+  if (std::system("command -v promtool >/dev/null 2>&1") != 0) GTEST_SKIP() << "no promtool";
+  const fs::path file = dir_ / "exposition.txt";
+  std::ofstream(file) << last_text_;
+  const std::string cmd = "promtool check metrics < " + file.string() + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p))
+    out += buf;
+  EXPECT_EQ(pclose(p), 0) << out;
+  EXPECT_EQ(out, "");
+}
+
+TEST(MetricsServer, BusyPortIsReportedWithTheAddress) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const uint16_t port = ntohs(a.sin_port);
+  daemon::Runtime rt;
+  try {
+    daemon::MetricsServer s(
+        0x7F000001, port,
+        std::make_shared<daemon::MetricsCollector>(rt, daemon::MetricsBuildInfo{}, 0));
+    ADD_FAILURE() << "listened on a busy port";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+        << e.what();
+  }
+  close(fd);
+}
+
+}  // namespace
+}  // namespace rocecap
