@@ -22,6 +22,9 @@ namespace rocecap::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+// Rings of many streams are allocated, locked and prefaulted before READY=1: gigabytes can take
+// tens of seconds, more than a default TimeoutStartSec leaves.
+constexpr std::chrono::microseconds kStartupAllowance = std::chrono::seconds(120);
 
 RunIdentity identity() {
   char host[256] = {};
@@ -102,6 +105,8 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   SignalWatcher signals;  // before any thread, so all of them inherit the blocked mask
   const int64_t process_start_ns = unix_now_ns();
   const RunIdentity id = identity();
+  ServiceNotifier notifier;
+  notifier.extend_startup(kStartupAllowance);
   std::unique_ptr<Runtime> rt;
   try {
     rt = build_runtime(cfg, o.log);
@@ -144,7 +149,6 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   }
 
   if (metrics) metrics->collector().set_state(RunState::running);
-  ServiceNotifier notifier;
   notifier.ready(*rt);
   const std::string reason = wait_for_stop(*rt, signals, rotate, o, notifier);
   notifier.stopping(reason);

@@ -5,11 +5,11 @@
 #include <bit>
 #include <stdexcept>
 
+#include "capture/privileges.hpp"
 #include "config/name_template.hpp"
 #include "writers/output_path.hpp"
 #ifdef ROCECAP_HAVE_VERBS
 #include "capture/verbs/device_finder.hpp"
-#include "capture/verbs/privileges.hpp"
 #endif
 
 namespace rocecap::daemon {
@@ -149,7 +149,7 @@ void check_verbs_privileges(const config::RunConfig& cfg) {
     streams += ic.groups.size() * cfg.streams.antennas.size();
   const uint64_t per_slot = cfg.capture.max_frame + 2 * capture::StreamRing::kHeaderAlign;
   const std::string why =
-      capture::verbs::check_privileges(streams * cfg.capture.ring_depth * per_slot);
+      capture::check_privileges("verbs", streams * cfg.capture.ring_depth * per_slot);
   if (!why.empty()) throw std::runtime_error(why);
   for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
     for (std::size_t j = i + 1; j < cfg.capture.interfaces.size(); ++j) {
@@ -201,6 +201,12 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
         "capture.backend verbs: this rocecapd was built without libibverbs "
         "(install libibverbs-dev and rebuild); use backend pcap (any Linux NIC) or pcap-file");
 #endif
+  }
+  if (cfg.capture.backend == config::Backend::pcap) {
+    // Ring memory is locked where the limit allows, so only the capability is required.
+    if (const std::string why = capture::check_privileges("pcap", 0); !why.empty()) {
+      throw std::runtime_error(why);
+    }
   }
   if (cfg.capture.backend == config::Backend::pcap_file && cfg.capture.interfaces.size() != 1) {
     throw std::runtime_error(

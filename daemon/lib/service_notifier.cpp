@@ -34,6 +34,10 @@ std::string ServiceNotifier::status_line(const Runtime& rt) {
          " packets, " + std::to_string(lost) + " lost, " + std::to_string(drops) + " dropped";
 }
 
+void ServiceNotifier::extend_startup(std::chrono::microseconds extra) {
+  send("EXTEND_TIMEOUT_USEC=" + std::to_string(extra.count()) + "\nSTATUS=allocating rings");
+}
+
 void ServiceNotifier::ready(const Runtime& rt) {
   seen_iterations_.assign(rt.interfaces.size(), 0);
   for (std::size_t i = 0; i < rt.interfaces.size(); ++i)

@@ -25,6 +25,9 @@ class ServiceNotifier {
   // Zero when systemd asked for no watchdog.
   std::chrono::microseconds watchdog_interval() const noexcept { return watchdog_; }
 
+  // Before long start-up work (allocating, locking and prefaulting rings): asks systemd for
+  // `extra` more time so a big run is not killed by TimeoutStartSec.
+  void extend_startup(std::chrono::microseconds extra);
   void ready(const Runtime& rt);
   // Main thread, every ~100 ms while the run goes on.
   void tick(const Runtime& rt, Clock::time_point now);

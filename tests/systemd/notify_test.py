@@ -2,7 +2,7 @@
 """rocecapd speaks the systemd notification protocol, read as systemd reads it.
 
 A NOTIFY_SOCKET datagram socket is bound; rocecapd replays ~5 s of `rocecap gen` traffic at
-recorded pace with WATCHDOG_USEC=1 s. It must send READY=1 first, STATUS= lines naming its
+recorded pace with WATCHDOG_USEC=1 s. It must send EXTEND_TIMEOUT_USEC then READY=1 first, STATUS= lines naming its
 streams, WATCHDOG=1 pings while capturing, and STOPPING=1 when the replay ends, then exit 0.
 
 usage: notify_test.py ROCECAPD ROCECAP
@@ -89,8 +89,11 @@ def check(messages, rc):
     problems = []
     if rc != 0:
         problems.append(f"rocecapd exited {rc}")
-    if not messages or not messages[0].startswith("READY=1\n"):
-        problems.append("READY=1 is not the first notification")
+    # Start-up asks for more time first (EXTEND_TIMEOUT_USEC), then READY=1 once capturing.
+    if not messages or not messages[0].startswith("EXTEND_TIMEOUT_USEC=120000000\n"):
+        problems.append("the first notification is not EXTEND_TIMEOUT_USEC=120000000")
+    if len(messages) < 2 or not messages[1].startswith("READY=1\n"):
+        problems.append("READY=1 is not the notification after EXTEND_TIMEOUT_USEC")
     if not any(m.startswith("STATUS=capturing 2 streams: ") for m in messages):
         problems.append("no STATUS= naming the 2 streams")
     pings = sum(m == "WATCHDOG=1" for m in messages)

@@ -18,7 +18,7 @@
 #include "capture/codif/header.hpp"
 #include "capture/ingest.hpp"
 #include "capture/verbs/device_finder.hpp"
-#include "capture/verbs/privileges.hpp"
+#include "capture/privileges.hpp"
 #include "capture/verbs/verbs_source.hpp"
 
 namespace rocecap::capture::verbs {
@@ -192,7 +192,7 @@ TEST(VerbsWrId, StreamAndSlotRoundTrip) {
 }  // namespace rocecap::capture::verbs
 
 int main(int argc, char** argv) {
-  if (!rocecap::capture::verbs::check_privileges(0).empty()) {
+  if (!rocecap::capture::check_privileges("verbs", 0).empty()) {
     std::puts("SKIP: needs CAP_NET_RAW");
     return 77;
   }

@@ -1,11 +1,11 @@
-#include "capture/verbs/privileges.hpp"
+#include "capture/privileges.hpp"
 
 #include <sys/resource.h>
 
 #include <fstream>
 #include <sstream>
 
-namespace rocecap::capture::verbs {
+namespace rocecap::capture {
 namespace {
 
 constexpr int kCapNetRaw = 13;  // linux/capability.h
@@ -23,12 +23,15 @@ uint64_t effective_caps() {
 
 }  // namespace
 
-std::string check_privileges(uint64_t pinned_bytes) {
+std::string check_privileges(std::string_view backend, uint64_t pinned_bytes) {
   const uint64_t caps = effective_caps();
   if ((caps & (uint64_t{1} << kCapNetRaw)) == 0) {
-    return "capture.backend verbs needs CAP_NET_RAW (raw packet QPs and flow rules); run as "
-           "root or grant it (systemd: AmbientCapabilities=CAP_NET_RAW CAP_IPC_LOCK)";
+    return "capture.backend " + std::string(backend) +
+           " needs CAP_NET_RAW to capture live; run as root or grant it (systemd: "
+           "AmbientCapabilities=CAP_NET_RAW CAP_IPC_LOCK; by hand: setpriv --inh-caps=+net_raw "
+           "--ambient-caps=+net_raw)";
   }
+  if (pinned_bytes == 0) return {};
   if ((caps & (uint64_t{1} << kCapIpcLock)) != 0) return {};
   rlimit lim{};
   if (getrlimit(RLIMIT_MEMLOCK, &lim) != 0 || lim.rlim_cur == RLIM_INFINITY ||
@@ -36,10 +39,11 @@ std::string check_privileges(uint64_t pinned_bytes) {
     return {};
   }
   std::ostringstream msg;
-  msg << "capture.backend verbs registers " << pinned_bytes << " bytes of ring memory but the "
+  msg << "capture.backend " << backend << " registers " << pinned_bytes
+      << " bytes of ring memory but the "
       << "memlock limit is " << lim.rlim_cur << " bytes and CAP_IPC_LOCK is missing; raise it "
       << "(systemd: LimitMEMLOCK=infinity) or lower capture.ring_depth";
   return msg.str();
 }
 
-}  // namespace rocecap::capture::verbs
+}  // namespace rocecap::capture
