@@ -9,6 +9,7 @@
 
 #include "capture/net/packet.hpp"
 #include "daemon/lib/loops.hpp"
+#include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
 #include "daemon/lib/service_notifier.hpp"
@@ -32,10 +33,10 @@ RunIdentity identity() {
   return {iso8601_utc(unix_now_ns()), host, ROCECAP_VERSION};
 }
 
-void save_manifest(Runtime& rt, const RunIdentity& id, const std::string& state,
+void save_manifest(Runtime& rt, ManifestFile& file, const RunIdentity& id, const std::string& state,
                    spdlog::logger& log) {
-  const std::string path = (rt.run_dir / "manifest.json").string();
-  if (const std::string err = write_manifest(path, snapshot(rt, id, state)); !err.empty()) {
+  const bool last = state == "stopped" || state == "failed";
+  if (const std::string err = file.write(snapshot(rt, id, state), last); !err.empty()) {
     log.error("manifest: {}", err);
   }
 }
@@ -124,13 +125,14 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   if (metrics)
     log.info("metrics on http://{}:{}/metrics", net::format_ipv4(cfg.metrics.address).data(),
              metrics->port());
-  save_manifest(*rt, id, "running", log);
+  ManifestFile manifest(rt->run_dir);
+  save_manifest(*rt, manifest, id, "running", log);
   log_start(*rt, log);
 
   std::atomic<bool> stop{false}, rotate{false};
   WriterLoopOptions wo;
   wo.manifest_interval = o.manifest_interval;
-  wo.write_manifest = [&] { save_manifest(*rt, id, "running", log); };
+  wo.write_manifest = [&] { save_manifest(*rt, manifest, id, "running", log); };
   std::thread writer([&] {
     // Named threads: visible in top -H, ps -L and /proc/<pid>/task/*/comm.
     pthread_setname_np(pthread_self(), "rc-writer");
@@ -169,7 +171,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     }
   }
   log_final_summary(*rt, log);
-  save_manifest(*rt, id, failed ? "failed" : "stopped", log);
+  save_manifest(*rt, manifest, id, failed ? "failed" : "stopped", log);
   log.info("run {} {}; manifest {}", cfg.run.name, failed ? "failed" : "complete",
            (rt->run_dir / "manifest.json").string());
   if (metrics) linger(*metrics, signals, o.metrics_linger);

@@ -1,0 +1,43 @@
+// The run's manifest.json and the disk space it is promised. A full output disk is the usual
+// way a capture ends badly, and it must not also cost the record of what happened: at start a
+// reserve file is allocated beside the manifest, and when the final manifest cannot be written
+// the reserve is given back and the write tried once more. (Periodic writes never spend it:
+// the writers would fill the freed space before the final write.) Used by one thread at a time (the
+// main thread before and after the writer thread, the writer thread while it runs).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+#include "daemon/lib/manifest.hpp"
+
+namespace rocecap::daemon {
+
+class ManifestFile {
+ public:
+  // 1 MiB holds the manifest of a large run with thousands of gaps listed.
+  static constexpr std::size_t kDefaultReserve = std::size_t{1} << 20;
+
+  explicit ManifestFile(const std::filesystem::path& run_dir,
+                        std::size_t reserve_bytes = kDefaultReserve);
+  ~ManifestFile();  // gives the reserve back
+  ManifestFile(const ManifestFile&) = delete;
+  ManifestFile& operator=(const ManifestFile&) = delete;
+
+  // Writes atomically; empty on success, else the error (after the retry, if any).
+  // `final`: the run's last write, which may spend the reserve.
+  std::string write(const Manifest& m, bool final);
+
+  const std::filesystem::path& path() const noexcept { return path_; }
+  bool reserve_held() const noexcept { return reserved_; }
+
+ private:
+  void release_reserve() noexcept;
+
+  std::filesystem::path path_;
+  std::filesystem::path reserve_;
+  bool reserved_ = false;
+};
+
+}  // namespace rocecap::daemon

@@ -1,0 +1,67 @@
+#include "daemon/lib/manifest_file.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace rocecap::daemon {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct TempDir {
+  fs::path path = fs::temp_directory_path() / ("rocecap_mf_" + std::to_string(getpid()));
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() { fs::remove_all(path); }
+};
+
+Manifest sample() {
+  Manifest m;
+  m.run = "r1";
+  m.state = "running";
+  return m;
+}
+
+TEST(ManifestFile, HoldsARealReserveForTheRunAndGivesItBack) {
+  TempDir dir;
+  const fs::path reserve = dir.path / ".manifest-reserve";
+  {
+    ManifestFile f(dir.path, 256 * 1024);
+    ASSERT_TRUE(f.reserve_held());
+    struct stat st {};
+    ASSERT_EQ(stat(reserve.c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 256 * 1024);
+    EXPECT_GE(st.st_blocks * 512, 256 * 1024) << "the reserve must own its blocks, not be sparse";
+    EXPECT_EQ(f.write(sample(), false), "");
+    EXPECT_TRUE(f.reserve_held()) << "a write that succeeds keeps the reserve";
+    EXPECT_EQ(f.path(), dir.path / "manifest.json");
+  }
+  EXPECT_FALSE(fs::exists(reserve));
+  EXPECT_TRUE(fs::exists(dir.path / "manifest.json"));
+}
+
+TEST(ManifestFile, AStaleReserveOfAKilledRunIsReused) {
+  TempDir dir;
+  std::ofstream(dir.path / ".manifest-reserve") << "left behind";
+  ManifestFile f(dir.path, 4096);
+  EXPECT_TRUE(f.reserve_held());
+}
+
+TEST(ManifestFile, AFailingFinalWriteSpendsTheReserveAndReportsTheError) {
+  TempDir dir;
+  ManifestFile f(dir.path, 4096);
+  ASSERT_TRUE(f.reserve_held());
+  fs::create_directory(dir.path / "manifest.json.tmp");  // the temporary cannot be created
+  EXPECT_NE(f.write(sample(), false), "");
+  EXPECT_TRUE(f.reserve_held()) << "periodic writes never spend the reserve";
+  const std::string err = f.write(sample(), true);
+  EXPECT_NE(err.find("manifest.json.tmp"), std::string::npos) << err;
+  EXPECT_FALSE(f.reserve_held());
+  EXPECT_FALSE(fs::exists(dir.path / ".manifest-reserve"));
+}
+
+}  // namespace
+}  // namespace rocecap::daemon
