@@ -208,6 +208,11 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
       throw std::runtime_error(why);
     }
   }
+  if (cfg.capture.payload_memory == config::PayloadMemory::gpu) {
+    throw std::runtime_error(
+        "capture.payload_memory gpu: GPU payload rings are not part of this build yet, so it "
+        "cannot be satisfied; use auto (host memory, said in the manifest and metrics) or host");
+  }
   if (cfg.capture.backend == config::Backend::pcap_file && cfg.capture.interfaces.size() != 1) {
     throw std::runtime_error(
         "capture.interfaces: pcap-file replay takes exactly one interface "
