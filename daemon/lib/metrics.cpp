@@ -137,6 +137,24 @@ void add_stream(StreamFamilies& f, const Runtime& rt, const InterfaceRuntime& ir
   add(f.backlog, l, r.published > r.consumed ? double(r.published - r.consumed) : 0);
 }
 
+// Busy-polling cost: CQ polls and the empty ones per interface (polls per packet is the
+// capture thread's "busy wait per packet"). Only the verbs backend polls a CQ.
+void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runtime& rt) {
+#ifdef ROCECAP_HAVE_VERBS
+  if (rt.config->capture.backend != config::Backend::verbs) return;
+  auto& polls = e.family("rocecap_cq_polls_total", "Completion queue polls of the capture thread",
+                         MetricType::Counter);
+  auto& empty = e.family("rocecap_cq_empty_polls_total",
+                         "Completion queue polls that found nothing", MetricType::Counter);
+  for (const auto& ir : rt.interfaces) {
+    if (!ir->verbs) continue;
+    const capture::verbs::VerbsStats v = ir->verbs->stats();
+    add(polls, {{"interface", ir->name}}, double(v.polls));
+    add(empty, {{"interface", ir->name}}, double(v.empty_polls));
+  }
+#endif
+}
+
 void add_interfaces(Exposition& e, const Runtime& rt) {
   auto& rejected = e.family("rocecap_rejected_packets_total",
                             "Packets not placed in any stream, by reason", MetricType::Counter);
@@ -161,6 +179,7 @@ void add_interfaces(Exposition& e, const Runtime& rt) {
     add(capturing, {{"interface", ir->name}},
         ir->progress.done.load(std::memory_order_relaxed) ? 0 : 1);
   }
+  add_verbs_polls(e, rt);
 }
 
 void add_writers(Exposition& e, const Runtime& rt) {
