@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # real clients and test tools
   tshark tcpdump iproute2 python3 valgrind prometheus
+  # tools the test scripts call that minimal images may lack: systemd-analyze, pkill/sysctl, bc
+  systemd procps bc
 )
 
 missing=()
