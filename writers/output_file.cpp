@@ -60,8 +60,10 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
 
 Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& options,
                         std::span<std::byte> staging) {
-  if (is_open()) return Status::error(EBUSY, "open " + path.string() + ": writer already open");
-  if (!aligned(staging)) return Status::error(EINVAL, "open " + path.string() + ": bad staging");
+  if (is_open())
+    return Status::error(EBUSY, "open " + path.string() + ": writer already open", path);
+  if (!aligned(staging))
+    return Status::error(EINVAL, "open " + path.string() + ": bad staging", path);
   const int fd = open_excl(path);
   if (fd < 0) return sys_error(errno, "open", path);
   const bool direct = options.direct && enable_direct(fd);
@@ -108,7 +110,7 @@ Status OutputFile::append_zeros(std::size_t count) {
 }
 
 Status OutputFile::flush_full() {
-  if (!is_open()) return Status::error(EBADF, "write " + path_.string() + ": file not open");
+  if (!is_open()) return Status::error(EBADF, "write " + path_.string() + ": file not open", path_);
   if (Status s = write_all(staging_.data(), fill_); !s) return fail(std::move(s));
   fill_ = 0;
   // Flushing happens when the buffer is full, in the middle of a record at the latest, so the
@@ -168,7 +170,7 @@ Status OutputFile::fail(Status error) {
   records_ = safe_records_ = keep_records;
   fill_ = 0;
   ++round_;
-  return Status::error(error.code(), std::move(message));
+  return Status::error(error.code(), std::move(message), error.path());
 }
 
 Status OutputFile::close() {

@@ -39,7 +39,8 @@ bool inside(const std::filesystem::path& dir, const std::filesystem::path& root)
 Status place_in_directory(const std::filesystem::path& out_dir, const std::string& relative,
                           std::filesystem::path& out) {
   if (const std::string why = component_problem(relative); !why.empty()) {
-    return Status::error(EINVAL, fmt::format("output file name \"{}\" {}", relative, why));
+    return Status::error(EINVAL, fmt::format("output file name \"{}\" {}", relative, why),
+                         out_dir / relative);
   }
   const std::filesystem::path path = out_dir / relative;
   std::error_code ec;
@@ -53,7 +54,8 @@ Status place_in_directory(const std::filesystem::path& out_dir, const std::strin
     return Status::error(EXDEV,
                          fmt::format("file {}: its directory resolves to {}, outside the "
                                      "output directory {}",
-                                     path.string(), real_parent.string(), real_root.string()));
+                                     path.string(), real_parent.string(), real_root.string()),
+                         path);
   }
   out = path;
   return {};

@@ -8,7 +8,7 @@ namespace rocecap::writers {
 
 Status sys_error(int err, std::string_view op, const std::filesystem::path& path) {
   return Status::error(
-      err, fmt::format("{} {}: {}", op, path.string(), std::generic_category().message(err)));
+      err, fmt::format("{} {}: {}", op, path.string(), std::generic_category().message(err)), path);
 }
 
 }  // namespace rocecap::writers

@@ -13,17 +13,23 @@ namespace rocecap::writers {
 class Status {
  public:
   Status() = default;
-  static Status error(int code, std::string message) { return Status(code, std::move(message)); }
+  // `path`: the file or directory the error is about, when there is one (for the manifest).
+  static Status error(int code, std::string message, std::filesystem::path path = {}) {
+    return Status(code, std::move(message), std::move(path));
+  }
 
   bool ok() const noexcept { return code_ == 0; }
   explicit operator bool() const noexcept { return ok(); }
   int code() const noexcept { return code_; }  // errno value; 0 when ok
   const std::string& message() const noexcept { return message_; }
+  const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
-  Status(int code, std::string message) : code_(code), message_(std::move(message)) {}
+  Status(int code, std::string message, std::filesystem::path path)
+      : code_(code), message_(std::move(message)), path_(std::move(path)) {}
   int code_ = 0;
   std::string message_;
+  std::filesystem::path path_;
 };
 
 // "<op> <path>: <strerror(err)>", e.g. "write /data/run1/a.0001.codif: No space left on device".

@@ -96,7 +96,7 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
   auto on_error = [&rt, log](const writers::Status& s) {
     log->error("write error: {} (capture goes on; files written before stay valid)", s.message());
     if (rt.write_errors.errors.size() < WriteErrors::kMaxListed) {
-      rt.write_errors.errors.push_back({"", s.message()});
+      rt.write_errors.errors.push_back({s.path().string(), s.message()});
     } else {
       ++rt.write_errors.not_listed;
     }

@@ -151,6 +151,10 @@ if m["state"] != "stopped" or counted == 0:
     sys.exit("FAIL: the final manifest does not report the write errors")
 if listed != counted:
     sys.exit(f"FAIL: {listed} errors reported, {counted} write errors counted")
+# Each listed error names the file (or directory) it is about.
+for e in m["errors"]:
+    if not e["path"] or e["path"] not in e["message"]:
+        sys.exit(f"FAIL: error without its file's path: {e}")
 PY
 # Every file the manifest lists is there with the size it gives.
 python3 - "$here" "$manifest" <<'PY' || fail=1
