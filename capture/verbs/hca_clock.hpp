@@ -63,22 +63,27 @@ class ClockFit {
     if (n < 2) return m;
     // Offsets from the newest sample keep the sums small enough for doubles to be exact
     // to well below a nanosecond per tick over the window.
-    double st = 0, sn = 0, stt = 0, stn = 0, span = 0;
+    // Ticks tell sample ages apart only within a wrap period: older samples are left out.
+    const double max_age = std::ldexp(static_cast<double>(mask_) * static_cast<double>(nominal_),
+                                      -static_cast<int>(ClockMap::kShift) - 1);
+    double st = 0, sn = 0, stt = 0, stn = 0, span = 0, used = 0;
     for (std::size_t i = 0; i < n; ++i) {
       const Sample& s = samples_[i];
       const double t = -static_cast<double>((newest.ticks - s.ticks) & mask_);
       const double y = static_cast<double>(s.ns - newest.ns);
+      if (-y > max_age || y > 0) continue;
+      used += 1;
       st += t;
       sn += y;
       stt += t * t;
       stn += t * y;
       span = std::fmax(span, -y);
     }
-    const double var = stt - st * st / static_cast<double>(n);
+    const double var = stt - st * st / used;
     if (span < static_cast<double>(kMinSpanNs) || var <= 0) return m;
-    const double slope = (stn - st * sn / static_cast<double>(n)) / var;  // ns per tick
-    const double intercept = (sn - slope * st) / static_cast<double>(n);  // ns at newest
-    if (!(slope > 0) || slope > 1e6) return m;  // nonsense samples: keep the nominal rate
+    const double slope = (stn - st * sn / used) / var;  // ns per tick
+    const double intercept = (sn - slope * st) / used;  // ns at newest
+    if (!(slope > 0) || slope > 1e6) return m;          // nonsense samples: keep the nominal rate
     m.mult = static_cast<uint64_t>(std::ldexp(slope, ClockMap::kShift));
     m.base_ns = newest.ns + static_cast<int64_t>(std::llround(intercept));
     return m;

@@ -310,7 +310,11 @@ int VerbsSource::poll(int max) noexcept {
   }
   if (rc != 0) fail("polling the CQ (overrun or device error)", rc);
   completions_.add(static_cast<uint64_t>(n));
-  if (recovering_ != 0) advance_recoveries();
+  if (recovering_ != 0 || flushed_ != 0) {
+    advance_recoveries();
+    n -= flushed_;
+    flushed_ = 0;
+  }
   for (uint32_t i = 0; i < streams_.size(); ++i)
     if (!repost(i)) break;
   return failed() ? -1 : n;
@@ -326,9 +330,8 @@ void VerbsSource::handle_completion(int64_t now_ns) noexcept {
   if (cq->status == IBV_WC_SUCCESS) {
     const uint32_t len = ibv_wc_read_byte_len(cq);
     if (hw_timestamps_) {
-      const int64_t ts = raw_clock_
-                             ? clock_.to_ns(ibv_wc_read_completion_ts(cq))
-                             : static_cast<int64_t>(ibv_wc_read_completion_wallclock_ns(cq));
+      const int64_t ts = raw_clock_ ? clock_.to_ns(ibv_wc_read_completion_ts(cq))
+                                    : static_cast<int64_t>(ibv_wc_read_completion_wallclock_ns(cq));
       return ingest_.on_slot(stream, slot, len, ts, kSlotHwTimestamp);
     }
     return ingest_.on_slot(stream, slot, len, now_ns, 0);
@@ -340,7 +343,10 @@ void VerbsSource::handle_completion(int64_t now_ns) noexcept {
     return ingest_.count_oversize();
   }
   // The QP's own flush after its error: the slot is back, nothing new went wrong.
-  if (cq->status == IBV_WC_WR_FLUSH_ERR && s.recovering) return;
+  if (cq->status == IBV_WC_WR_FLUSH_ERR && s.recovering) {
+    ++flushed_;
+    return;
+  }
   on_qp_error(stream, slot, cq->status, ibv_wc_read_vendor_err(cq));
 }
 
@@ -351,6 +357,11 @@ void VerbsSource::on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status,
   wc_errors_.add();
   if (s.recovering) return;  // a second error of a QP already on its way back: counted only
   const int64_t now = monotonic_ns();
+  // From here the QP's flushed WRs are expected, also when this error fails the source.
+  s.recovering = true;
+  s.err_requested = false;
+  s.recover_since_ns = now;
+  ++recovering_;
   // The oldest of the last kMaxRecoveries errors: within the window, this is one too many.
   const int64_t oldest = s.recent_errors[s.error_count % kMaxRecoveries];
   char what[224];
@@ -364,10 +375,6 @@ void VerbsSource::on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status,
   }
   s.recent_errors[s.error_count % kMaxRecoveries] = now;
   ++s.error_count;
-  s.recovering = true;
-  s.err_requested = false;
-  s.recover_since_ns = now;
-  ++recovering_;
   int expected = 0;
   if (!first_error_state_.compare_exchange_strong(expected, 1)) return;
   std::snprintf(first_error_.data(), first_error_.size(),
@@ -491,7 +498,7 @@ void VerbsSource::wait(int timeout_ms) noexcept {
 }
 
 VerbsStats VerbsSource::stats() const noexcept {
-  return {polls_.get(),     empty_polls_.get(), completions_.get(), oversize_.get(),
+  return {polls_.get(),     empty_polls_.get(), completions_.get(),  oversize_.get(),
           wc_errors_.get(), posted_.get(),      qp_recoveries_.get()};
 }
 

@@ -45,9 +45,9 @@ struct VerbsStats {
   uint64_t polls = 0;        // CQ polls
   uint64_t empty_polls = 0;  // ... that found nothing
   uint64_t completions = 0;
-  uint64_t oversize = 0;   // IBV_WC_LOC_LEN_ERR: frame longer than the posted slot
-  uint64_t wc_errors = 0;  // every other failed completion
-  uint64_t posted = 0;     // receive WRs posted
+  uint64_t oversize = 0;       // IBV_WC_LOC_LEN_ERR: frame longer than the posted slot
+  uint64_t wc_errors = 0;      // every other failed completion
+  uint64_t posted = 0;         // receive WRs posted
   uint64_t qp_recoveries = 0;  // QPs taken from the error state back to RTR
 };
 
@@ -65,7 +65,8 @@ class VerbsSource {
 
   // ---- capture thread ----
   // Handles up to `max` completions, then re-posts released slots. Returns the completions
-  // handled, or -1 once the source has failed (failure() says why).
+  // of frames handled (not the flushed WRs of a recovering QP: they carry no frame), or -1
+  // once the source has failed (failure() says why).
   int poll(int max) noexcept;
   // Event mode: arms the CQ and sleeps until a completion arrives or `timeout_ms` passes.
   void wait(int timeout_ms) noexcept;
@@ -145,7 +146,8 @@ class VerbsSource {
   RelaxedCounter polls_, empty_polls_, completions_, oversize_, wc_errors_, posted_;
   RelaxedCounter qp_recoveries_;
   std::unique_ptr<RelaxedCounter[]> recoveries_;  // per stream
-  uint32_t recovering_ = 0;  // streams whose QP is being recovered (capture thread)
+  uint32_t recovering_ = 0;                // streams whose QP is being recovered (capture thread)
+  int flushed_ = 0;                        // flush completions in the current poll (capture thread)
   std::atomic<int> first_error_state_{0};  // 0 none, 1 being written, 2 recorded, 3 taken
   std::array<char, 320> first_error_{};
   std::atomic<int> fail_state_{0};  // 0 running, 1 reason being written, 2 failed

@@ -1,8 +1,6 @@
 // Raw HCA ticks -> wall-clock ns (capture/verbs/hca_clock.hpp): the nominal rate, wrap at the
 // completion_timestamp_mask in both directions, a drifting clock fitted from jittery samples,
 // and the lock-free publication never handing out a torn map.
-#include "capture/verbs/hca_clock.hpp"
-
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -10,6 +8,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <thread>
+
+#include "capture/verbs/hca_clock.hpp"
 
 namespace rocecap::capture::verbs {
 namespace {
@@ -81,9 +81,10 @@ TEST(HcaClock, FitFollowsADriftingClock) {
 }
 
 TEST(HcaClock, FitAcrossAWrapOfANarrowCounter) {
-  // 31-bit ticks at 156.25 MHz wrap every 13.7 s: the 16-second window spans a wrap.
+  // 31-bit ticks at 156.25 MHz wrap every 13.7 s, 12 s into the samples: the fit unwraps
+  // the samples of the last half wrap period (6.9 s) and leaves the older, ambiguous ones out.
   constexpr uint64_t kMask31 = 0x7fffffffULL;
-  const SimClock nic{156.25e6 * (1 - 40e-6), kMask31 - 156'250'000ULL * 5, kMask31};
+  const SimClock nic{156.25e6 * (1 - 40e-6), kMask31 - 156'250'000ULL * 12, kMask31};
   ClockFit fit(kKhz, kMask31);
   int64_t ns = 0;
   for (uint64_t i = 0; i < 16; ++i) {

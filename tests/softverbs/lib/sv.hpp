@@ -107,9 +107,9 @@ ClockMode clock_mode();
 // SOFTVERBS_INJECT_WC_ERROR: turn a receive completion into a QP-fatal error (README.md).
 struct WcErrorInjection {
   bool enabled = false;
-  std::string device;       // empty: every device
-  uint64_t after = 0;       // the after-th frame a QP of the device receives errs...
-  uint64_t every = 0;       // ...and every every-th one after it (0: once)
+  std::string device;  // empty: every device
+  uint64_t after = 0;  // the after-th frame a QP of the device receives errs...
+  uint64_t every = 0;  // ...and every every-th one after it (0: once)
   uint16_t status = IBV_WC_LOC_QP_OP_ERR;
   uint32_t vendor_err = 0;  // as mlx5 reports it for that syndrome
 };
