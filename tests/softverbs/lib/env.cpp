@@ -60,6 +60,14 @@ ClockMode clock_mode() {
   return ClockMode::wallclock;
 }
 
+unsigned modify_qp_delay_us() {
+  static const unsigned us = [] {
+    const char* v = getenv("SOFTVERBS_MODIFY_QP_US");
+    return v ? static_cast<unsigned>(strtoul(v, nullptr, 10)) : 0u;
+  }();
+  return us;
+}
+
 namespace {
 
 // "loc_qp_op" -> IBV_WC_LOC_QP_OP_ERR and the vendor syndrome softverbs reports with it.

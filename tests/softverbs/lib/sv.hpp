@@ -103,6 +103,7 @@ enum class ClockMode {
   none,       // no clock: completion_timestamp_mask 0, both timestamp flags refused
 };
 ClockMode clock_mode();
+unsigned modify_qp_delay_us();  // SOFTVERBS_MODIFY_QP_US: how long ibv_modify_qp takes
 
 // SOFTVERBS_INJECT_WC_ERROR: turn a receive completion into a QP-fatal error (README.md).
 struct WcErrorInjection {
