@@ -25,12 +25,16 @@ struct ClockMap {
   uint64_t mask = 0;  // completion_timestamp_mask: ticks wrap at mask + 1
 
   // Ticks within half the wrap period before the base count as earlier (a completion taken
-  // before the latest refresh), the rest as later.
+  // before the latest refresh), the rest as later. Unsigned arithmetic: a garbage tick value
+  // gives a garbage time, never undefined behaviour.
   int64_t to_ns(uint64_t ticks) const noexcept {
+    const auto base = static_cast<uint64_t>(base_ns);
     const uint64_t d = (ticks - base_ticks) & mask;
-    if (d <= (mask >> 1)) return base_ns + static_cast<int64_t>((Uint128{d} * mult) >> kShift);
+    if (d <= (mask >> 1)) {
+      return static_cast<int64_t>(base + static_cast<uint64_t>((Uint128{d} * mult) >> kShift));
+    }
     const uint64_t back = (base_ticks - ticks) & mask;
-    return base_ns - static_cast<int64_t>((Uint128{back} * mult) >> kShift);
+    return static_cast<int64_t>(base - static_cast<uint64_t>((Uint128{back} * mult) >> kShift));
   }
 };
 
