@@ -59,7 +59,28 @@ int64_t wall_ns() noexcept {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
-void modify(ibv_qp* qp, ibv_qp_state state, uint8_t port, const std::string& what) {
+int64_t monotonic_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
+}
+
+const char* state_name(ibv_qp_state s) noexcept {
+  switch (s) {
+    case IBV_QPS_RESET:
+      return "RESET";
+    case IBV_QPS_INIT:
+      return "INIT";
+    case IBV_QPS_RTR:
+      return "RTR";
+    case IBV_QPS_ERR:
+      return "ERR";
+    default:
+      return "?";
+  }
+}
+
+int set_state(ibv_qp* qp, ibv_qp_state state, uint8_t port) noexcept {
   ibv_qp_attr a{};
   a.qp_state = state;
   int mask = IBV_QP_STATE;
@@ -67,8 +88,12 @@ void modify(ibv_qp* qp, ibv_qp_state state, uint8_t port, const std::string& wha
     a.port_num = port;
     mask |= IBV_QP_PORT;
   }
-  if (const int rc = ibv_modify_qp(qp, &a, mask); rc != 0) {
-    throw VerbsError(what + ": ibv_modify_qp to " + (state == IBV_QPS_INIT ? "INIT" : "RTR"), rc);
+  return ibv_modify_qp(qp, &a, mask);
+}
+
+void modify(ibv_qp* qp, ibv_qp_state state, uint8_t port, const std::string& what) {
+  if (const int rc = set_state(qp, state, port); rc != 0) {
+    throw VerbsError(what + ": ibv_modify_qp to " + state_name(state), rc);
   }
 }
 
@@ -87,7 +112,28 @@ struct VerbsSource::StreamQp {
   std::array<ibv_recv_wr, kPostBatch> wrs{};
   std::array<ibv_sge, 2 * kPostBatch> sges{};
   std::array<SlotId, kPostBatch> ids{};
+  std::string name;  // "group:port from source", for error context
+  // Recovery (capture thread). outstanding = WRs posted and not yet completed: the QP may be
+  // reset once it is 0, as every WR then came back (flushed) and no slot is lost.
+  uint64_t outstanding = 0;
+  bool recovering = false;
+  bool err_requested = false;  // ibv_modify_qp to ERR done for this recovery
+  int64_t recover_since_ns = 0;
+  std::array<int64_t, kMaxRecoveries> recent_errors{};  // monotonic ns, a ring
+  uint32_t error_count = 0;
 };
+
+const char* time_source_name(TimeSource s) noexcept {
+  switch (s) {
+    case TimeSource::nic_wallclock:
+      return "nic-wallclock";
+    case TimeSource::nic_raw_clock:
+      return "nic-raw-clock";
+    case TimeSource::software:
+      return "software";
+  }
+  return "unknown";
+}
 
 VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_event)
     : ingest_(ingest),
@@ -114,6 +160,7 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
   }
   create_cq(static_cast<uint32_t>(o.cq_size != 0 ? o.cq_size : depth_sum));
   streams_.resize(ingest_.streams().size());
+  recoveries_ = std::make_unique<RelaxedCounter[]>(streams_.size());
   for (uint32_t i = 0; i < streams_.size(); ++i)
     build_stream(i, *ingest_.streams()[i]);
   if (event_mode_ && ibv_req_notify_cq(ibv_cq_ex_to_cq(cq_.get()), 0) != 0) {
@@ -141,6 +188,19 @@ void VerbsSource::create_cq(uint32_t entries) {
     a.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
     cq_.reset(ibv_create_cq_ex(ctx_.get(), &a));
     hw_timestamps_ = static_cast<bool>(cq_);
+    if (cq_) time_source_ = TimeSource::nic_wallclock;
+  }
+  if (!cq_ && have_clock && dev.hca_core_clock != 0) {
+    // A free-running clock (libmlx5 refuses WALLCLOCK): raw ticks, converted here.
+    fit_.emplace(dev.hca_core_clock, dev.completion_timestamp_mask);
+    for (int i = 0; i < 20 && fit_->samples() == 0; ++i)  // a busy host may spoil a few
+      refresh_clock();
+    if (fit_->samples() != 0) {  // ibv_query_rt_values_ex works: the clock can be fitted
+      a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
+      cq_.reset(ibv_create_cq_ex(ctx_.get(), &a));
+    }
+    raw_clock_ = hw_timestamps_ = static_cast<bool>(cq_);
+    if (cq_) time_source_ = TimeSource::nic_raw_clock;
   }
   if (!cq_) {
     a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
@@ -161,6 +221,7 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
     throw VerbsError(what + ": GPU payload memory is not supported by this build yet", 0);
   }
   s.pipeline = &sp;
+  s.name = stream_name(sp.spec().key);
   s.header_bytes = sp.split();
   s.payload_bytes = sp.spec().ring.payload_slot_bytes;
   const HostMemory& hm = ring.header_memory();
@@ -193,6 +254,8 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
 }
 
 bool VerbsSource::repost(uint32_t index) noexcept {
+  // A QP in recovery takes no WRs: its slots wait in the ring until it is back in RTR.
+  if (streams_[index].recovering) return true;
   for (;;) {
     const std::size_t n = streams_[index].pipeline->ring().take_free(streams_[index].ids);
     if (n == 0) return true;
@@ -222,6 +285,7 @@ bool VerbsSource::post_batch(uint32_t index, std::size_t n) noexcept {
     return false;
   }
   posted_.add(n);
+  s.outstanding += n;
   return true;
 }
 
@@ -246,6 +310,11 @@ int VerbsSource::poll(int max) noexcept {
   }
   if (rc != 0) fail("polling the CQ (overrun or device error)", rc);
   completions_.add(static_cast<uint64_t>(n));
+  if (recovering_ != 0 || flushed_ != 0) {
+    advance_recoveries();
+    n -= flushed_;
+    flushed_ = 0;
+  }
   for (uint32_t i = 0; i < streams_.size(); ++i)
     if (!repost(i)) break;
   return failed() ? -1 : n;
@@ -256,26 +325,156 @@ void VerbsSource::handle_completion(int64_t now_ns) noexcept {
   const uint32_t stream = static_cast<uint32_t>(cq->wr_id >> 32);
   const auto slot = static_cast<SlotId>(cq->wr_id);
   if (stream >= streams_.size()) return fail("completion with an unknown wr_id", 0);
+  StreamQp& s = streams_[stream];
+  --s.outstanding;
   if (cq->status == IBV_WC_SUCCESS) {
     const uint32_t len = ibv_wc_read_byte_len(cq);
     if (hw_timestamps_) {
-      const auto ts = static_cast<int64_t>(ibv_wc_read_completion_wallclock_ns(cq));
+      const int64_t ts = raw_clock_ ? clock_.to_ns(ibv_wc_read_completion_ts(cq))
+                                    : static_cast<int64_t>(ibv_wc_read_completion_wallclock_ns(cq));
       return ingest_.on_slot(stream, slot, len, ts, kSlotHwTimestamp);
     }
     return ingest_.on_slot(stream, slot, len, now_ns, 0);
   }
-  StreamRing& ring = streams_[stream].pipeline->ring();
-  ring.give_back(slot);  // consumed by the NIC: posted again with the next batch
+  s.pipeline->ring().give_back(slot);  // consumed by the NIC: posted again with the next batch
   if (cq->status == IBV_WC_LOC_LEN_ERR) {
     // Longer than header + payload slot: the QP keeps working (VERBS.md).
     oversize_.add();
     return ingest_.count_oversize();
   }
+  // The QP's own flush after its error: the slot is back, nothing new went wrong.
+  if (cq->status == IBV_WC_WR_FLUSH_ERR && s.recovering) {
+    ++flushed_;
+    return;
+  }
+  on_qp_error(stream, slot, cq->status, ibv_wc_read_vendor_err(cq));
+}
+
+// Rare path (capture thread): one clock read, at most one snprintf, no allocation.
+void VerbsSource::on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status,
+                              uint32_t vendor_err) noexcept {
+  StreamQp& s = streams_[index];
   wc_errors_.add();
-  char what[160];
-  std::snprintf(what, sizeof what, "completion error on stream %u slot %u: %s (vendor_err %u)",
-                stream, slot, ibv_wc_status_str(cq->status), ibv_wc_read_vendor_err(cq));
-  fail(what, 0);
+  if (s.recovering) return;  // a second error of a QP already on its way back: counted only
+  const int64_t now = monotonic_ns();
+  // From here the QP's flushed WRs are expected, also when this error fails the source.
+  s.recovering = true;
+  s.err_requested = false;
+  s.recover_since_ns = now;
+  ++recovering_;
+  // The oldest of the last kMaxRecoveries errors: within the window, this is one too many.
+  const int64_t oldest = s.recent_errors[s.error_count % kMaxRecoveries];
+  char what[224];
+  if (s.error_count >= kMaxRecoveries && now - oldest < kRecoveryWindowNs) {
+    std::snprintf(what, sizeof what,
+                  "stream %s: completion error %s (vendor_err 0x%x) on the QP again: %u errors "
+                  "within %lld s (at most %u recoveries)",
+                  s.name.c_str(), ibv_wc_status_str(status), vendor_err, kMaxRecoveries + 1,
+                  static_cast<long long>(kRecoveryWindowNs / 1'000'000'000), kMaxRecoveries);
+    return fail(what, 0);
+  }
+  s.recent_errors[s.error_count % kMaxRecoveries] = now;
+  ++s.error_count;
+  int expected = 0;
+  if (!first_error_state_.compare_exchange_strong(expected, 1)) return;
+  std::snprintf(first_error_.data(), first_error_.size(),
+                "RDMA device %s (%s), stream %s: receive completion error %s (vendor_err 0x%x, "
+                "qp %u, slot %u); the QP is reset and its receive WRs posted again; frames "
+                "that arrive meanwhile are counted lost; later errors are only counted",
+                device_.c_str(), interface_.c_str(), s.name.c_str(), ibv_wc_status_str(status),
+                vendor_err, s.qp->qp_num, slot);
+  first_error_state_.store(2, std::memory_order_release);
+}
+
+// After each poll while a QP recovers: ERR (so every posted WR is flushed, whatever state the
+// error left the QP in), then once every WR came back, RESET -> INIT -> RTR. The flow rule
+// stays: it is attached to the QP, not to its state.
+void VerbsSource::advance_recoveries() noexcept {
+  for (uint32_t i = 0; i < streams_.size() && !failed(); ++i) {
+    StreamQp& s = streams_[i];
+    if (!s.recovering) continue;
+    if (s.outstanding == 0) {
+      finish_recovery(i);
+      continue;
+    }
+    if (!s.err_requested) {
+      s.err_requested = true;
+      if (const int rc = set_state(s.qp.get(), IBV_QPS_ERR, port_); rc != 0) {
+        char what[160];
+        std::snprintf(what, sizeof what, "stream %s: QP recovery: ibv_modify_qp to ERR",
+                      s.name.c_str());
+        return fail(what, rc);
+      }
+    }
+    if (monotonic_ns() - s.recover_since_ns > kFlushTimeoutNs) {
+      char what[200];
+      std::snprintf(what, sizeof what,
+                    "stream %s: QP recovery: %llu receive WRs not flushed within %lld s of the "
+                    "completion error",
+                    s.name.c_str(), static_cast<unsigned long long>(s.outstanding),
+                    static_cast<long long>(kFlushTimeoutNs / 1'000'000'000));
+      return fail(what, 0);
+    }
+  }
+}
+
+void VerbsSource::finish_recovery(uint32_t index) noexcept {
+  StreamQp& s = streams_[index];
+  for (const ibv_qp_state to : {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR}) {
+    if (const int rc = set_state(s.qp.get(), to, port_); rc != 0) {
+      char what[160];
+      std::snprintf(what, sizeof what, "stream %s: QP recovery: ibv_modify_qp to %s",
+                    s.name.c_str(), state_name(to));
+      return fail(what, rc);
+    }
+  }
+  s.recovering = false;
+  --recovering_;
+  recoveries_[index].add();
+  qp_recoveries_.add();
+}
+
+std::string VerbsSource::first_error() const {
+  return first_error_state_.load(std::memory_order_acquire) >= 2 ? first_error_.data() : "";
+}
+
+std::string VerbsSource::take_first_error() {
+  int expected = 2;
+  if (!first_error_state_.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
+    return "";
+  }
+  return first_error_.data();
+}
+
+// One (ticks, CLOCK_REALTIME) pair: the clock read between two host clock reads, best of a
+// few tries, so a preemption between the reads does not skew the fit.
+bool VerbsSource::sample_clock(uint64_t& ticks, int64_t& ns) noexcept {
+  constexpr int kTries = 5;
+  constexpr int64_t kMaxBracketNs = 50'000;
+  int64_t best = kMaxBracketNs + 1;
+  for (int i = 0; i < kTries; ++i) {
+    ibv_values_ex v{};
+    v.comp_mask = IBV_VALUES_MASK_RAW_CLOCK;
+    const int64_t before = wall_ns();
+    if (ibv_query_rt_values_ex(ctx_.get(), &v) != 0) return false;
+    const int64_t after = wall_ns();
+    if (after - before < best) {
+      best = after - before;
+      // mlx5 returns the cycle count in tv_nsec (tv_sec 0).
+      ticks = static_cast<uint64_t>(v.raw_clock.tv_sec) * 1'000'000'000u +
+              static_cast<uint64_t>(v.raw_clock.tv_nsec);
+      ns = before + best / 2;
+    }
+  }
+  return best <= kMaxBracketNs;
+}
+
+void VerbsSource::refresh_clock() noexcept {
+  uint64_t ticks = 0;
+  int64_t ns = 0;
+  if (!fit_ || !sample_clock(ticks, ns)) return;  // keep the last fit
+  fit_->add(ticks, ns);
+  clock_.publish(fit_->map());
 }
 
 void VerbsSource::fail(const char* what, int err) noexcept {
@@ -299,8 +498,8 @@ void VerbsSource::wait(int timeout_ms) noexcept {
 }
 
 VerbsStats VerbsSource::stats() const noexcept {
-  return {polls_.get(),    empty_polls_.get(), completions_.get(),
-          oversize_.get(), wc_errors_.get(),   posted_.get()};
+  return {polls_.get(),     empty_polls_.get(), completions_.get(),  oversize_.get(),
+          wc_errors_.get(), posted_.get(),      qp_recoveries_.get()};
 }
 
 std::optional<uint64_t> VerbsSource::out_of_buffer() const {
@@ -316,8 +515,14 @@ std::optional<uint64_t> VerbsSource::nic_drops() const {
   return *now >= out_of_buffer_start_ ? *now - out_of_buffer_start_ : *now;
 }
 
+// Also the raw clock's refresh path: this thread wakes at least every 100 ms.
 void VerbsSource::async_events(const std::stop_token& stop) {
+  int64_t next_refresh = monotonic_ns() + kClockRefreshNs;
   while (!stop.stop_requested()) {
+    if (raw_clock_ && monotonic_ns() >= next_refresh) {
+      refresh_clock();
+      next_refresh += kClockRefreshNs;
+    }
     pollfd p{ctx_->async_fd, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     ibv_async_event ev{};

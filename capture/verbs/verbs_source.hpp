@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <thread>
@@ -17,6 +18,7 @@
 
 #include "capture/ingest.hpp"
 #include "capture/relaxed_counter.hpp"
+#include "capture/verbs/hca_clock.hpp"
 #include "capture/verbs/verbs_objects.hpp"
 
 namespace rocecap::capture::verbs {
@@ -30,13 +32,23 @@ struct VerbsOptions {
   std::string sysfs_root = "/sys";
 };
 
+// Where completion timestamps come from, best first.
+enum class TimeSource {
+  nic_wallclock,  // libmlx5 converts the HCA clock (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
+  nic_raw_clock,  // raw HCA ticks, converted here with a fit against CLOCK_REALTIME
+  software,       // no NIC clock: one clock_gettime per polled batch
+};
+// "nic-wallclock", "nic-raw-clock", "software": for logs, manifest and metrics.
+const char* time_source_name(TimeSource s) noexcept;
+
 struct VerbsStats {
   uint64_t polls = 0;        // CQ polls
   uint64_t empty_polls = 0;  // ... that found nothing
   uint64_t completions = 0;
-  uint64_t oversize = 0;   // IBV_WC_LOC_LEN_ERR: frame longer than the posted slot
-  uint64_t wc_errors = 0;  // every other failed completion
-  uint64_t posted = 0;     // receive WRs posted
+  uint64_t oversize = 0;       // IBV_WC_LOC_LEN_ERR: frame longer than the posted slot
+  uint64_t wc_errors = 0;      // every other failed completion
+  uint64_t posted = 0;         // receive WRs posted
+  uint64_t qp_recoveries = 0;  // QPs taken from the error state back to RTR
 };
 
 // Called from the async event thread with a description; fatal events also fail the source.
@@ -53,7 +65,8 @@ class VerbsSource {
 
   // ---- capture thread ----
   // Handles up to `max` completions, then re-posts released slots. Returns the completions
-  // handled, or -1 once the source has failed (failure() says why).
+  // of frames handled (not the flushed WRs of a recovering QP: they carry no frame), or -1
+  // once the source has failed (failure() says why).
   int poll(int max) noexcept;
   // Event mode: arms the CQ and sleeps until a completion arrives or `timeout_ms` passes.
   void wait(int timeout_ms) noexcept;
@@ -70,6 +83,24 @@ class VerbsSource {
   std::optional<uint64_t> nic_drops() const;
   const std::string& device() const noexcept { return device_; }
   bool hw_timestamps() const noexcept { return hw_timestamps_; }
+  TimeSource time_source() const noexcept { return time_source_; }
+  // Recoveries of stream `index`'s QP (index into the Ingest's streams).
+  uint64_t qp_recoveries(uint32_t index) const noexcept { return recoveries_[index].get(); }
+  // The first failed completion other than LOC_LEN_ERR, with its context (device, stream,
+  // status, vendor_err, what was done about it); empty while there was none. The capture
+  // thread only records it: take_first_error() hands it over once, for the caller to log.
+  std::string first_error() const;
+  std::string take_first_error();
+
+  // Completion errors: the stream's QP is recovered (ERR, every WR flushed, RESET -> INIT ->
+  // RTR, slots posted again) unless it already needed kMaxRecoveries recoveries in the last
+  // kRecoveryWindowNs; then the source fails. A QP that does not flush within kFlushTimeoutNs
+  // also fails it: never a silent stall.
+  static constexpr uint32_t kMaxRecoveries = 3;
+  static constexpr int64_t kRecoveryWindowNs = 10'000'000'000;
+  static constexpr int64_t kFlushTimeoutNs = 2'000'000'000;
+  // How often the raw-clock fit takes a new sample.
+  static constexpr int64_t kClockRefreshNs = 1'000'000'000;
 
   // wr_id layout: stream index in the high 32 bits, slot id in the low 32 bits.
   static uint64_t wr_id(uint32_t stream, SlotId slot) noexcept {
@@ -83,6 +114,11 @@ class VerbsSource {
   void create_cq(uint32_t entries);
   void build_stream(uint32_t index, StreamPipeline& sp);
   void handle_completion(int64_t now_ns) noexcept;
+  void on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status, uint32_t vendor_err) noexcept;
+  void advance_recoveries() noexcept;
+  void finish_recovery(uint32_t index) noexcept;
+  bool sample_clock(uint64_t& ticks, int64_t& ns) noexcept;
+  void refresh_clock() noexcept;
   bool repost(uint32_t index) noexcept;
   bool post_batch(uint32_t index, std::size_t n) noexcept;
   void fail(const char* what, int err) noexcept;
@@ -95,6 +131,10 @@ class VerbsSource {
   uint8_t port_;
   bool event_mode_;
   bool hw_timestamps_ = false;
+  bool raw_clock_ = false;  // hw_timestamps_ from raw ticks through clock_
+  TimeSource time_source_ = TimeSource::software;
+  std::optional<ClockFit> fit_;  // async thread (and the constructor)
+  PublishedClock clock_;
   uint64_t out_of_buffer_start_ = 0;
   EventLog on_event_;
   // Creation order; destroyed in reverse (QPs and flows before CQ, MRs, PD, context).
@@ -104,6 +144,12 @@ class VerbsSource {
   CompletionQueue cq_;
   std::vector<StreamQp> streams_;
   RelaxedCounter polls_, empty_polls_, completions_, oversize_, wc_errors_, posted_;
+  RelaxedCounter qp_recoveries_;
+  std::unique_ptr<RelaxedCounter[]> recoveries_;  // per stream
+  uint32_t recovering_ = 0;                // streams whose QP is being recovered (capture thread)
+  int flushed_ = 0;                        // flush completions in the current poll (capture thread)
+  std::atomic<int> first_error_state_{0};  // 0 none, 1 being written, 2 recorded, 3 taken
+  std::array<char, 320> first_error_{};
   std::atomic<int> fail_state_{0};  // 0 running, 1 reason being written, 2 failed
   std::array<char, 256> reason_{};
   std::jthread async_thread_;  // last: stopped and joined before anything above is destroyed

@@ -40,11 +40,22 @@ nlohmann::json stream_json(const ManifestStream& s) {
           {"resync", s.resync},
           {"fill_frames", s.fill_frames},
           {"write_errors", s.write_errors},
+          {"qp_recoveries", s.qp_recoveries},
           {"first_frame", frame_time(s.first_frame)},
           {"last_frame", frame_time(s.last_frame)},
           {"gaps", gaps},
           {"gaps_not_listed", s.gaps_not_listed},
           {"files", files}};
+}
+
+nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
+  if (!v) return nullptr;
+  return {{"device", v->device},
+          {"time_source", v->time_source},
+          {"wc_errors", v->wc_errors},
+          {"qp_recoveries", v->qp_recoveries},
+          {"first_wc_error", v->first_wc_error.empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(v->first_wc_error)}};
 }
 
 }  // namespace
@@ -72,7 +83,8 @@ nlohmann::json to_json(const Manifest& m) {
                           {"ring_full_drops", i.ring_full_drops},
                           {"write_errors", i.write_errors},
                           {"rejected", i.rejected},
-                          {"files", files_json(i.files)}});
+                          {"files", files_json(i.files)},
+                          {"verbs", verbs_json(i.verbs)}});
     for (const auto& [reason, n] : i.rejected) {
       rejected[reason] = rejected.value(reason, uint64_t{0}) + n;
     }

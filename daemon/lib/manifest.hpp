@@ -30,10 +30,20 @@ struct ManifestStream {
   uint16_t port = 0;
   uint64_t packets = 0, bytes = 0, lost = 0, duplicate = 0, late = 0, late_dropped = 0;
   uint64_t invalid = 0, resync = 0, fill_frames = 0, write_errors = 0;
+  uint64_t qp_recoveries = 0;  // verbs: the stream's QP taken from ERR back to RTR
   std::optional<ManifestFrameTime> first_frame, last_frame;
   std::vector<std::pair<uint64_t, uint64_t>> gaps;  // [first missing index, count]
   uint64_t gaps_not_listed = 0;                     // gap events beyond the bounded list
   std::vector<ManifestFile> files;
+};
+
+// The verbs backend's device-level view of an interface.
+struct ManifestVerbs {
+  std::string device;
+  std::string time_source;  // nic-wallclock, nic-raw-clock or software
+  uint64_t wc_errors = 0;   // failed completions other than LOC_LEN_ERR (flushes excluded)
+  uint64_t qp_recoveries = 0;
+  std::string first_wc_error;  // the first one with its context; empty: none
 };
 
 struct ManifestInterface {
@@ -43,6 +53,7 @@ struct ManifestInterface {
   uint64_t write_errors = 0;     // failed writes of the per-interface output (pcap)
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
   std::vector<ManifestFile> files;           // per-interface output (pcap)
+  std::optional<ManifestVerbs> verbs;        // backend verbs only
 };
 
 struct ManifestError {

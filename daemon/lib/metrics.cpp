@@ -146,11 +146,32 @@ void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runt
                          MetricType::Counter);
   auto& empty = e.family("rocecap_cq_empty_polls_total",
                          "Completion queue polls that found nothing", MetricType::Counter);
+  auto& errors = e.family("rocecap_completion_errors_total",
+                          "Failed receive completions other than oversize frames (flushes of a "
+                          "recovering QP excluded)",
+                          MetricType::Counter);
+  auto& clock = e.family("rocecap_timestamp_source",
+                         "1 for where the interface's receive timestamps come from: "
+                         "nic-wallclock, nic-raw-clock or software",
+                         MetricType::Gauge);
+  auto& recoveries = e.family("rocecap_qp_recoveries_total",
+                              "Times the stream's receive QP was taken from the error state back "
+                              "to receiving",
+                              MetricType::Counter);
   for (const auto& ir : rt.interfaces) {
     if (!ir->verbs) continue;
     const capture::verbs::VerbsStats v = ir->verbs->stats();
     add(polls, {{"interface", ir->name}}, double(v.polls));
     add(empty, {{"interface", ir->name}}, double(v.empty_polls));
+    add(errors, {{"interface", ir->name}}, double(v.wc_errors));
+    add(clock,
+        {{"interface", ir->name},
+         {"source", capture::verbs::time_source_name(ir->verbs->time_source())}},
+        1);
+    for (std::size_t s = 0; s < ir->streams.size(); ++s) {
+      add(recoveries, stream_labels(rt, *ir, s),
+          double(ir->verbs->qp_recoveries(static_cast<uint32_t>(s))));
+    }
   }
 #endif
 }

@@ -62,8 +62,21 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
     m.fill_frames = writers.raw->stats().fill_frames;
   }
   if (writers.codifhdr) add_files(*writers.codifhdr, "codifhdr");
+#ifdef ROCECAP_HAVE_VERBS
+  if (ir.verbs) m.qp_recoveries = ir.verbs->qp_recoveries(static_cast<uint32_t>(s));
+#endif
   return m;
 }
+
+#ifdef ROCECAP_HAVE_VERBS
+std::optional<ManifestVerbs> verbs_entry(const InterfaceRuntime& ir) {
+  if (!ir.verbs) return std::nullopt;
+  const capture::verbs::VerbsStats v = ir.verbs->stats();
+  return ManifestVerbs{ir.verbs->device(),
+                       capture::verbs::time_source_name(ir.verbs->time_source()), v.wc_errors,
+                       v.qp_recoveries, ir.verbs->first_error()};
+}
+#endif
 
 ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   ManifestInterface m;
@@ -81,6 +94,9 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
       m.files.push_back({relative_path(f.path, rt.config->output.directory), "pcap", f.bytes});
     }
   }
+#ifdef ROCECAP_HAVE_VERBS
+  m.verbs = verbs_entry(ir);
+#endif
   return m;
 }
 
@@ -192,6 +208,15 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
   last = std::move(now);
 }
 
+void log_source_events([[maybe_unused]] const Runtime& rt, [[maybe_unused]] spdlog::logger& log) {
+#ifdef ROCECAP_HAVE_VERBS
+  for (const auto& ir : rt.interfaces) {
+    if (!ir->verbs) continue;
+    if (const std::string e = ir->verbs->take_first_error(); !e.empty()) log.warn("{}", e);
+  }
+#endif
+}
+
 void log_final_summary(const Runtime& rt, spdlog::logger& log) {
   for (const auto& ir : rt.interfaces) {
     for (std::size_t s = 0; s < ir->streams.size(); ++s) {
@@ -215,9 +240,11 @@ void log_final_summary(const Runtime& rt, spdlog::logger& log) {
       const auto v = ir->verbs->stats();
       log.info(
           "interface {}: RDMA device {}: {} CQ polls ({} empty), {} completions, {} oversize, "
-          "{} completion errors, {} receive WRs posted, {} NIC drops (out_of_buffer)",
+          "{} completion errors, {} QP recoveries, {} receive WRs posted, {} NIC drops "
+          "(out_of_buffer); timestamps: {}",
           ir->name, ir->verbs->device(), v.polls, v.empty_polls, v.completions, v.oversize,
-          v.wc_errors, v.posted, ir->progress.nic_drops.get());
+          v.wc_errors, v.qp_recoveries, v.posted, ir->progress.nic_drops.get(),
+          capture::verbs::time_source_name(ir->verbs->time_source()));
     }
 #endif
   }

@@ -31,6 +31,9 @@ struct StatusTotals {
 // debug, so a 100-antenna run does not flood the journal).
 inline constexpr std::size_t kStatusStreamsAtInfo = 16;
 void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTotals& last);
+// Source events the capture threads recorded but may not log themselves (the first completion
+// error of a verbs interface): each logged once. Main thread.
+void log_source_events(const Runtime& rt, spdlog::logger& log);
 void log_final_summary(const Runtime& rt, spdlog::logger& log);
 
 int64_t unix_now_ns();

@@ -82,6 +82,7 @@ std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>
     }
     const auto now = Clock::now();
     notifier.tick(rt, now);
+    log_source_events(rt, log);
     if (all_capture_done(rt)) return "capture ended";
     if (rt.config->run.duration && now - start >= *rt.config->run.duration) return "duration";
     if (now - last_status >= o.status_interval) {
@@ -163,6 +164,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     t.join();
   writer.join();
 
+  log_source_events(*rt, log);  // an error of the last moments, logged before the outcome
   bool failed = false;
   for (const auto& ir : rt->interfaces) {
     if (ir->progress.failed.load()) {

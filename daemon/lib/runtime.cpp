@@ -112,6 +112,19 @@ std::vector<uint32_t> group_addresses(const config::InterfaceConfig& ic) {
 }
 
 #ifdef ROCECAP_HAVE_VERBS
+const char* time_source_text(capture::verbs::TimeSource t) {
+  switch (t) {
+    case capture::verbs::TimeSource::nic_wallclock:
+      return "NIC hardware completion timestamps (wall clock, converted by the driver)";
+    case capture::verbs::TimeSource::nic_raw_clock:
+      return "NIC hardware completion timestamps (raw HCA clock, converted with a fit against "
+             "CLOCK_REALTIME refreshed every second)";
+    case capture::verbs::TimeSource::software:
+      break;
+  }
+  return "no NIC completion timestamps: software receive time (one clock read per batch)";
+}
+
 void open_verbs(const config::RunConfig& cfg, InterfaceRuntime& ir,
                 const config::InterfaceConfig& ic, const std::shared_ptr<spdlog::logger>& log) {
   capture::verbs::VerbsOptions o;
@@ -131,9 +144,7 @@ void open_verbs(const config::RunConfig& cfg, InterfaceRuntime& ir,
   ir.verbs = std::make_unique<capture::verbs::VerbsSource>(o, *ir.ingest, on_event);
   log->info("interface {}: RDMA device {}, {} raw packet QPs, {} polling; {}", ic.name,
             ir.verbs->device(), ir.streams.size(), o.event_mode ? "event" : "busy",
-            ir.verbs->hw_timestamps()
-                ? "NIC hardware completion timestamps (wall clock)"
-                : "no NIC completion timestamps: software receive time (one clock read per batch)");
+            time_source_text(ir.verbs->time_source()));
   if (!ir.verbs->out_of_buffer()) {
     log->warn("interface {}: {} unreadable: NIC drops (out_of_buffer) are not counted", ic.name,
               capture::verbs::out_of_buffer_path(o.sysfs_root, ir.verbs->device(), 1));

@@ -41,6 +41,26 @@ Manifest sample() {
   return m;
 }
 
+// The verbs backend's per-interface section: time source, completion errors and recoveries,
+// the first error's text; null for interfaces of the pcap backends.
+TEST(Manifest, VerbsSectionOnlyForVerbsInterfaces) {
+  Manifest m = sample();
+  m.streams[0].qp_recoveries = 2;
+  m.interfaces[0].verbs =
+      ManifestVerbs{"mlx5_0", "nic-raw-clock", 3, 2, "RDMA device mlx5_0 (veth1), stream x"};
+  const nlohmann::json j = to_json(m);
+  const auto& v = j["interfaces"][0]["verbs"];
+  EXPECT_EQ(v["device"], "mlx5_0");
+  EXPECT_EQ(v["time_source"], "nic-raw-clock");
+  EXPECT_EQ(v["wc_errors"], 3);
+  EXPECT_EQ(v["qp_recoveries"], 2);
+  EXPECT_EQ(v["first_wc_error"], "RDMA device mlx5_0 (veth1), stream x");
+  EXPECT_EQ(j["streams"][0]["qp_recoveries"], 2);
+  EXPECT_TRUE(j["interfaces"][1]["verbs"].is_null());
+  m.interfaces[0].verbs->first_wc_error.clear();
+  EXPECT_TRUE(to_json(m)["interfaces"][0]["verbs"]["first_wc_error"].is_null());
+}
+
 TEST(Manifest, RendersEveryRequiredField) {
   const nlohmann::json j = to_json(sample());
   EXPECT_EQ(j["run"], "obs42");

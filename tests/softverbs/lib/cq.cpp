@@ -249,6 +249,15 @@ ibv_cq_ex* create_cq_ex(ibv_context* ic, ibv_cq_init_attr_ex* a) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
+  // libmlx5 converts to wall-clock ns only with a real-time clock (or its clock info page);
+  // a free-running clock offers raw ticks alone, and a device without one offers neither.
+  const ClockMode clock = clock_mode();
+  if (((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) &&
+       clock != ClockMode::wallclock) ||
+      ((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) && clock == ClockMode::none)) {
+    errno = EOPNOTSUPP;
+    return nullptr;
+  }
   Cq* cq =
       make_cq(ic, static_cast<int>(a->cqe), a->cq_context, a->channel, a->comp_vector, a->wc_flags);
   return cq ? &cq->box.cq : nullptr;

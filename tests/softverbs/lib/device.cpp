@@ -152,8 +152,9 @@ int query_device_ex(ibv_context* ctx, const ibv_query_device_ex_input* in, ibv_d
   if (size < sizeof(ibv_device_attr)) return EINVAL;
   ibv_device_attr_ex a{};
   fill_device_attr(*ctx_of(ctx)->dev, a.orig_attr);
-  a.completion_timestamp_mask = kTimestampMask;
-  a.hca_core_clock = kHcaClockKhz;
+  const bool clock = clock_mode() != ClockMode::none;
+  a.completion_timestamp_mask = clock ? kTimestampMask : 0;
+  a.hca_core_clock = clock ? kHcaClockKhz : 0;
   a.device_cap_flags_ex = a.orig_attr.device_cap_flags;
   a.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
   a.phys_port_cnt_ex = 1;
@@ -183,6 +184,7 @@ int query_port(ibv_context* ctx, uint8_t port, ibv_port_attr* attr, size_t size)
 int query_rt_values(ibv_context*, ibv_values_ex* values) {
   if (values->comp_mask & ~static_cast<uint32_t>(IBV_VALUES_MASK_RAW_CLOCK)) return EINVAL;
   if (values->comp_mask & IBV_VALUES_MASK_RAW_CLOCK) {
+    if (clock_mode() == ClockMode::none) return EOPNOTSUPP;
     // mlx5 returns the cycle count in tv_nsec.
     values->raw_clock.tv_sec = 0;
     values->raw_clock.tv_nsec = static_cast<long>(ns_to_ticks(realtime_ns()));

@@ -179,6 +179,27 @@ void handle_frame(Device& d, tpacket3_hdr* h) {
   d.steer(f);
 }
 
+// SOFTVERBS_INJECT_WC_ERROR: whether the frame about to be placed on `dev` is one to fail.
+bool inject_error(Device& dev) {
+  const WcErrorInjection& w = wc_error_injection();
+  if (!w.enabled || (!w.device.empty() && w.device != dev.cfg.name)) return false;
+  const uint64_t n = dev.frames_placed.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (n == w.after) return true;
+  return w.every != 0 && n > w.after && (n - w.after) % w.every == 0;
+}
+
+// A QP-fatal completion error (IB spec): the WR completes with `status` (its frame is lost),
+// the QP enters ERR and every other posted WR is flushed; nothing is received until the
+// application takes the QP through RESET back to RTR.
+void fail_qp(Qp& q, Cqe& e, uint16_t status, uint32_t vendor_err) {
+  e.status = status;
+  e.vendor_err = vendor_err;
+  q.rcq->push(e);
+  q.state = IBV_QPS_ERR;
+  q.box.qp.state = IBV_QPS_ERR;
+  flush_rq(q);
+}
+
 }  // namespace
 
 void deliver(Qp& q, const Frame& f, bool header_only) {
@@ -199,6 +220,10 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
   e.qp_num = q.box.qp.qp_num;
   e.opcode = IBV_WC_RECV;
   e.ts_ns = f.ts_ns;
+  if (inject_error(dev)) {
+    const WcErrorInjection& w = wc_error_injection();
+    return fail_qp(q, e, w.status, w.vendor_err);
+  }
   Target t[kMaxSge];
   uint32_t nt = 0;
   const Scatter r =
@@ -217,17 +242,9 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
   } else if (r == Scatter::len) {
     e.status = IBV_WC_LOC_LEN_ERR;  // the WR is consumed and the QP keeps working
     e.vendor_err = 0x51;
-  } else {
-    e.status = IBV_WC_LOC_PROT_ERR;
-    e.vendor_err = 0x52;
   }
+  if (r == Scatter::prot) return fail_qp(q, e, IBV_WC_LOC_PROT_ERR, 0x52);
   q.rcq->push(e);
-  if (r == Scatter::prot) {
-    // A protection error is a QP-fatal completion error (IB spec): the rest is flushed.
-    q.state = IBV_QPS_ERR;
-    q.box.qp.state = IBV_QPS_ERR;
-    flush_rq(q);
-  }
 }
 
 void Device::publish_counters(bool force) {

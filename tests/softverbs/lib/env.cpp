@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 
@@ -49,6 +50,86 @@ std::string sysfs_root() {
 bool dmabuf_supported() {
   const char* m = getenv("SOFTVERBS_DMABUF");
   return m && std::string(m) == "ebadf";
+}
+
+ClockMode clock_mode() {
+  const char* m = getenv("SOFTVERBS_CLOCK");
+  const std::string v = m ? m : "";
+  if (v == "raw") return ClockMode::raw;
+  if (v == "none") return ClockMode::none;
+  return ClockMode::wallclock;
+}
+
+unsigned modify_qp_delay_us() {
+  static const unsigned us = [] {
+    const char* v = getenv("SOFTVERBS_MODIFY_QP_US");
+    return v ? static_cast<unsigned>(strtoul(v, nullptr, 10)) : 0u;
+  }();
+  return us;
+}
+
+namespace {
+
+// "loc_qp_op" -> IBV_WC_LOC_QP_OP_ERR and the vendor syndrome softverbs reports with it.
+bool wc_status_named(const std::string& name, WcErrorInjection& out) {
+  struct Named {
+    const char* name;
+    ibv_wc_status status;
+    uint32_t vendor_err;
+  };
+  static const Named table[] = {{"loc_qp_op", IBV_WC_LOC_QP_OP_ERR, 0x53},
+                                {"loc_prot", IBV_WC_LOC_PROT_ERR, 0x52},
+                                {"general", IBV_WC_GENERAL_ERR, 0x54}};
+  for (const Named& n : table) {
+    if (name == n.name) {
+      out.status = static_cast<uint16_t>(n.status);
+      out.vendor_err = n.vendor_err;
+      return true;
+    }
+  }
+  return false;
+}
+
+// SOFTVERBS_INJECT_WC_ERROR="after=N[,every=M][,status=loc_qp_op|loc_prot|general][,dev=NAME]".
+// Anything malformed disables injection and says so once on stderr: a test that asked for
+// errors must not silently run without them.
+WcErrorInjection parse_injection(const char* spec) {
+  WcErrorInjection w;
+  if (!spec || !*spec) return w;
+  wc_status_named("loc_qp_op", w);
+  const std::string s = spec;
+  bool ok = true;
+  for (size_t pos = 0; pos < s.size() && ok;) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string val = eq == std::string::npos ? "" : item.substr(eq + 1);
+    char* rest = nullptr;
+    if (key == "after" || key == "every") {
+      const unsigned long long n = strtoull(val.c_str(), &rest, 10);
+      ok = !val.empty() && *rest == 0;
+      (key == "after" ? w.after : w.every) = n;
+    } else if (key == "status") {
+      ok = wc_status_named(val, w);
+    } else if (key == "dev") {
+      w.device = val;
+    } else {
+      ok = false;
+    }
+    pos = end + 1;
+  }
+  w.enabled = ok && w.after > 0;
+  if (!w.enabled) fprintf(stderr, "softverbs: SOFTVERBS_INJECT_WC_ERROR=%s not understood\n", spec);
+  return w;
+}
+
+}  // namespace
+
+const WcErrorInjection& wc_error_injection() {
+  static const WcErrorInjection w = parse_injection(getenv("SOFTVERBS_INJECT_WC_ERROR"));
+  return w;
 }
 
 bool has_cap_net_raw() {

@@ -1,6 +1,7 @@
 // Raw packet queue pairs: creation (CAP_NET_RAW), the RESET/INIT/RTR/RTS/ERR state machine and
 // the receive queue. Receives posted before RTR are held; nothing is delivered before RTR.
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -234,6 +235,9 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* a, int mask) {
     q.rcq->purge(qp->qp_num);
     if (q.scq != q.rcq) q.scq->purge(qp->qp_num);
   }
+  // A state change is a firmware command on mlx5 (a fraction of a millisecond or more); the
+  // new state holds while it runs, so frames for a QP on its way back to RTR are dropped.
+  if (const unsigned us = modify_qp_delay_us(); us != 0) usleep(us);
   return 0;
 }
 

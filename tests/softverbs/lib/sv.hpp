@@ -96,6 +96,26 @@ std::string sysfs_root();  // SOFTVERBS_SYSFS_ROOT, where fake hw_counters live
 bool dmabuf_supported();   // SOFTVERBS_DMABUF=ebadf (supported) | eopnotsupp (default)
 bool has_cap_net_raw();
 
+// SOFTVERBS_CLOCK: which completion timestamps the device offers.
+enum class ClockMode {
+  wallclock,  // real-time clock: raw ticks and libmlx5-converted wall-clock ns (default)
+  raw,        // free-running clock only: WALLCLOCK refused (EOPNOTSUPP), raw ticks offered
+  none,       // no clock: completion_timestamp_mask 0, both timestamp flags refused
+};
+ClockMode clock_mode();
+unsigned modify_qp_delay_us();  // SOFTVERBS_MODIFY_QP_US: how long ibv_modify_qp takes
+
+// SOFTVERBS_INJECT_WC_ERROR: turn a receive completion into a QP-fatal error (README.md).
+struct WcErrorInjection {
+  bool enabled = false;
+  std::string device;  // empty: every device
+  uint64_t after = 0;  // the after-th frame a QP of the device receives errs...
+  uint64_t every = 0;  // ...and every every-th one after it (0: once)
+  uint16_t status = IBV_WC_LOC_QP_OP_ERR;
+  uint32_t vendor_err = 0;  // as mlx5 reports it for that syndrome
+};
+const WcErrorInjection& wc_error_injection();
+
 // ---- device attributes ------------------------------------------------------------------------
 
 constexpr uint64_t kHcaClockKhz = 156250;  // ConnectX-4 Lx style: raw ticks are not nanoseconds
@@ -271,6 +291,7 @@ struct Device {
   unsigned block_nr = 0;
   int tx_fd = -1;  // AF_PACKET socket for post_send
   std::vector<uint8_t> scratch;
+  std::atomic<uint64_t> frames_placed{0};  // frames that reached a WR (error injection)
 
   void steer(const Frame& f);
   void publish_counters(bool force = false);  // engine thread only

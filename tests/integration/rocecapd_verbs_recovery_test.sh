@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# Integration: rocecapd (verbs backend, softverbs on a veth) with completion errors injected by
+# softverbs, and with the three completion clock kinds a device may offer.
+#
+# usage: rocecapd_verbs_recovery_test.sh MODE ROCECAPD ROCECAP SOFTVERBS_LIB_DIR
+#   recover   SOFTVERBS_INJECT_WC_ERROR=after=1500: one QP completes a WR with
+#             IBV_WC_LOC_QP_OP_ERR and flushes the rest; ibv_modify_qp takes 20 ms. The run
+#             still exits 0; the manifest counts 1 completion error and 1 QP recovery on exactly
+#             one stream; every stream's lost = sent - received, with lost >= 5 on the recovered
+#             stream (the failed WR's frame and those sent during the recovery) and its gaps
+#             summing to lost; the stream's frames after the
+#             error are in its raw file (last frame = last sent); the log names the error once.
+#   bound     one stream, an error every 200 frames: the 4th error within 10 s fails the run,
+#             exit 4, log and manifest name the stream, the status and vendor_err, 3 recoveries.
+#   rawclock  SOFTVERBS_CLOCK=raw (free-running HCA clock, WALLCLOCK refused): the log and
+#             manifest name the raw-clock path; every pcap record timestamp lies within the
+#             wall-clock span of the traffic (+-0.2 s) and they never decrease.
+#   noclock   SOFTVERBS_CLOCK=none: software time, said in log and manifest; same timestamp checks.
+# As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+usage="usage: $0 recover|bound|rawclock|noclock ROCECAPD ROCECAP SOFTVERBS_LIB_DIR"
+mode=${1:?$usage}
+ROCECAPD_BIN=${2:?$usage}
+ROCECAP=${3:?$usage}
+SV_LIB=${4:?$usage}
+case $mode in recover | bound | rawclock | noclock) ;; *)
+  echo "$usage"
+  exit 2
+  ;;
+esac
+# shellcheck source=netns.sh
+source "$here/netns.sh"
+# shellcheck source=e2e_lib.sh
+source "$here/e2e_lib.sh"
+netns_require_root
+[ -e "$SV_LIB/libibverbs.so.1" ] || { echo "FAIL: no softverbs in $SV_LIB"; exit 1; }
+
+work=$(mktemp -d /tmp/rocecap-verbs-recovery.XXXXXX)
+passed=0
+finish() {
+  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
+    rm -rf "$work"
+  else
+    echo "kept $work (files, summaries, logs)" >&2
+  fi
+}
+
+SV_ENV=()
+case $mode in
+  # Each ibv_modify_qp takes 20 ms, as a slow firmware might: the recovery (ERR, RESET, INIT,
+  # RTR) then lasts ~80 ms, in which ~25 frames of the stream arrive and are lost.
+  recover) SV_ENV=(SOFTVERBS_INJECT_WC_ERROR=after=1500,status=loc_qp_op SOFTVERBS_MODIFY_QP_US=20000) ;;
+  bound) SV_ENV=(SOFTVERBS_INJECT_WC_ERROR=after=300,every=200,status=loc_qp_op) ;;
+  rawclock) SV_ENV=(SOFTVERBS_CLOCK=raw) ;;
+  noclock) SV_ENV=(SOFTVERBS_CLOCK=none) ;;
+esac
+
+make_wrapper() {
+  mkdir -p "$work/sysfs"
+  cat >"$work/rocecapd" <<SH
+#!/bin/sh
+exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="sv0=$NETNS_RECEIVER_IF" ${SV_ENV[*]} \
+  SOFTVERBS_SYSFS_ROOT="$work/sysfs" ROCECAP_SYSFS_ROOT="$work/sysfs" "$ROCECAPD_BIN" "\$@"
+SH
+  chmod +x "$work/rocecapd"
+  ROCECAPD=$work/rocecapd
+}
+
+# Clean traffic (no generator impairments): every frame not received was lost by the capture.
+frames=3000
+if [ "$mode" = bound ]; then
+  E2E_GROUPS="239.17.0.1:36001"
+  E2E_SOURCES="192.0.2.11"
+fi
+gen_args=(gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --frames "$frames"
+  --payload-bytes "$E2E_PAYLOAD" --nchan 2 --nbits 4 --complex --epoch 52 --start-seconds 1000
+  --station AT --thread-id 100 --group-id 7 --seed "$E2E_SEED")
+
+NETNS_CMD_TIMEOUT=200
+NETNS_MAX_SECONDS=280
+netns_up
+netns_on_exit finish
+make_wrapper
+
+E2E_BACKEND=verbs E2E_DEVICE=sv0 E2E_RING_DEPTH=1024 E2E_POLL_MODE=event
+E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_FORMATS="raw, codifhdr, pcap"
+e2e_config "$work/run.yaml"
+e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
+rocecapd=$E2E_PID
+netns_on_exit "kill $rocecapd 2>/dev/null"
+grep -q "RDMA device sv0" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: not on verbs"; exit 1; }
+
+t_start=$(date +%s.%N)
+netns_exec_sender "$ROCECAP" "${gen_args[@]}" --interface "$NETNS_SENDER_IF" --rate 2000 \
+  --summary "$work/sent.json" >/dev/null 2>"$work/gen.err" ||
+  { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
+t_end=$(date +%s.%N)
+manifest=$work/out/e2e/manifest.json
+
+if [ "$mode" = bound ]; then
+  # The run ends by itself: the capture loop failed.
+  e2e_wait_exit "$rocecapd" 20 || { tail -20 "$work/rocecapd.log"; exit 1; }
+  cat "$work/rocecapd.log"
+  [ "$E2E_RC" = 4 ] || { echo "FAIL: exit $E2E_RC, expected 4 (capture failed)"; exit 1; }
+  reason="stream 239.17.0.1:36001 from 192.0.2.11: completion error local QP operation error (vendor_err 0x53) on the QP again: 4 errors within 10 s (at most 3 recoveries)"
+  grep -qF "capture on $NETNS_RECEIVER_IF failed: RDMA device sv0 ($NETNS_RECEIVER_IF): $reason" \
+    "$work/rocecapd.log" || { echo "FAIL: the log does not give the reason"; exit 1; }
+  python3 - "$manifest" "$reason" <<'PY'
+import json, sys
+m, reason = json.load(open(sys.argv[1])), sys.argv[2]
+v = m["interfaces"][0]["verbs"]
+fails = []
+if m["state"] != "failed": fails.append(f"state {m['state']}")
+if reason not in (m["failure"] or ""): fails.append(f"failure {m['failure']!r}")
+if v["qp_recoveries"] != 3: fails.append(f"qp_recoveries {v['qp_recoveries']}, expected 3")
+if v["wc_errors"] != 4: fails.append(f"wc_errors {v['wc_errors']}, expected 4")
+if m["streams"][0]["qp_recoveries"] != 3: fails.append("stream qp_recoveries")
+if fails: sys.exit("FAIL: " + "; ".join(fails))
+print("ok: failed after 3 recoveries with the reason in log and manifest")
+PY
+  passed=1
+  exit 0
+fi
+
+sleep 1  # the last frames through softverbs and the capture thread
+kill -TERM "$rocecapd"
+e2e_wait_exit "$rocecapd" 30 || { tail -20 "$work/rocecapd.log"; exit 1; }
+[ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
+python3 "$here/run_check.py" consistent --manifest "$manifest" --frame-bytes "$E2E_FRAME_BYTES"
+
+if [ "$mode" = recover ]; then
+  n=$(grep -c "receive completion error" "$work/rocecapd.log" || true)
+  [ "$n" = 1 ] || { cat "$work/rocecapd.log"; echo "FAIL: the completion error logged $n times, not once"; exit 1; }
+  grep "receive completion error" "$work/rocecapd.log"
+  python3 - "$manifest" "$work/sent.json" "$work/out" "$E2E_FRAME_BYTES" <<'PY'
+import json, os, struct, sys
+m, sent = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+root, frame_bytes = sys.argv[3], int(sys.argv[4])
+fails = []
+v = m["interfaces"][0]["verbs"]
+if m["state"] != "stopped" or m["failure"]: fails.append(f"state {m['state']} {m['failure']}")
+if v["qp_recoveries"] != 1: fails.append(f"interface qp_recoveries {v['qp_recoveries']}")
+if v["wc_errors"] != 1: fails.append(f"wc_errors {v['wc_errors']} (flushes counted?)")
+if "local QP operation error" not in (v["first_wc_error"] or ""):
+    fails.append(f"first_wc_error {v['first_wc_error']!r}")
+recovered = [s for s in m["streams"] if s["qp_recoveries"] == 1]
+others = [s for s in m["streams"] if s["qp_recoveries"] == 0]
+if len(recovered) != 1 or len(others) != len(m["streams"]) - 1:
+    fails.append(f"qp_recoveries per stream {[s['qp_recoveries'] for s in m['streams']]}")
+by_key = {(s["group"], s["port"], s["source"]): s for s in sent["streams"]}
+for s in m["streams"]:
+    ref = by_key[(s["group"], s["port"], s["source"])]
+    name = f"{s['group']}:{s['port']} {s['source']}"
+    if s["lost"] != ref["frames"] - s["packets"]:
+        fails.append(f"{name}: lost {s['lost']} != sent {ref['frames']} - received {s['packets']}")
+    if sum(c for _, c in s["gaps"]) != s["lost"]:
+        fails.append(f"{name}: gaps {s['gaps']} do not sum to lost {s['lost']}")
+    last = ref["first_index"] + ref["frames"] - 1
+    if s["last_frame"]["index"] != last:
+        fails.append(f"{name}: last frame {s['last_frame']['index']}, sent up to {last}")
+for s in recovered:
+    # The failed WR's frame and those that arrived during the recovery.
+    if s["lost"] < 5: fails.append(f"the recovered stream lost only {s['lost']} frames")
+    # Its raw file: fill frames (invalid bit) for the gap, then real frames up to the end.
+    raw = [f for f in s["files"] if f["format"] == "raw"]
+    data = b"".join(open(os.path.join(root, f["path"]), "rb").read() for f in raw)
+    n = len(data) // frame_bytes
+    invalid = [i for i in range(n)  # CODIF word 1 bit 17
+               if struct.unpack_from("<Q", data, i * frame_bytes + 8)[0] >> 17 & 1]
+    if len(invalid) != s["lost"]: fails.append(f"{len(invalid)} fill frames, lost {s['lost']}")
+    after = n - 1 - invalid[-1] if invalid else 0
+    if after < 100: fails.append(f"only {after} frames after the gap in the raw file")
+    print(f"recovered stream {s['group']} {s['source']}: {s['packets']} received, {s['lost']} "
+          f"lost in gaps {s['gaps']}, {after} frames written after the gap")
+if fails: sys.exit("FAIL: " + "; ".join(fails))
+print("ok: recovered once; lost = sent - received on every stream")
+PY
+  passed=1
+  exit 0
+fi
+
+# rawclock / noclock
+want_source=$([ "$mode" = rawclock ] && echo nic-raw-clock || echo software)
+want_log=$([ "$mode" = rawclock ] && echo "raw HCA clock, converted with a fit" || echo "software receive time")
+grep -q "$want_log" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: the log does not name '$want_log'"; exit 1; }
+python3 - "$manifest" "$work/out" "$t_start" "$t_end" "$want_source" <<'PY'
+import json, os, struct, sys
+m, root = json.load(open(sys.argv[1])), sys.argv[2]
+t0, t1, want = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+tolerance = 0.2
+fails = []
+src = m["interfaces"][0]["verbs"]["time_source"]
+if src != want: fails.append(f"time_source {src}, expected {want}")
+pcaps = [f for f in m["interfaces"][0]["files"] if f["format"] == "pcap"]
+stamps = []
+for f in pcaps:
+    d = open(os.path.join(root, f["path"]), "rb").read()
+    magic = struct.unpack_from("<I", d, 0)[0]
+    scale = 1e-9 if magic == 0xA1B23C4D else 1e-6
+    off = 24
+    while off + 16 <= len(d):
+        sec, frac, incl, _ = struct.unpack_from("<IIII", d, off)
+        stamps.append(sec + frac * scale)
+        off += 16 + incl
+packets = sum(s["packets"] for s in m["streams"])
+if len(stamps) != packets: fails.append(f"{len(stamps)} pcap records, {packets} packets")
+if stamps:
+    lo, hi = min(stamps), max(stamps)
+    if lo < t0 - tolerance or hi > t1 + tolerance:
+        fails.append(f"timestamps {lo:.6f}..{hi:.6f} outside the traffic {t0:.6f}..{t1:.6f} "
+                     f"+- {tolerance} s")
+    back = [i for i in range(1, len(stamps)) if stamps[i] < stamps[i - 1]]
+    if back:
+        i = back[0]
+        fails.append(f"{len(back)} decreasing timestamps, first at record {i}: "
+                     f"{stamps[i - 1]:.9f} -> {stamps[i]:.9f}")
+    print(f"{len(stamps)} records, {lo:.6f}..{hi:.6f}; traffic {t0:.6f}..{t1:.6f}; source {src}")
+if fails: sys.exit("FAIL: " + "; ".join(fails))
+PY
+passed=1
