@@ -258,8 +258,8 @@ void report_capture(const Options& o, const LoopCounts& c, double wall, double c
       "cpu_s=%.3f pps_wall=%.0f pps_per_cpu_s=%.0f cpu_ns_per_packet=%.1f "
       "packets_per_busy_poll=%.1f\n",
       o.streams, static_cast<unsigned long long>(c.packets),
-      static_cast<unsigned long long>(c.iterations), static_cast<unsigned long long>(c.empty),
-      wall, cpu, p / wall, p / cpu, cpu * 1e9 / p,
+      static_cast<unsigned long long>(c.iterations), static_cast<unsigned long long>(c.empty), wall,
+      cpu, p / wall, p / cpu, cpu * 1e9 / p,
       p / static_cast<double>(std::max<uint64_t>(1, c.iterations - c.empty)));
 }
 
@@ -268,8 +268,9 @@ int run(const Options& o) {
   DiscardWriter writer(rig.ptrs);
   const uint64_t limit = o.packets != 0 ? o.packets : ~uint64_t{0};
   const auto deadline =
-      o.packets != 0 ? Clock::time_point::max()
-                     : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(o.seconds * 1e6));
+      o.packets != 0
+          ? Clock::time_point::max()
+          : Clock::now() + std::chrono::microseconds(static_cast<int64_t>(o.seconds * 1e6));
   const auto w0 = Clock::now();
   const double c0 = thread_cpu_s();
   const LoopCounts c = capture_packets(*rig.source, *rig.ingest, limit, deadline);
@@ -286,8 +287,8 @@ int run(const Options& o) {
   std::printf(
       "idle: iterations=%llu non_empty=%llu cpu_ns_per_idle_iteration=%.1f\n"
       "busy: cpu_s=%.3f pps_per_cpu_s=%.0f cpu_ns_per_packet=%.1f (idle iterations taken out)\n",
-      static_cast<unsigned long long>(o.idle_polls), static_cast<unsigned long long>(busy),
-      idle_ns, busy_cpu, static_cast<double>(c.packets) / busy_cpu,
+      static_cast<unsigned long long>(o.idle_polls), static_cast<unsigned long long>(busy), idle_ns,
+      busy_cpu, static_cast<double>(c.packets) / busy_cpu,
       busy_cpu * 1e9 / static_cast<double>(c.packets));
 
   const double b0 = thread_cpu_s();
