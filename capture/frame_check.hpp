@@ -29,6 +29,9 @@ inline constexpr std::size_t kCheckOk = ~std::size_t{0};
 // `head` holds at least the frame's headers and (CODIF) the 64-byte CODIF header, or the
 // whole frame when it is shorter; `wire_bytes` is the whole frame's length. Returns kCheckOk
 // with `out` filled, or the reject reason (reject_reason.hpp). No allocation, no throw.
+// Capture thread: remembers each CODIF stream's last accepted header (StreamPipeline::
+// codif_memo), so that the common case, a header that differs only in frame and seconds,
+// skips decode and validate with the same result.
 std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
                         const StreamClassifier& classifier,
                         const std::vector<StreamPipeline*>& streams, Checked& out) noexcept;

@@ -49,19 +49,15 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   StreamPipeline& sp = *streams_[stream];
   StreamRing& ring = sp.ring();
   const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
+  Checked& c = checked_;
+  std::size_t r = check_frame(ring.header(slot).first(head), byte_len, classifier_, streams_, c);
   // The headers and the CODIF header must be contiguous to be parsed. A split smaller than
-  // them (allowed for udp streams) leaves part in the payload slot: join both on the stack.
-  constexpr std::size_t kJoin = 256;  // 14 + 2 VLAN tags + 60 IPv4 + 8 UDP + 64 CODIF < 256
-  std::array<std::byte, kJoin> joined;
-  std::span<const std::byte> view = ring.header(slot).first(head);
-  if (head < byte_len && head < kJoin) {
-    const std::size_t more = std::min<std::size_t>(byte_len, kJoin) - head;
-    std::memcpy(joined.data(), view.data(), head);
-    std::memcpy(joined.data() + head, ring.payload(slot).data(), more);
-    view = std::span<const std::byte>(joined.data(), head + more);
+  // them (allowed for udp streams) leaves part in the payload slot: then both are joined and
+  // checked again. A frame accepted on the head alone is accepted identically on the joined
+  // bytes, which begin with it, so the copy is made only when the head was not enough.
+  if (r != kCheckOk && head < byte_len && head < kJoinBytes) {
+    r = check_joined(ring, slot, head, byte_len, c);
   }
-  Checked c;
-  std::size_t r = check_frame(view, byte_len, classifier_, streams_, c);
   // The flow rule of the stream's QP matched the frame; any other answer means a rule or
   // classifier disagreement: counted, never placed in the wrong stream.
   if (r == kCheckOk && c.stream != stream) r = kRejectNoStream;
@@ -71,6 +67,16 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   }
   sp.last_arrival_tick = tick_;
   settle(stream, sp, slot, c, timestamp_ns, flags);
+}
+
+std::size_t Ingest::check_joined(const StreamRing& ring, SlotId slot, std::size_t head,
+                                 uint32_t byte_len, Checked& c) const noexcept {
+  std::array<std::byte, kJoinBytes> joined;
+  const std::size_t more = std::min<std::size_t>(byte_len, kJoinBytes) - head;
+  std::memcpy(joined.data(), ring.header(slot).data(), head);
+  std::memcpy(joined.data() + head, ring.payload(slot).data(), more);
+  return check_frame(std::span<const std::byte>(joined.data(), head + more), byte_len, classifier_,
+                     streams_, c);
 }
 
 void Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
@@ -106,10 +112,10 @@ void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Chec
     return;
   }
   m.flags = static_cast<uint16_t>(flags | (c.header.invalid ? kSlotInvalidBit : 0));
-  m.frame_index = codif::absolute_index(c.header, c.timing);
   // The sequencer holds a new frame in its reorder window (it is never delivered within this
-  // call), so its flag and its arrival record both precede its publication.
+  // call), so its index, flag and arrival record all precede its publication.
   const Verdict v = sp.sequencer().on_frame(c.header, c.timing, slot);
+  m.frame_index = v.index;
   if (!placed(v.decision)) return ring.give_back(slot);
   if (v.decision == Decision::late_placed) m.flags |= kSlotLate;
   record_arrival(stream, slot);

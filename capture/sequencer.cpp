@@ -218,6 +218,10 @@ bool Sequencer::seen(uint64_t index) const noexcept {
 
 void Sequencer::forget_range(uint64_t first, uint64_t last) noexcept {
   if (last < first) return;
+  if (last == first) {  // the next frame in order: one bit
+    seen_bits_[(first & mask_) / 64] &= ~(uint64_t{1} << (first % 64));
+    return;
+  }
   if (last - first >= config_.history) {
     std::fill_n(seen_bits_.get(), config_.history / 64, uint64_t{0});
     return;

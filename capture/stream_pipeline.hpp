@@ -3,6 +3,8 @@
 // writer thread its only consumer.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 
@@ -15,6 +17,17 @@
 namespace rocecap::capture {
 
 enum class StreamFormat : uint8_t { codif, udp };
+
+// The last version 3 CODIF header accepted on a stream. Within a stream consecutive headers
+// differ in word 0 (frame, seconds) only, so check_frame (frame_check.cpp) can take the next
+// one from here instead of decoding and validating it again.
+struct CodifMemo {
+  static constexpr std::size_t kWordsBytes = 56;  // words 1-7, exactly as received
+  std::array<std::byte, kWordsBytes> words{};
+  uint32_t payload_bytes = 0;  // UDP payload length it was validated against; 0: empty
+  codif::Header header;
+  codif::Timing timing;
+};
 
 struct StreamSpec {
   StreamKey key;
@@ -43,9 +56,11 @@ class StreamPipeline {
   // The header/payload split point: bytes of a frame that go to the header slot.
   uint32_t split() const noexcept { return spec_.ring.header_slot_bytes; }
 
-  // Capture thread only: arrival bookkeeping for udp-format streams and idle flushing.
+  // Capture thread only: arrival bookkeeping for udp-format streams and idle flushing, and
+  // the header check_frame accepted last.
   uint64_t next_udp_index = 0;
   int64_t last_arrival_tick = 0;
+  CodifMemo codif_memo;
 
  private:
   StreamSpec spec_;

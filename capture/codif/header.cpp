@@ -218,15 +218,34 @@ Invalid validate(const Header& h, std::size_t udp_payload_bytes, Timing& timing)
   return Invalid::ok;
 }
 
-int64_t epoch_unix_seconds(uint8_t epoch) noexcept {
+namespace {
+
+// Every epoch's date in Unix seconds, computed at compile time: the sequencer asks per packet.
+constexpr std::array<int64_t, 256> kEpochSeconds = [] {
   using namespace std::chrono;
-  const year_month_day ymd{year{2000 + epoch / 2}, month{epoch % 2 == 0 ? 1u : 7u}, day{1}};
-  return sys_days{ymd}.time_since_epoch() / seconds{1};
+  std::array<int64_t, 256> t{};
+  for (unsigned e = 0; e < t.size(); ++e) {
+    const year_month_day ymd{year{static_cast<int>(2000 + e / 2)}, month{e % 2 == 0 ? 1u : 7u},
+                             day{1}};
+    t[e] = sys_days{ymd}.time_since_epoch() / seconds{1};
+  }
+  return t;
+}();
+
+}  // namespace
+
+int64_t epoch_unix_seconds(uint8_t epoch) noexcept {
+  return kEpochSeconds[epoch];
 }
 
 int64_t frame_start_unix_ns(const Header& h, const Timing& t) noexcept {
   const int64_t whole = epoch_unix_seconds(h.epoch) + int64_t{h.seconds};
-  const u128 frac = u128{h.frame} * t.period * 1'000'000'000u / t.frames_per_period;
+  // 64-bit arithmetic when frame x period x 10^9 fits (every real stream), else 128-bit.
+  const uint64_t frame_periods = uint64_t{h.frame} * t.period;
+  uint64_t scaled = 0;
+  const u128 frac = __builtin_mul_overflow(frame_periods, uint64_t{1'000'000'000}, &scaled)
+                        ? u128{frame_periods} * 1'000'000'000u / t.frames_per_period
+                        : u128{scaled / t.frames_per_period};
   const i128 ns = i128{whole} * 1'000'000'000 + static_cast<i128>(frac);
   constexpr i128 kMax = std::numeric_limits<int64_t>::max();
   return static_cast<int64_t>(ns > kMax ? kMax : ns);

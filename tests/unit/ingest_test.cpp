@@ -97,6 +97,46 @@ TEST_F(Fixture, RejectsWithTheRightReasonAndPlacesNothing) {
   EXPECT_EQ(reject_name(reject_index(codif::Invalid::bad_sync)), "bad_sync");
 }
 
+// check_frame remembers a stream's last accepted header and takes the next one from there
+// when only frame and seconds differ: every other change must still get the full check.
+std::vector<std::byte> edited(uint64_t index, void (*edit)(codif::Header&)) {
+  auto f = frame(kSrcA, index);
+  const std::span<std::byte, 64> raw(f.data() + 42, 64);
+  codif::Header h;
+  EXPECT_TRUE(codif::decode(std::span<const std::byte, 64>(raw), codif::SyncSet::defaults(), h));
+  edit(h);
+  codif::encode(h, raw);
+  return f;
+}
+
+TEST_F(Fixture, HeadersDifferingFromTheLastAcceptedOneAreCheckedInFull) {
+  for (uint64_t i = 997; i < 1000; ++i)
+    feed(frame(kSrcA, i));
+  feed(edited(1000, [](codif::Header& h) { h.frame = 1000; }));  // frame >= frames per period
+  feed(edited(1000, [](codif::Header& h) { h.nchan = 3; }));     // 8192 bits / 24: fractional
+  feed(edited(1000, [](codif::Header& h) { h.invalid = true; }));
+  feed(edited(1001, [](codif::Header& h) { h.metadata[1] = 7; }));
+  feed(frame(kSrcA, 1002));  // next period: seconds 1, frame 2
+  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::frame_out_of_range)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::fractional_samples)), 1u);
+  ingest.flush_all();
+  std::vector<uint64_t> indices;
+  std::vector<bool> invalid;
+  SlotId id;
+  while (a.ring().pop(id)) {
+    indices.push_back(a.ring().meta(id).frame_index);
+    invalid.push_back((a.ring().meta(id).flags & kSlotInvalidBit) != 0);
+    a.ring().release(id);
+  }
+  EXPECT_EQ(indices, (std::vector<uint64_t>{997, 998, 999, 1000, 1001, 1002}));
+  EXPECT_EQ(invalid, (std::vector<bool>{false, false, false, true, false, false}));
+  const SequencerStats st = a.sequencer().stats();
+  EXPECT_EQ(st.invalid, 1u);
+  EXPECT_EQ(st.lost, 0u);
+  EXPECT_EQ(st.resync, 0u);
+  EXPECT_EQ(st.last_time_ns - st.first_time_ns, 5'000'000);  // 5 frames of 1 ms
+}
+
 TEST_F(Fixture, LateFramesArePutBackInOrderAndDuplicatesRecycled) {
   for (uint64_t i : {10, 12, 11, 13, 13, 14})
     feed(frame(kSrcA, i));
