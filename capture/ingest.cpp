@@ -51,10 +51,11 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
   // The headers and the CODIF header must be contiguous to be parsed. A split smaller than
   // them (allowed for udp streams) leaves part in the payload slot: join both on the stack.
+  // A GPU payload slot is never read by the CPU: then only the header slot is parsed.
   constexpr std::size_t kJoin = 256;  // 14 + 2 VLAN tags + 60 IPv4 + 8 UDP + 64 CODIF < 256
   std::array<std::byte, kJoin> joined;
   std::span<const std::byte> view = ring.header(slot).first(head);
-  if (head < byte_len && head < kJoin) {
+  if (head < byte_len && head < kJoin && ring.payload_kind() == MemoryKind::host) {
     const std::size_t more = std::min<std::size_t>(byte_len, kJoin) - head;
     std::memcpy(joined.data(), view.data(), head);
     std::memcpy(joined.data() + head, ring.payload(slot).data(), more);

@@ -7,7 +7,8 @@
 namespace rocecap::capture::memory {
 namespace {
 
-constexpr const char* kNoCuda = "built without CUDA (the CUDA toolkit was not found or ROCECAP_WITH_CUDA=OFF)";
+constexpr const char* kNoCuda =
+    "built without CUDA (the CUDA toolkit was not found or ROCECAP_WITH_CUDA=OFF)";
 
 bool absent(std::string& why) {
   why = kNoCuda;

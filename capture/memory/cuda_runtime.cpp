@@ -4,11 +4,11 @@
 // does not start.
 #ifdef ROCECAP_HAVE_CUDA
 
-#include <cuda.h>  // types only: the driver library is not linked
-#include <cuda_runtime_api.h>
-#include <cudaTypedefs.h>
-
 #include "capture/memory/cuda_runtime.hpp"
+
+#include <cuda.h>  // types only: the driver library is not linked
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
 
 namespace rocecap::capture::memory {
 namespace {

@@ -37,8 +37,8 @@ PayloadChoice choose_payload_memory(PayloadRequest request, const PayloadFacts& 
     reg.detail = "no registration probe";
   }
   if (!reg.ok) {
-    return refuse(request, facts.gpu.detail + " found, but the NIC cannot register GPU memory: " +
-                               reg.detail);
+    return refuse(request, facts.gpu.detail +
+                               " found, but the NIC cannot register GPU memory: " + reg.detail);
   }
   const std::string how = facts.gpu.detail + ", registered with the NIC through " + reg.detail;
   return PayloadChoice{MemoryKind::gpu,

@@ -17,7 +17,7 @@ namespace {
 constexpr int kAccess = IBV_ACCESS_LOCAL_WRITE;
 
 bool exists(const char* path) {
-  struct stat st{};
+  struct stat st {};
   return ::stat(path, &st) == 0;
 }
 
@@ -51,8 +51,8 @@ MemoryRegion try_peer_memory(ibv_pd* pd, const PayloadMemory& m, std::string& wh
   MemoryRegion mr(ibv_reg_mr(pd, m.data(), m.size(), kAccess));
   if (!mr) {
     const int err = errno;
-    const bool module = exists("/sys/module/nvidia_peermem") ||
-                        exists("/sys/kernel/mm/memory_peers/nv_mem");
+    const bool module =
+        exists("/sys/module/nvidia_peermem") || exists("/sys/kernel/mm/memory_peers/nv_mem");
     why = "peer memory: ibv_reg_mr on the device pointer: " + errno_text(err) +
           (module ? "" : " (no peer-memory module: nvidia_peermem is not loaded)");
   }
