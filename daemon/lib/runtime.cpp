@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "capture/memory/gpu_memory.hpp"
+#include "capture/memory/nic_numa.hpp"
 #include "capture/privileges.hpp"
 #include "config/name_template.hpp"
 #include "writers/output_path.hpp"
@@ -48,6 +49,8 @@ capture::StreamSpec stream_spec(const config::RunConfig& cfg, const config::Stre
   s.ring.header_slot_bytes = cfg.capture.header_split;
   s.ring.payload_slot_bytes = cfg.capture.max_frame - cfg.capture.header_split;
   s.ring.payload_align = cfg.output.direct_io ? 4096 : 64;
+  // Header slabs and host payload slabs on the NIC's node (preferred, never fatal).
+  s.ring.memory.numa_node = mem::nic_numa_node("/sys", iface.name);
   s.sequencer.reorder_window = std::max<uint32_t>(1, cfg.output.reorder_window);
   s.sequencer.history = std::max<uint32_t>(4096, std::bit_ceil(4 * s.sequencer.reorder_window));
   // A jump of more frames than this is a resynchronisation, not that many fill frames
@@ -140,6 +143,20 @@ mem::RegistrationPath probe_registration(const config::RunConfig& cfg) {
   return all;
 }
 #endif
+
+// The effective layout, as capture hosts report it: which memory, which node, huge pages, locked.
+void log_ring_memory(const InterfaceRuntime& ir, const std::shared_ptr<spdlog::logger>& log) {
+  if (ir.streams.empty()) return;
+  const capture::StreamRing& ring = ir.streams.front()->ring();
+  const int node = ir.streams.front()->spec().ring.memory.numa_node;
+  const capture::PayloadMemory& pm = ring.payload_memory();
+  std::string payload = std::string(capture::to_string(pm.kind())) + " memory";
+  if (const auto* host = dynamic_cast<const capture::HostMemory*>(&pm)) payload = host->describe();
+  if (const auto* gpu = dynamic_cast<const mem::GpuMemory*>(&pm)) payload = gpu->describe();
+  log->info("interface {}: {} rings; NIC NUMA node {}; per ring: header slab {}; payload slab {}",
+            ir.name, ir.streams.size(), node < 0 ? std::string("unknown") : std::to_string(node),
+            ring.header_memory().describe(), payload);
+}
 
 mem::PayloadChoice choose_payload(const config::RunConfig& cfg) {
   const auto request =
@@ -296,6 +313,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
       ptrs.push_back(ir->streams.back().get());
     }
     ir->ingest = std::make_unique<capture::Ingest>(ptrs, record_arrivals);
+    log_ring_memory(*ir, log);
     build_writer(*rt, *ir, i, log);
     prepare_published(*ir);
     rt->interfaces.push_back(std::move(ir));
