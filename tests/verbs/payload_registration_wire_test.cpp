@@ -5,6 +5,8 @@
 // without a usable GPU, never passed.
 #include <gtest/gtest.h>
 
+#include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -40,6 +42,20 @@ TEST(PayloadRegistration, HostSlabIsRegisteredAsHostMemory) {
   ASSERT_TRUE(r.mr);
   EXPECT_EQ(r.mr->addr, static_cast<void*>(slab.data()));
   EXPECT_EQ(r.mr->length, slab.size());
+}
+
+// softverbs asks the CUDA runtime (dlopen'ed) about unmapped ranges once peer memory is
+// "loaded": an address that is neither host nor device memory still gets EFAULT.
+TEST(PayloadRegistration, PeerMemoryDoesNotMakeUnmappedMemoryRegistrable) {
+  host_offers(false, true);
+  Pd p;
+  void* unmapped = reinterpret_cast<void*>(std::uintptr_t{1} << 46);
+  errno = 0;
+  MemoryRegion mr(ibv_reg_mr(p.pd.get(), unmapped, 1 << 16, IBV_ACCESS_LOCAL_WRITE));
+  const int err = errno;
+  host_offers(false, false);
+  EXPECT_FALSE(mr);
+  EXPECT_EQ(err, EFAULT);
 }
 
 TEST(NoGpuRegistration, ProbeSaysWhy) {
