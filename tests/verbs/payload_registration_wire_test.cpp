@@ -51,7 +51,8 @@ TEST(PayloadRegistration, PeerMemoryDoesNotMakeUnmappedMemoryRegistrable) {
   Pd p;
   void* unmapped = reinterpret_cast<void*>(std::uintptr_t{1} << 46);
   errno = 0;
-  MemoryRegion mr(ibv_reg_mr(p.pd.get(), unmapped, 1 << 16, IBV_ACCESS_LOCAL_WRITE));
+  const int access = IBV_ACCESS_LOCAL_WRITE;  // an int: the ibv_reg_mr macro mixes enum types
+  MemoryRegion mr(ibv_reg_mr(p.pd.get(), unmapped, 1 << 16, access));
   const int err = errno;
   host_offers(false, false);
   EXPECT_FALSE(mr);
