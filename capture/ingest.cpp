@@ -55,7 +55,9 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   // them (allowed for udp streams) leaves part in the payload slot: then both are joined and
   // checked again. A frame accepted on the head alone is accepted identically on the joined
   // bytes, which begin with it, so the copy is made only when the head was not enough.
-  if (r != kCheckOk && head < byte_len && head < kJoinBytes) {
+  // A GPU payload slot is never read by the CPU: then only the header slot is parsed.
+  if (r != kCheckOk && head < byte_len && head < kJoinBytes &&
+      ring.payload_kind() == MemoryKind::host) {
     r = check_joined(ring, slot, head, byte_len, c);
   }
   // The flow rule of the stream's QP matched the frame; any other answer means a rule or

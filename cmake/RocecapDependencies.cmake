@@ -30,8 +30,13 @@ endif()
 set(ROCECAP_HAVE_CUDA OFF)
 if(NOT ROCECAP_WITH_CUDA STREQUAL "OFF")
   find_package(CUDAToolkit QUIET)
-  if(CUDAToolkit_FOUND)
+  # Only the runtime is linked (statically, so no libcudart.so is needed at run time); driver
+  # calls go through cudaGetDriverEntryPointByVersion. CUDA::cuda_driver (the libcuda.so stub)
+  # must never be linked: such a binary does not start on a host without the NVIDIA driver.
+  if(CUDAToolkit_FOUND AND TARGET CUDA::cudart_static)
     set(ROCECAP_HAVE_CUDA ON)
+    message(STATUS "rocecap: CUDA toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_LIBRARY_DIR}: "
+                   "GPU payload memory built (CUDA::cudart_static)")
   elseif(ROCECAP_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "ROCECAP_WITH_CUDA=ON but the CUDA toolkit was not found")
   endif()

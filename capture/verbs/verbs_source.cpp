@@ -12,6 +12,7 @@
 
 #include "capture/net/packet.hpp"
 #include "capture/verbs/device_finder.hpp"
+#include "capture/verbs/payload_registration.hpp"
 
 namespace rocecap::capture::verbs {
 namespace {
@@ -217,17 +218,14 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
   StreamQp& s = streams_[index];
   StreamRing& ring = sp.ring();
   const std::string what = "RDMA device " + device_ + ", stream " + stream_name(sp.spec().key);
-  if (ring.payload_kind() != MemoryKind::host) {
-    throw VerbsError(what + ": GPU payload memory is not supported by this build yet", 0);
-  }
   s.pipeline = &sp;
   s.name = stream_name(sp.spec().key);
   s.header_bytes = sp.split();
   s.payload_bytes = sp.spec().ring.payload_slot_bytes;
   const HostMemory& hm = ring.header_memory();
   s.header_mr = register_memory(pd_.get(), hm.data(), hm.size(), what + " header slab");
-  const PayloadMemory& pm = ring.payload_memory();
-  s.payload_mr = register_memory(pd_.get(), pm.data(), pm.size(), what + " payload slab");
+  // Host memory, or GPU memory through dma-buf or peer memory (payload_registration.hpp).
+  s.payload_mr = register_payload(pd_.get(), ring.payload_memory(), what + " payload slab").mr;
   ibv_qp_init_attr qa{};
   qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq_.get());
   qa.qp_type = IBV_QPT_RAW_PACKET;

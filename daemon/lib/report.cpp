@@ -100,14 +100,6 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   return m;
 }
 
-std::string payload_memory_reason(const config::RunConfig& cfg) {
-  if (cfg.capture.backend != config::Backend::verbs) {
-    return "the pcap backends copy each frame into host memory";
-  }
-  if (cfg.capture.payload_memory == config::PayloadMemory::host) return "configured: host";
-  return "auto: GPU payload rings are not in this build yet";
-}
-
 bool verbs_backend([[maybe_unused]] const InterfaceRuntime& ir) {
 #ifdef ROCECAP_HAVE_VERBS
   return ir.verbs != nullptr;
@@ -134,8 +126,8 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
   m.host = id.host;
   m.version = id.version;
   m.backend = std::string(config::to_string(cfg.capture.backend));
-  m.payload_memory = "host";
-  m.payload_memory_reason = payload_memory_reason(cfg);
+  m.payload_memory = std::string(capture::to_string(rt.payload.kind));
+  m.payload_memory_reason = rt.payload.reason;
   m.config_file = cfg.source_path;
   m.config_text = cfg.source_text;
   for (const auto& ir : rt.interfaces) {

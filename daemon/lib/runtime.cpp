@@ -5,18 +5,28 @@
 #include <bit>
 #include <stdexcept>
 
+#include "capture/memory/gpu_memory.hpp"
+#include "capture/memory/nic_numa.hpp"
 #include "capture/privileges.hpp"
 #include "config/name_template.hpp"
 #include "writers/output_path.hpp"
 #ifdef ROCECAP_HAVE_VERBS
 #include "capture/verbs/device_finder.hpp"
+#include "capture/verbs/payload_registration.hpp"
 #endif
 
 namespace rocecap::daemon {
 namespace {
 
 namespace fs = std::filesystem;
+namespace mem = capture::memory;
 using config::OutputFormat;
+
+// The writers copy payload slots with the CPU until GPU staging (writers/, DESIGN.md) lands;
+// until then GPU payload rings would be unreadable, so auto stays on host and gpu is refused.
+constexpr bool kWritersStageGpuPayloads = false;
+// Payload slabs go to this CUDA device (the config has no GPU selection yet).
+constexpr int kPayloadGpu = 0;
 
 codif::SyncSet sync_set(const config::StreamsSection& s) {
   if (s.sync.empty()) return codif::SyncSet::defaults();
@@ -39,6 +49,8 @@ capture::StreamSpec stream_spec(const config::RunConfig& cfg, const config::Stre
   s.ring.header_slot_bytes = cfg.capture.header_split;
   s.ring.payload_slot_bytes = cfg.capture.max_frame - cfg.capture.header_split;
   s.ring.payload_align = cfg.output.direct_io ? 4096 : 64;
+  // Header slabs and host payload slabs on the NIC's node (preferred, never fatal).
+  s.ring.memory.numa_node = mem::nic_numa_node("/sys", iface.name);
   s.sequencer.reorder_window = std::max<uint32_t>(1, cfg.output.reorder_window);
   s.sequencer.history = std::max<uint32_t>(4096, std::bit_ceil(4 * s.sequencer.reorder_window));
   // A jump of more frames than this is a resynchronisation, not that many fill frames
@@ -125,6 +137,65 @@ const char* time_source_text(capture::verbs::TimeSource t) {
   return "no NIC completion timestamps: software receive time (one clock read per batch)";
 }
 
+// Every interface's RDMA device must take GPU memory; the first that cannot is the reason.
+mem::RegistrationPath probe_registration(const config::RunConfig& cfg) {
+  mem::RegistrationPath all;
+  for (const auto& ic : cfg.capture.interfaces) {
+    std::string device = ic.device;
+    try {
+      if (device.empty()) {
+        device = capture::verbs::find_rdma_device(capture::verbs::default_sysfs_root(), ic.name);
+      }
+    } catch (const std::exception& e) {
+      return {false, e.what()};
+    }
+    mem::RegistrationPath one = capture::verbs::probe_gpu_registration(device, kPayloadGpu);
+    if (!one.ok) return {false, "RDMA device " + device + ": " + one.detail};
+    all = {true, all.detail.empty() ? one.detail : all.detail + ", " + one.detail};
+  }
+  return all;
+}
+#endif
+
+// The effective layout, as capture hosts report it: which memory, which node, huge pages, locked.
+void log_ring_memory(const InterfaceRuntime& ir, const std::shared_ptr<spdlog::logger>& log) {
+  if (ir.streams.empty()) return;
+  const capture::StreamRing& ring = ir.streams.front()->ring();
+  const int node = ir.streams.front()->spec().ring.memory.numa_node;
+  const capture::PayloadMemory& pm = ring.payload_memory();
+  std::string payload = std::string(capture::to_string(pm.kind())) + " memory";
+  if (const auto* host = dynamic_cast<const capture::HostMemory*>(&pm)) payload = host->describe();
+  if (const auto* gpu = dynamic_cast<const mem::GpuMemory*>(&pm)) payload = gpu->describe();
+  log->info("interface {}: {} rings; NIC NUMA node {}; per ring: header slab {}; payload slab {}",
+            ir.name, ir.streams.size(), node < 0 ? std::string("unknown") : std::to_string(node),
+            ring.header_memory().describe(), payload);
+}
+
+mem::PayloadChoice choose_payload(const config::RunConfig& cfg) {
+  const auto request =
+      cfg.capture.payload_memory == config::PayloadMemory::gpu    ? mem::PayloadRequest::gpu
+      : cfg.capture.payload_memory == config::PayloadMemory::host ? mem::PayloadRequest::host
+                                                                  : mem::PayloadRequest::automatic;
+  mem::PayloadFacts facts;
+  facts.nic_scatters = cfg.capture.backend == config::Backend::verbs;
+  facts.writers_stage = kWritersStageGpuPayloads;
+  if (facts.nic_scatters && request != mem::PayloadRequest::host) {
+    facts.gpu = mem::probe_gpu(kPayloadGpu);
+  }
+#ifdef ROCECAP_HAVE_VERBS
+  facts.probe_registration = [&cfg] { return probe_registration(cfg); };
+#endif
+  return mem::choose_payload_memory(request, facts);
+}
+
+std::unique_ptr<capture::PayloadMemory> payload_slab(const Runtime& rt,
+                                                     const capture::StreamSpec& spec) {
+  if (rt.payload.kind != capture::MemoryKind::gpu) return nullptr;  // the ring's HostMemory
+  return std::make_unique<mem::GpuMemory>(capture::StreamRing::payload_bytes_needed(spec.ring),
+                                          kPayloadGpu);
+}
+
+#ifdef ROCECAP_HAVE_VERBS
 void open_verbs(const config::RunConfig& cfg, InterfaceRuntime& ir,
                 const config::InterfaceConfig& ic, const std::shared_ptr<spdlog::logger>& log) {
   capture::verbs::VerbsOptions o;
@@ -219,11 +290,6 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
       throw std::runtime_error(why);
     }
   }
-  if (cfg.capture.payload_memory == config::PayloadMemory::gpu) {
-    throw std::runtime_error(
-        "capture.payload_memory gpu: GPU payload rings are not part of this build yet, so it "
-        "cannot be satisfied; use auto (host memory, said in the manifest and metrics) or host");
-  }
   if (cfg.capture.backend == config::Backend::pcap_file && cfg.capture.interfaces.size() != 1) {
     throw std::runtime_error(
         "capture.interfaces: pcap-file replay takes exactly one interface "
@@ -231,6 +297,11 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
   }
   auto rt = std::make_unique<Runtime>();
   rt->config = &cfg;
+  rt->payload = choose_payload(cfg);
+  log->info("payload memory: {} ({})", capture::to_string(rt->payload.kind), rt->payload.reason);
+#ifdef ROCECAP_HAVE_VERBS
+  if (rt->payload.kind == capture::MemoryKind::gpu) capture::verbs::disable_cqe_scatter();
+#endif
   rt->run_dir = fs::path(cfg.output.directory) / cfg.run.name;
   std::error_code ec;
   fs::create_directories(rt->run_dir, ec);
@@ -247,10 +318,13 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
     for (const auto& ref : refs) {
       if (ref.interface != i) continue;
       ir->refs.push_back(ref);
-      ir->streams.push_back(std::make_unique<capture::StreamPipeline>(stream_spec(cfg, ref)));
+      const capture::StreamSpec spec = stream_spec(cfg, ref);
+      ir->streams.push_back(
+          std::make_unique<capture::StreamPipeline>(spec, payload_slab(*rt, spec)));
       ptrs.push_back(ir->streams.back().get());
     }
     ir->ingest = std::make_unique<capture::Ingest>(ptrs, record_arrivals);
+    log_ring_memory(*ir, log);
     build_writer(*rt, *ir, i, log);
     prepare_published(*ir);
     rt->interfaces.push_back(std::move(ir));

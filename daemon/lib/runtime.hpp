@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "capture/ingest.hpp"
+#include "capture/memory/payload_choice.hpp"
 #include "capture/net/multicast_join.hpp"
 #include "capture/pcap/pcap_source.hpp"
 #include "capture/relaxed_counter.hpp"
@@ -63,6 +64,8 @@ struct WriteErrors {
 struct Runtime {
   const config::RunConfig* config = nullptr;
   std::filesystem::path run_dir;  // output.directory / run.name
+  // Where the payload slabs live and why (capture.payload_memory): log, manifest, build info.
+  capture::memory::PayloadChoice payload{capture::MemoryKind::host, "not decided"};
   std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;
   WriteErrors write_errors;          // writer thread while running
   std::atomic<uint64_t> packets{0};  // frames seen by every Ingest, for run.packets

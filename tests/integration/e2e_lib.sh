@@ -50,7 +50,7 @@ e2e_config() {
     [ -n "${E2E_PCAP_FILE:-}" ] && echo "  pcap_file: $E2E_PCAP_FILE"
     echo "  poll_mode: ${E2E_POLL_MODE:-event}"
     [ -n "${E2E_RING_DEPTH:-}" ] && echo "  ring_depth: $E2E_RING_DEPTH"
-    echo "  payload_memory: host"
+    echo "  payload_memory: ${E2E_PAYLOAD_MEMORY:-host}"
     echo "  max_frame: ${E2E_MAX_FRAME:-9216}"
     echo "  interfaces:"
     echo "    - name: $E2E_IFACE"

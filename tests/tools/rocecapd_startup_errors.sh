@@ -34,7 +34,7 @@ expect_refusal() { # $1: run name, $2: text the message must hold
   echo "ok: $1 refused: $(grep -o "cannot start: .*" "$work/$1.log" | cut -c1-100)"
 }
 run_file gpu "  payload_memory: gpu"
-expect_refusal gpu "capture.payload_memory gpu: GPU payload rings are not part of this build"
+expect_refusal gpu "capture.payload_memory gpu: the pcap backends copy each frame with the CPU"
 # The same file with auto runs, and the manifest says which memory and why.
 run_file auto "  payload_memory: auto"
 "$rocecapd" --config "$work/auto.yaml" 2>"$work/auto.log"

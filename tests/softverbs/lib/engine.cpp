@@ -28,6 +28,7 @@ enum class Scatter { ok, prot, len };
 struct Target {
   uint8_t* dst;
   uint32_t len;
+  bool device;  // CUDA device memory: written with cuda_copy
 };
 
 // Validates every non-empty SGE of the WR against the registered MRs (under Device::mu).
@@ -44,7 +45,7 @@ Scatter check_sges(const Device& dev, const Qp& q, const ibv_sge* sg, uint32_t n
     if (m.pd != q.pd || !(m.access & IBV_ACCESS_LOCAL_WRITE) || s.addr < m.addr ||
         s.addr - m.addr > m.length || m.length - (s.addr - m.addr) < s.length)
       return Scatter::prot;
-    out[nout++] = Target{m.host + (s.addr - m.addr), s.length};
+    out[nout++] = Target{m.host + (s.addr - m.addr), s.length, m.device};
     room += s.length;
   }
   return need > room ? Scatter::len : Scatter::ok;
@@ -228,14 +229,22 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
   uint32_t nt = 0;
   const Scatter r =
       check_sges(dev, q, &q.sge[static_cast<size_t>(slot) * q.max_sge], q.nsge[slot], f.len, t, nt);
+  bool copied = true;
   if (r == Scatter::ok) {
     uint32_t done = 0;
     for (uint32_t i = 0; i < nt && done < f.len; ++i) {
       const uint32_t n = t[i].len < f.len - done ? t[i].len : f.len - done;
-      memcpy(t[i].dst, f.data + done, n);
+      if (!t[i].device) {
+        memcpy(t[i].dst, f.data + done, n);
+      } else if (!cuda_copy(t[i].dst, f.data + done, n)) {
+        copied = false;  // the GPU is gone or the pointer was freed: a local protection error
+        break;
+      }
       done += n;
       if (header_only) break;
     }
+  }
+  if (r == Scatter::ok && copied) {
     e.byte_len = f.len;
     e.wc_flags = f.csum_ok ? IBV_WC_IP_CSUM_OK : 0;
     e.status = IBV_WC_SUCCESS;
@@ -243,7 +252,11 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
     e.status = IBV_WC_LOC_LEN_ERR;  // the WR is consumed and the QP keeps working
     e.vendor_err = 0x51;
   }
-  if (r == Scatter::prot) return fail_qp(q, e, IBV_WC_LOC_PROT_ERR, 0x52);
+  // A protection error (or a failed copy into GPU memory, which a NIC would see as one) is a
+  // QP-fatal completion error: the rest is flushed.
+  if (r == Scatter::prot || (r == Scatter::ok && !copied)) {
+    return fail_qp(q, e, IBV_WC_LOC_PROT_ERR, 0x52);
+  }
   q.rcq->push(e);
 }
 

@@ -90,12 +90,18 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
     errno = EINVAL;
     return nullptr;
   }
+  bool device = false;
   if (!host_mapped(reinterpret_cast<uintptr_t>(addr), length, access & IBV_ACCESS_LOCAL_WRITE)) {
-    errno = EFAULT;
-    return nullptr;
+    // GPU memory registers only through a peer-memory client (nvidia_peermem), as on hardware.
+    device = peer_memory_loaded() && is_device_pointer(addr);
+    if (!device) {
+      errno = EFAULT;
+      return nullptr;
+    }
   }
   Pd* p = pd_of(pd);
   Mr* m = new_mr(p, iova, length, static_cast<uint8_t*>(addr), access);
+  m->device = device;
   Device* dev = p->ctx->dev;
   std::lock_guard<std::mutex> g(dev->mu);  // publishes the MR to the receive engine
   dev->mrs[m->box.mr.lkey] = m;
@@ -124,6 +130,17 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t i
   // A mappable fd (a memfd standing in for a dma-buf exporter) becomes the MR's backing store.
   void* map =
       mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset));
+  if (map == MAP_FAILED && errno != EBADF && is_device_pointer(reinterpret_cast<void*>(iova))) {
+    // A CUDA dma-buf cannot be mapped by the CPU, and the fd does not say which device range it
+    // exports; rocecap registers with iova = the device address, so that is taken as the target.
+    Mr* m = new_mr(pd_of(pd), iova, length, reinterpret_cast<uint8_t*>(iova),
+                   static_cast<unsigned>(access));
+    m->device = true;
+    Device* dev = pd_of(pd)->ctx->dev;
+    std::lock_guard<std::mutex> g(dev->mu);
+    dev->mrs[m->box.mr.lkey] = m;
+    return &m->box.mr;
+  }
   if (map == MAP_FAILED) {
     if (errno != EBADF) errno = EINVAL;
     return nullptr;

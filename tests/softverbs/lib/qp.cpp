@@ -197,6 +197,12 @@ int post_send(ibv_qp* qp, ibv_send_wr* wr, ibv_send_wr** bad) {
           break;
         }
         src = it->second->host + (s.addr - it->second->addr);
+        if (it->second->device) {  // GPU memory: fetched with a CUDA copy, never dereferenced
+          const size_t at = frame.size();
+          frame.resize(at + s.length);
+          if (!cuda_copy(frame.data() + at, src, s.length)) st = IBV_WC_LOC_PROT_ERR;
+          continue;
+        }
       }
       frame.insert(frame.end(), src, src + s.length);
     }

@@ -95,6 +95,10 @@ const std::vector<DeviceConfig>& configured_devices();
 std::string sysfs_root();  // SOFTVERBS_SYSFS_ROOT, where fake hw_counters live
 bool dmabuf_supported();   // SOFTVERBS_DMABUF=ebadf (supported) | eopnotsupp (default)
 bool has_cap_net_raw();
+// CUDA device memory (cuda.cpp): the runtime is dlopen'ed on first use, never linked.
+bool is_device_pointer(const void* p);
+bool cuda_copy(void* dst, const void* src, size_t bytes);  // cudaMemcpy, direction inferred
+bool peer_memory_loaded();                                 // SOFTVERBS_PEERMEM=1
 
 // SOFTVERBS_CLOCK: which completion timestamps the device offers.
 enum class ClockMode {
@@ -179,6 +183,7 @@ struct Mr {
   uint64_t addr = 0;  // iova the SGEs use
   uint64_t length = 0;
   uint8_t* host = nullptr;  // where iova maps in this process
+  bool device = false;      // `host` is a CUDA device address: copied with cuda_copy
   unsigned access = 0;
   void* dmabuf_map = nullptr;  // mapping owned by a dma-buf MR
   size_t dmabuf_len = 0;

@@ -1,0 +1,86 @@
+// The few CUDA runtime services rocecap needs, behind a header free of CUDA types, so that the
+// rest of the tree builds with or without the toolkit (ROCECAP_WITH_CUDA) and one binary
+// starts on hosts with no NVIDIA driver: only the CUDA runtime is linked, statically, and the
+// one driver call (the dma-buf export) is looked up through the runtime's driver entry point.
+// Without CUDA in the build every call reports "built without CUDA".
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace rocecap::capture::memory {
+
+class CudaError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// True when this binary was built with the CUDA toolkit.
+bool cuda_built() noexcept;
+
+// Whether GPU `device` can be used, and the words to say so in the log and manifest.
+struct GpuProbe {
+  bool usable = false;
+  int devices = 0;     // CUDA devices seen (0 when the runtime could not count them)
+  std::string detail;  // usable: "GPU 0: <name>"; else why not, naming the failed call
+};
+GpuProbe probe_gpu(int device = 0);
+
+// Device memory from cudaMalloc, freed by the destructor (on the device it came from).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  // Throws CudaError naming the call, the device and the size.
+  DeviceBuffer(std::size_t bytes, int device);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  void* get() const noexcept { return ptr_; }
+  std::size_t size() const noexcept { return bytes_; }
+  int device() const noexcept { return device_; }
+
+ private:
+  void reset() noexcept;
+  void* ptr_ = nullptr;
+  std::size_t bytes_ = 0;
+  int device_ = 0;
+};
+
+// An owned file descriptor (a dma-buf exported from device memory); closed by the destructor.
+class DmaBufFd {
+ public:
+  DmaBufFd() = default;
+  explicit DmaBufFd(int fd) noexcept : fd_(fd) {}
+  ~DmaBufFd();
+  DmaBufFd(DmaBufFd&& other) noexcept : fd_(other.release()) {}
+  DmaBufFd& operator=(DmaBufFd&& other) noexcept;
+  DmaBufFd(const DmaBufFd&) = delete;
+  DmaBufFd& operator=(const DmaBufFd&) = delete;
+
+  int get() const noexcept { return fd_; }
+  explicit operator bool() const noexcept { return fd_ >= 0; }
+  int release() noexcept {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// Exports [ptr, ptr + bytes) of device memory (both host-page aligned) as a dma-buf
+// (cuMemGetHandleForAddressRange). On failure returns an empty DmaBufFd and says why in `why`.
+DmaBufFd export_dmabuf(const void* ptr, std::size_t bytes, std::string& why);
+
+// Blocking copies between host and device memory, for tests and start-up checks (never the
+// hot path). False with `why` set on failure.
+bool copy_to_host(void* host, const void* device, std::size_t bytes, std::string& why);
+bool copy_to_device(void* device, const void* host, std::size_t bytes, std::string& why);
+bool fill_device(void* device, int value, std::size_t bytes, std::string& why);
+
+}  // namespace rocecap::capture::memory
