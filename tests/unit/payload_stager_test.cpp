@@ -33,7 +33,7 @@ capture::RingConfig config16() {
 // Fills slot `id` with `bytes` pattern bytes (seeded by the slot) and returns them.
 Bytes fill(StreamRing& ring, SlotId id, uint32_t bytes) {
   const Bytes b = writers::test::pattern(bytes, 100 + id);
-  std::memcpy(ring.payload(id).data(), b.data(), b.size());
+  if (!b.empty()) std::memcpy(ring.payload(id).data(), b.data(), b.size());
   ring.meta(id).payload_bytes = bytes;
   return b;
 }
