@@ -79,9 +79,10 @@ CaptureWriter::CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters>
   if (pcap_) arrivals_.resize(ingest_.arrivals()->capacity());
   const bool gpu = any_gpu_ring(ingest_);
   if (gpu || options_.force_staging) {
-    auto engine = options_.copy_engine ? options_.copy_engine()
-                                       : staging::make_copy_engine(gpu ? capture::MemoryKind::gpu
-                                                                       : capture::MemoryKind::host);
+    const capture::MemoryKind kind = gpu ? capture::MemoryKind::gpu : capture::MemoryKind::host;
+    auto engine = options_.copy_engine
+                      ? options_.copy_engine()
+                      : staging::make_copy_engine(kind, options_.staging.cuda_device);
     stager_ = std::make_unique<staging::PayloadStager>(
         std::move(engine), largest_payload_stride(ingest_), options_.staging);
     stage_items_.reserve(arrivals_.size() + per_stream_.size() * options_.batch);

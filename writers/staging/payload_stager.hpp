@@ -38,6 +38,8 @@ struct StagingOptions {
   std::size_t buffer_bytes = std::size_t{4} << 20;
   // Call the engine's GPUDirect flush once per pass, before its copies are queued.
   bool flush_gpudirect = true;
+  // The CUDA device whose memory the rings use (the engine binds it); -1: the current one.
+  int cuda_device = -1;
 };
 
 struct StagingStats {
