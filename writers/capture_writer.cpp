@@ -147,8 +147,14 @@ std::size_t CaptureWriter::poll_staged() {
   }
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
     const StreamRing& ring = ingest_.streams()[s]->ring();
-    for (std::size_t k = 0; k < popped_[s]; ++k)
-      stage_items_.push_back({&ring, batches_[s][k], static_cast<uint32_t>(s)});
+    const bool files = per_stream_[s].raw || per_stream_[s].codifhdr;
+    for (std::size_t k = 0; k < popped_[s]; ++k) {
+      if (files) {
+        stage_items_.push_back({&ring, batches_[s][k], static_cast<uint32_t>(s)});
+      } else {
+        count_frame(s, ring.meta(batches_[s][k]));  // pcap only: nothing to copy twice
+      }
+    }
   }
   stager_->stage(stage_items_,
                  [this](const staging::StageItem& it, std::span<const std::byte> payload, bool ok) {
@@ -207,6 +213,11 @@ void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::b
   const auto [d0, d1] = udp.from(codif ? codif::kHeaderBytes : 0);
   if (w.raw) check(w.raw->write_frame(header, d0, d1));
   if (w.codifhdr) check(w.codifhdr->write_frame(header));
+  count_frame(s, m);
+}
+
+void CaptureWriter::count_frame(std::size_t s, const SlotMeta& m) {
+  StreamWriteState& st = state_[s];
   st.started = true;
   st.last_index = m.frame_index;
   ++st.frames;

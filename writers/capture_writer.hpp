@@ -97,6 +97,7 @@ class CaptureWriter {
   void write_packet(const capture::StreamRing& ring, capture::SlotId id,
                     std::span<const std::byte> payload);
   void write_frame(std::size_t stream, capture::SlotId id, std::span<const std::byte> payload);
+  void count_frame(std::size_t stream, const capture::SlotMeta& m);
   void on_staged(const staging::StageItem& item, std::span<const std::byte> payload, bool ok);
   void report_staging_errors();
   void write_fill(std::size_t stream, std::span<const std::byte, codif::kHeaderBytes> header,

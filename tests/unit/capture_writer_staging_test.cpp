@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,7 @@ struct Case {
   std::size_t batch = 256;
   std::size_t staging_buffer = std::size_t{4} << 20;
   uint64_t rotate_bytes = 0;
+  bool stream_files = true;  // false: pcap output only
 };
 
 enum class Path { direct, staged, deferred };
@@ -70,7 +72,7 @@ struct Capture {
     rot.buffer_bytes = 1 << 16;
     rot.max_bytes = setup.rotate_bytes;
     std::vector<StreamWriters> w(2);
-    for (std::size_t s = 0; s < 2; ++s) {
+    for (std::size_t s = 0; s < 2 && setup.stream_files; ++s) {
       w[s].raw.emplace(test::simple_paths(dir, "raw" + std::to_string(s)), rot);
       w[s].codifhdr.emplace(test::simple_paths(dir, "hdr" + std::to_string(s)), rot);
     }
@@ -266,6 +268,27 @@ TEST(StagedOutput, ForcedStagingOfHostRingsMatchesTheDirectPath) {
   expect_same_output(direct, staged_host);
   EXPECT_EQ(staged_host.writer->stager()->stats().bytes_copied,
             payload_slot_bytes_written(staged_host, 128));
+}
+
+TEST(StagedOutput, PcapOnlyOutputCopiesEachPayloadOnce) {
+  test::TempDir d1, d2;
+  Case pcap_only;
+  pcap_only.stream_files = false;
+  Capture direct(d1.path(), pcap_only, Path::direct);
+  Capture staged(d2.path(), pcap_only, Path::staged);
+  run_script(direct, 150);
+  run_script(staged, 150);
+  PcapWriter* a = direct.writer->pcap();
+  PcapWriter* b = staged.writer->pcap();
+  ASSERT_TRUE(a != nullptr && b != nullptr);
+  expect_same_files(a->files(), b->files(), "pcap");
+  EXPECT_EQ(staged.writer->state(0).frames, direct.writer->state(0).frames);
+  const uint64_t records = b->stats().frames_written;
+  const std::vector<uint64_t> sent = script(150);
+  const std::set<uint64_t> placed(sent.begin(), sent.end());  // duplicates are not placed
+  EXPECT_EQ(records, 2 * placed.size());
+  EXPECT_EQ(staged.writer->stager()->stats().bytes_copied,
+            records * (tf::frame(tf::kSrcA, 0).size() - 128));
 }
 
 TEST(StagedOutput, SlotsAreReleasedOnlyAfterTheirCopiesCompleted) {
