@@ -7,6 +7,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "staging_test_util.hpp"
@@ -75,10 +76,16 @@ TEST(CudaCopyEngine, StagesDevicePayloadsByteExact) {
   o.buffer_bytes = 3 * 8000;  // several batches: both lanes in use
   PayloadStager stager(std::make_unique<CudaCopyEngine>(), ring.payload_stride(), o);
   std::vector<test::Bytes> got;
-  stager.stage(items, [&](const StageItem&, std::span<const std::byte> p, bool ok) {
-    EXPECT_TRUE(ok) << stager.engine().last_error();
-    got.emplace_back(p.begin(), p.end());
+  std::vector<bool> oks;
+  // On another thread than the one that built the engine, as the writer thread does.
+  std::thread writer([&] {
+    stager.stage(items, [&](const StageItem&, std::span<const std::byte> p, bool ok) {
+      oks.push_back(ok);
+      got.emplace_back(p.begin(), p.end());
+    });
   });
+  writer.join();
+  EXPECT_EQ(oks, std::vector<bool>(items.size(), true)) << stager.engine().last_error();
   EXPECT_EQ(got, want);
   EXPECT_EQ(stager.stats().bytes_copied, 7u * 8000 + 5000);
   EXPECT_EQ(stager.stats().copy_errors, 0u) << stager.engine().last_error();

@@ -37,6 +37,7 @@ CudaCopyEngine::CudaCopyEngine(int device) {
     device_ = device;
   }
   check(cudaSetDevice(device_), "cudaSetDevice");
+  bound_ = std::this_thread::get_id();
   int ordering = 0;
   int options = 0;
   check(cudaDeviceGetAttribute(&ordering, cudaDevAttrGPUDirectRDMAWritesOrdering, device_),
@@ -83,6 +84,13 @@ bool CudaCopyEngine::ok(int err, const char* call) noexcept {
   return false;
 }
 
+bool CudaCopyEngine::bind() noexcept {
+  if (bound_ == std::this_thread::get_id()) return true;
+  if (!ok(cudaSetDevice(device_), "cudaSetDevice")) return false;
+  bound_ = std::this_thread::get_id();
+  return true;
+}
+
 PinnedBuffer CudaCopyEngine::allocate_pinned(std::size_t bytes) {
   void* p = nullptr;
   const cudaError_t err = cudaHostAlloc(&p, bytes, cudaHostAllocDefault);
@@ -95,32 +103,35 @@ PinnedBuffer CudaCopyEngine::allocate_pinned(std::size_t bytes) {
 
 bool CudaCopyEngine::flush_gpudirect_writes() noexcept {
   if (!flush_) return true;
+  if (!bind()) return false;
   return ok(cudaDeviceFlushGPUDirectRDMAWrites(cudaFlushGPUDirectRDMAWritesTargetCurrentDevice,
                                                cudaFlushGPUDirectRDMAWritesToOwner),
             "cudaDeviceFlushGPUDirectRDMAWrites");
 }
 
 bool CudaCopyEngine::copy_2d(unsigned lane, const Copy2D& c) noexcept {
-  if (lane >= kLanes) return false;
+  if (lane >= kLanes || !bind()) return false;
+  // Default: unified addressing tells device from host sources, so an interface whose rings
+  // mix GPU and host payload memory stages both through this engine.
   return ok(cudaMemcpy2DAsync(c.dst, c.dst_pitch, c.src, c.src_pitch, c.width, c.rows,
-                              cudaMemcpyDeviceToHost, stream_),
+                              cudaMemcpyDefault, stream_),
             "cudaMemcpy2DAsync");
 }
 
 bool CudaCopyEngine::record_fence(unsigned lane) noexcept {
-  if (lane >= kLanes) return false;
+  if (lane >= kLanes || !bind()) return false;
   return ok(cudaEventRecord(fences_[lane], stream_), "cudaEventRecord");
 }
 
 FenceState CudaCopyEngine::query_fence(unsigned lane) noexcept {
-  if (lane >= kLanes) return FenceState::failed;
+  if (lane >= kLanes || !bind()) return FenceState::failed;
   const cudaError_t err = cudaEventQuery(fences_[lane]);
   if (err == cudaErrorNotReady) return FenceState::pending;
   return ok(err, "cudaEventQuery") ? FenceState::done : FenceState::failed;
 }
 
 bool CudaCopyEngine::wait_fence(unsigned lane) noexcept {
-  if (lane >= kLanes) return false;
+  if (lane >= kLanes || !bind()) return false;
   return ok(cudaEventSynchronize(fences_[lane]), "cudaEventSynchronize");
 }
 

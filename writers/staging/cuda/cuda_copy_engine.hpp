@@ -11,6 +11,7 @@
 #pragma once
 
 #include <string>
+#include <thread>
 
 #include "writers/staging/copy_engine.hpp"
 
@@ -46,12 +47,16 @@ class CudaCopyEngine final : public CopyEngine {
 
  private:
   bool ok(int err, const char* call) noexcept;
+  // The CUDA runtime's current device is per thread, and the writer thread is not the thread
+  // that built the engine: the first call on a new thread makes device_ current there.
+  bool bind() noexcept;
   void destroy() noexcept;
 
   int device_ = 0;
   bool flush_ = false;
   bool flush_supported_ = false;
   bool ordered_ = false;
+  std::thread::id bound_;
   CUstream_st* stream_ = nullptr;
   CUevent_st* fences_[kLanes] = {};
   std::string last_error_;
