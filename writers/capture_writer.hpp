@@ -18,6 +18,8 @@
 // calls back per frame with the staged payload; the writers get header slot + staged payload
 // exactly as they would get header slot + payload slot, so the files are the same bytes. The
 // slots are released only after stage() returned, i.e. after their copies completed.
+// A stream without raw or codifhdr files is not staged (its frames only update the state);
+// with pcap and raw both on, a payload is copied twice: once in arrival, once in time order.
 // A frame whose copy failed is not written (raw: the next frame fills its place; the error is
 // reported once per run of failures).
 #pragma once
