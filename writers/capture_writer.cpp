@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cstring>
 #include <stdexcept>
+
+#include "writers/staging/engine_factory.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -24,14 +27,34 @@ struct UdpPayload {
   }
 };
 
-UdpPayload udp_payload(const StreamRing& ring, SlotId id) {
+// `payload`: the slot's payload bytes, from the ring or staged.
+UdpPayload udp_payload(const StreamRing& ring, SlotId id, std::span<const std::byte> payload) {
   const SlotMeta& m = ring.meta(id);
   const auto header = std::span<const std::byte>(ring.header(id)).first(m.header_bytes);
-  const auto payload = std::span<const std::byte>(ring.payload(id)).first(m.payload_bytes);
   if (m.udp_payload_offset >= header.size()) {
     return {payload.subspan(m.udp_payload_offset - header.size()), {}};
   }
   return {header.subspan(m.udp_payload_offset), payload};
+}
+
+std::span<const std::byte> ring_payload(const StreamRing& ring, SlotId id) {
+  return std::span<const std::byte>(ring.payload(id)).first(ring.meta(id).payload_bytes);
+}
+
+// Tag of a staged pcap record; stream frames are tagged with their stream index.
+constexpr uint32_t kPcapTag = UINT32_MAX;
+
+bool any_gpu_ring(const capture::Ingest& ingest) {
+  return std::any_of(ingest.streams().begin(), ingest.streams().end(), [](const auto* sp) {
+    return sp->ring().payload_kind() == capture::MemoryKind::gpu;
+  });
+}
+
+std::size_t largest_payload_stride(const capture::Ingest& ingest) {
+  std::size_t n = 0;
+  for (const auto* sp : ingest.streams())
+    n = std::max(n, sp->ring().payload_stride());
+  return n;
 }
 
 }  // namespace
@@ -54,6 +77,16 @@ CaptureWriter::CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters>
     throw std::invalid_argument("capture writer: pcap output needs the arrival queue");
   }
   if (pcap_) arrivals_.resize(ingest_.arrivals()->capacity());
+  const bool gpu = any_gpu_ring(ingest_);
+  if (gpu || options_.force_staging) {
+    const capture::MemoryKind kind = gpu ? capture::MemoryKind::gpu : capture::MemoryKind::host;
+    auto engine = options_.copy_engine
+                      ? options_.copy_engine()
+                      : staging::make_copy_engine(kind, options_.staging.cuda_device);
+    stager_ = std::make_unique<staging::PayloadStager>(
+        std::move(engine), largest_payload_stride(ingest_), options_.staging);
+    stage_items_.reserve(arrivals_.size() + per_stream_.size() * options_.batch);
+  }
 }
 
 void CaptureWriter::check(Status s) {
@@ -61,6 +94,7 @@ void CaptureWriter::check(Status s) {
 }
 
 std::size_t CaptureWriter::poll() {
+  if (stager_) return poll_staged();
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
     popped_[s] = ingest_.streams()[s]->ring().pop(batches_[s]);
   }
@@ -70,7 +104,7 @@ std::size_t CaptureWriter::poll() {
     StreamRing& ring = ingest_.streams()[s]->ring();
     const std::span<const SlotId> ids(batches_[s].data(), popped_[s]);
     for (SlotId id : ids)
-      write_frame(s, id);
+      write_frame(s, id, ring_payload(ring, id));
     ring.release(ids);
     total += ids.size();
     take_gap_events(s);
@@ -84,20 +118,83 @@ void CaptureWriter::write_arrivals() {
   const std::size_t n = queue->pop(arrivals_);
   for (std::size_t i = 0; i < n; ++i) {
     const StreamRing& ring = ingest_.streams()[arrivals_[i].stream]->ring();
-    const SlotId id = arrivals_[i].slot;
-    const SlotMeta& m = ring.meta(id);
-    check(pcap_->write_packet(
-        m.timestamp_ns, std::span<const std::byte>(ring.header(id)).first(m.header_bytes),
-        std::span<const std::byte>(ring.payload(id)).first(m.payload_bytes), m.wire_bytes));
+    write_packet(ring, arrivals_[i].slot, ring_payload(ring, arrivals_[i].slot));
   }
 }
 
-void CaptureWriter::write_frame(std::size_t s, SlotId id) {
+void CaptureWriter::write_packet(const StreamRing& ring, SlotId id,
+                                 std::span<const std::byte> payload) {
+  const SlotMeta& m = ring.meta(id);
+  check(pcap_->write_packet(m.timestamp_ns,
+                            std::span<const std::byte>(ring.header(id)).first(m.header_bytes),
+                            payload, m.wire_bytes));
+}
+
+// The same pass as poll(), with every payload read through the stager: arrivals and frames
+// are staged in the order they are written, and released after stage() returned.
+std::size_t CaptureWriter::poll_staged() {
+  for (std::size_t s = 0; s < per_stream_.size(); ++s) {
+    popped_[s] = ingest_.streams()[s]->ring().pop(batches_[s]);
+  }
+  stage_items_.clear();
+  capture::SpscQueue<capture::ArrivalRef>* queue = ingest_.arrivals();
+  if (pcap_ && queue != nullptr) {  // drained after the pops, as in poll()
+    const std::size_t n = queue->pop(arrivals_);
+    for (std::size_t i = 0; i < n; ++i) {
+      const StreamRing& ring = ingest_.streams()[arrivals_[i].stream]->ring();
+      stage_items_.push_back({&ring, arrivals_[i].slot, kPcapTag});
+    }
+  }
+  for (std::size_t s = 0; s < per_stream_.size(); ++s) {
+    const StreamRing& ring = ingest_.streams()[s]->ring();
+    const bool files = per_stream_[s].raw || per_stream_[s].codifhdr;
+    for (std::size_t k = 0; k < popped_[s]; ++k) {
+      if (files) {
+        stage_items_.push_back({&ring, batches_[s][k], static_cast<uint32_t>(s)});
+      } else {
+        count_frame(s, ring.meta(batches_[s][k]));  // pcap only: nothing to copy twice
+      }
+    }
+  }
+  stager_->stage(stage_items_,
+                 [this](const staging::StageItem& it, std::span<const std::byte> payload, bool ok) {
+                   on_staged(it, payload, ok);
+                 });
+  report_staging_errors();
+  std::size_t total = 0;
+  for (std::size_t s = 0; s < per_stream_.size(); ++s) {
+    ingest_.streams()[s]->ring().release(std::span<const SlotId>(batches_[s].data(), popped_[s]));
+    total += popped_[s];
+    take_gap_events(s);
+  }
+  return total;
+}
+
+void CaptureWriter::on_staged(const staging::StageItem& it, std::span<const std::byte> payload,
+                              bool ok) {
+  if (!ok) return;  // counted by the stager; a raw gap is filled by the next frame
+  if (it.tag == kPcapTag) return write_packet(*it.ring, it.slot, payload);
+  write_frame(it.tag, it.slot, payload);
+}
+
+// Once per run of failing passes: a lost GPU would otherwise log every pass.
+void CaptureWriter::report_staging_errors() {
+  const uint64_t errors = stager_->stats().copy_errors;
+  const bool failed = errors != staging_errors_seen_;
+  if (failed && !staging_failing_) {
+    check(Status::error(EIO, "payload staging (" + stager_->engine().describe() +
+                                 "): " + stager_->engine().last_error()));
+  }
+  staging_failing_ = failed;
+  staging_errors_seen_ = errors;
+}
+
+void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::byte> payload) {
   StreamWriters& w = per_stream_[s];
   StreamWriteState& st = state_[s];
   const StreamRing& ring = ingest_.streams()[s]->ring();
   const SlotMeta& m = ring.meta(id);
-  const UdpPayload udp = udp_payload(ring, id);
+  const UdpPayload udp = udp_payload(ring, id, payload);
   const bool segment_start = (m.flags & capture::kSlotSegmentStart) != 0 || !st.started;
   const bool codif = ingest_.streams()[s]->spec().format == capture::StreamFormat::codif;
 
@@ -116,6 +213,11 @@ void CaptureWriter::write_frame(std::size_t s, SlotId id) {
   const auto [d0, d1] = udp.from(codif ? codif::kHeaderBytes : 0);
   if (w.raw) check(w.raw->write_frame(header, d0, d1));
   if (w.codifhdr) check(w.codifhdr->write_frame(header));
+  count_frame(s, m);
+}
+
+void CaptureWriter::count_frame(std::size_t s, const SlotMeta& m) {
+  StreamWriteState& st = state_[s];
   st.started = true;
   st.last_index = m.frame_index;
   ++st.frames;

@@ -11,11 +11,23 @@
 // then drains the arrival queue (a slot's arrival is queued before its publication, so every
 // popped slot's pcap record is written in this pass), and only then writes raw/codifhdr and
 // releases.
+//
+// GPU payloads: when any ring's payload memory is GPU memory (or the options force it), the CPU
+// never reads a payload slot. Each pass hands the slots it took (pcap arrivals first, then each
+// stream's frames) to a PayloadStager, which copies their payloads into pinned host buffers and
+// calls back per frame with the staged payload; the writers get header slot + staged payload
+// exactly as they would get header slot + payload slot, so the files are the same bytes. The
+// slots are released only after stage() returned, i.e. after their copies completed.
+// A stream without raw or codifhdr files is not staged (its frames only update the state);
+// with pcap and raw both on, a payload is copied twice: once in arrival, once in time order.
+// A frame whose copy failed is not written (raw: the next frame fills its place; the error is
+// reported once per run of failures).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -23,6 +35,7 @@
 #include "writers/codif_header_writer.hpp"
 #include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
+#include "writers/staging/payload_stager.hpp"
 
 namespace rocecap::writers {
 
@@ -35,6 +48,12 @@ struct CaptureWriterOptions {
   bool fill_gaps = true;
   std::size_t batch = 256;               // slots popped per stream per pass
   std::size_t max_gaps_listed = 100000;  // per stream, for the manifest; the rest counted
+  // Stage payloads although every ring is host memory (tests, and checking the staging path
+  // on hosts without a GPU).
+  bool force_staging = false;
+  staging::StagingOptions staging{};
+  // The engine to stage with; empty: staging::make_copy_engine for the rings' memory kind.
+  std::function<std::unique_ptr<staging::CopyEngine>()> copy_engine;
 };
 
 // Writer-thread state of one stream, read by the same thread for the manifest.
@@ -53,7 +72,8 @@ using WriteErrorReporter = std::function<void(const Status&)>;
 class CaptureWriter {
  public:
   // per_stream[i] belongs to ingest.streams()[i]. A pcap writer needs an Ingest built with
-  // record_arrivals. Throws std::invalid_argument otherwise.
+  // record_arrivals. Throws std::invalid_argument otherwise, and std::runtime_error when
+  // staging is needed and no copy engine can be made (a build without CUDA, say).
   CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters> per_stream,
                 std::optional<PcapWriter> pcap, const CaptureWriterOptions& options,
                 WriteErrorReporter on_error);
@@ -70,10 +90,18 @@ class CaptureWriter {
   const StreamWriteState& state(std::size_t stream) const { return state_.at(stream); }
   StreamWriters& writers(std::size_t stream) { return per_stream_.at(stream); }
   PcapWriter* pcap() noexcept { return pcap_ ? &*pcap_ : nullptr; }
+  // Null when payloads are written straight from the ring.
+  const staging::PayloadStager* stager() const noexcept { return stager_.get(); }
 
  private:
+  std::size_t poll_staged();
   void write_arrivals();
-  void write_frame(std::size_t stream, capture::SlotId id);
+  void write_packet(const capture::StreamRing& ring, capture::SlotId id,
+                    std::span<const std::byte> payload);
+  void write_frame(std::size_t stream, capture::SlotId id, std::span<const std::byte> payload);
+  void count_frame(std::size_t stream, const capture::SlotMeta& m);
+  void on_staged(const staging::StageItem& item, std::span<const std::byte> payload, bool ok);
+  void report_staging_errors();
   void write_fill(std::size_t stream, std::span<const std::byte, codif::kHeaderBytes> header,
                   uint32_t udp_payload_bytes, uint64_t from, uint64_t count);
   void take_gap_events(std::size_t stream);
@@ -88,6 +116,10 @@ class CaptureWriter {
   std::vector<std::vector<capture::SlotId>> batches_;  // preallocated, one per stream
   std::vector<std::size_t> popped_;                    // per stream, this pass
   std::vector<capture::ArrivalRef> arrivals_;          // preallocated
+  std::unique_ptr<staging::PayloadStager> stager_;
+  std::vector<staging::StageItem> stage_items_;  // preallocated
+  uint64_t staging_errors_seen_ = 0;
+  bool staging_failing_ = false;
 };
 
 }  // namespace rocecap::writers

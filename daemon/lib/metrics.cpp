@@ -2,6 +2,7 @@
 
 #include <prometheus/exposer.h>
 
+#include <algorithm>
 #include <deque>
 #include <stdexcept>
 #include <utility>
@@ -240,6 +241,41 @@ void add_writers(Exposition& e, const Runtime& rt) {
   }
 }
 
+// GPU->host staging, for interfaces whose writer stages payloads. The lag is a sum over frames
+// (with the frame count beside it) so rate(lag)/rate(frames) is the mean over any window.
+void add_staging(Exposition& e, const Runtime& rt) {
+  const bool any = std::any_of(rt.interfaces.begin(), rt.interfaces.end(),
+                               [](const auto& ir) { return ir->published.staging_used; });
+  if (!any) return;
+  auto& bytes = e.family("rocecap_staging_copied_bytes_total",
+                         "Payload bytes copied from the payload memory (GPU) into pinned host "
+                         "staging buffers for the writers",
+                         MetricType::Counter);
+  auto& frames = e.family("rocecap_staging_frames_total",
+                          "Frames (and pcap records) whose payload copy to host memory completed",
+                          MetricType::Counter);
+  auto& failed = e.family("rocecap_staging_failed_frames_total",
+                          "Frames whose payload copy to host memory failed (not written; raw "
+                          "output gets fill frames)",
+                          MetricType::Counter);
+  auto& lag = e.family("rocecap_staging_lag_seconds_total",
+                       "Staging lag summed over staged frames: from the writer taking a slot to "
+                       "its payload copy completing; divide by rocecap_staging_frames_total",
+                       MetricType::Counter);
+  auto& lag_max = e.family("rocecap_staging_lag_max_seconds",
+                           "Longest staging lag of a frame since start", MetricType::Gauge);
+  for (const auto& ir : rt.interfaces) {
+    if (!ir->published.staging_used) continue;
+    const StagingCounters& c = ir->published.staging;
+    const Labels l = {{"interface", ir->name}};
+    add(bytes, l, double(c.bytes_copied.get()));
+    add(frames, l, double(c.frames_staged.get()));
+    add(failed, l, double(c.frames_failed.get()));
+    add(lag, l, seconds(static_cast<int64_t>(c.lag_ns_total.get())));
+    add(lag_max, l, seconds(static_cast<int64_t>(c.lag_ns_max.get())));
+  }
+}
+
 }  // namespace
 
 const char* run_state_name(RunState s) noexcept {
@@ -270,6 +306,7 @@ std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
   }
   add_interfaces(e, rt_);
   add_writers(e, rt_);
+  add_staging(e, rt_);
   return e.take();
 }
 

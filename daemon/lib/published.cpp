@@ -40,6 +40,7 @@ void prepare_published(InterfaceRuntime& ir) {
     used[std::size_t(PublishedFormat::codifhdr)] |= w.codifhdr.has_value();
   }
   used[std::size_t(PublishedFormat::pcap)] = ir.writer->pcap() != nullptr;
+  ir.published.staging_used = ir.writer->stager() != nullptr;
 }
 
 void publish_capture(InterfaceRuntime& ir, int64_t now_ns) noexcept {
@@ -65,6 +66,14 @@ void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept {
   store(out.formats[std::size_t(PublishedFormat::raw)], raw);
   store(out.formats[std::size_t(PublishedFormat::codifhdr)], hdr);
   store(out.formats[std::size_t(PublishedFormat::pcap)], pcap);
+  if (const auto* stager = ir.writer->stager()) {
+    const writers::staging::StagingStats& st = stager->stats();
+    out.staging.bytes_copied.set(st.bytes_copied);
+    out.staging.frames_staged.set(st.frames_staged);
+    out.staging.frames_failed.set(st.frames_failed);
+    out.staging.lag_ns_total.set(st.lag_ns_total);
+    out.staging.lag_ns_max.set(st.lag_ns_max);
+  }
   out.writer_passes.add();
   out.writer_last_pass_ns.set(static_cast<uint64_t>(now_ns));
 }

@@ -31,6 +31,16 @@ struct FormatCounters {
   capture::RelaxedCounter write_errors;
 };
 
+// GPU->host payload staging of one interface (writers/staging/payload_stager.hpp); written by
+// the writer thread, present only when its CaptureWriter stages.
+struct StagingCounters {
+  capture::RelaxedCounter bytes_copied;
+  capture::RelaxedCounter frames_staged;
+  capture::RelaxedCounter frames_failed;
+  capture::RelaxedCounter lag_ns_total;
+  capture::RelaxedCounter lag_ns_max;
+};
+
 enum class PublishedFormat : std::size_t { raw, codifhdr, pcap };
 inline constexpr std::size_t kOutputFormatCount = 3;
 std::string_view format_name(std::size_t format) noexcept;
@@ -39,6 +49,8 @@ struct PublishedStats {
   std::unique_ptr<StreamActivity[]> activity;  // [stream]; sized before threads start
   std::array<FormatCounters, kOutputFormatCount> formats;
   std::array<bool, kOutputFormatCount> format_used{};  // set before threads start
+  StagingCounters staging;
+  bool staging_used = false;  // set before threads start
   capture::RelaxedCounter writer_passes;
   capture::RelaxedCounter writer_last_pass_ns;  // wall clock, Unix ns
 };

@@ -114,6 +114,10 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
     }
   };
   ir.writer.emplace(*ir.ingest, std::move(per_stream), std::move(pcap), opts, on_error);
+  if (const auto* stager = ir.writer->stager()) {
+    log->info("{}: payloads staged to host memory by {}, 2 x {} byte buffers", ir.name,
+              stager->engine().describe(), stager->buffer_bytes());
+  }
 }
 
 std::vector<uint32_t> group_addresses(const config::InterfaceConfig& ic) {

@@ -229,6 +229,39 @@ TEST_F(Metrics, CountersAdvanceBetweenScrapes) {
   EXPECT_EQ(scrape()[m("rocecap_stream_received_packets_total", kA)], 3);
 }
 
+TEST_F(Metrics, StagingCountersAppearWhenTheWriterStagesPayloads) {
+  EXPECT_EQ(scrape().count(R"(rocecap_staging_copied_bytes_total{interface="rec0"})"), 0u);
+  // The writer of a GPU interface, with the host engine standing in for the GPU.
+  writers::CaptureWriterOptions forced;
+  forced.force_staging = true;
+  writers::RotationOptions rot;
+  rot.buffer_bytes = 1 << 16;
+  std::vector<writers::StreamWriters> w(2);
+  for (std::size_t s = 0; s < w.size(); ++s) {
+    w[s].raw.emplace(
+        [this, s](uint64_t seq, fs::path& out) {
+          out = dir_ / ("staged" + std::to_string(s) + "." + std::to_string(seq));
+          return writers::Status{};
+        },
+        rot);
+  }
+  rec0().writer.emplace(*rec0().ingest, std::move(w), std::nullopt, forced, nullptr);
+  daemon::prepare_published(rec0());
+  for (uint64_t i = 0; i < 5; ++i)
+    feed(test::frame(test::kSrcA, i));
+  settle();
+  auto s = scrape();
+  const double slot_bytes =
+      double(test::frame(test::kSrcA, 0).size()) - double(rec0().streams[0]->split());
+  const std::string l = R"({interface="rec0"})";
+  EXPECT_EQ(s["rocecap_staging_copied_bytes_total" + l], 5 * slot_bytes);
+  EXPECT_EQ(s["rocecap_staging_frames_total" + l], 5);
+  EXPECT_EQ(s["rocecap_staging_failed_frames_total" + l], 0);
+  EXPECT_GT(s["rocecap_staging_lag_seconds_total" + l], 0);
+  EXPECT_LE(s["rocecap_staging_lag_max_seconds" + l], s["rocecap_staging_lag_seconds_total" + l]);
+  EXPECT_EQ(s[m("rocecap_written_frames_total", R"({format="raw",interface="rec0"})")], 5);
+}
+
 // promtool lints the exposition (names, units, _total, help); skipped where it is absent.
 TEST_F(Metrics, PromtoolFindsNoLintProblems) {
   feed(test::frame(test::kSrcA, 0));
