@@ -10,6 +10,7 @@
 #include "capture/privileges.hpp"
 #include "config/name_template.hpp"
 #include "writers/output_path.hpp"
+#include "writers/staging/engine_factory.hpp"
 #ifdef ROCECAP_HAVE_VERBS
 #include "capture/verbs/device_finder.hpp"
 #include "capture/verbs/payload_registration.hpp"
@@ -22,9 +23,6 @@ namespace fs = std::filesystem;
 namespace mem = capture::memory;
 using config::OutputFormat;
 
-// The writers copy payload slots with the CPU until GPU staging (writers/, DESIGN.md) lands;
-// until then GPU payload rings would be unreadable, so auto stays on host and gpu is refused.
-constexpr bool kWritersStageGpuPayloads = false;
 // Payload slabs go to this CUDA device (the config has no GPU selection yet).
 constexpr int kPayloadGpu = 0;
 
@@ -104,6 +102,7 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
   }
   writers::CaptureWriterOptions opts;
   opts.fill_gaps = cfg.output.fill_gaps && !udp;
+  opts.staging.cuda_device = kPayloadGpu;  // where GpuMemory puts the payload slabs
   // Runs on the writer thread, once per broken file.
   auto on_error = [&rt, log](const writers::Status& s) {
     log->error("write error: {} (capture goes on; files written before stay valid)", s.message());
@@ -182,7 +181,8 @@ mem::PayloadChoice choose_payload(const config::RunConfig& cfg) {
                                                                   : mem::PayloadRequest::automatic;
   mem::PayloadFacts facts;
   facts.nic_scatters = cfg.capture.backend == config::Backend::verbs;
-  facts.writers_stage = kWritersStageGpuPayloads;
+  // GPU payload slots reach the files through the writers' CUDA copy engine (writers/staging).
+  facts.writers_stage = writers::staging::cuda_engine_built();
   if (facts.nic_scatters && request != mem::PayloadRequest::host) {
     facts.gpu = mem::probe_gpu(kPayloadGpu);
   }
