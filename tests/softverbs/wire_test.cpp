@@ -16,18 +16,13 @@
 #include <string>
 #include <vector>
 
+#include "wire_rig.hpp"
+
 namespace {
 
-constexpr const char* kDev = "svw";
-constexpr unsigned kLocalWrite = IBV_ACCESS_LOCAL_WRITE;
-constexpr uint32_t kHdr = 128, kPayload = 8192, kDepth = 256;
+using namespace wire_rig;
 constexpr uint32_t kGroup = 0xef110001, kSrc = 0xc0000205;  // 239.17.0.1 from 192.0.2.5
 constexpr uint16_t kPort = 36001;
-
-int failures = 0;
-void expect(bool ok, const char* what) {
-  if (!ok && failures++ < 10) fprintf(stderr, "FAIL: %s\n", what);
-}
 
 uint64_t le64(const uint8_t* p) {
   uint64_t v = 0;
@@ -68,80 +63,6 @@ Flow stream_flow() {
   f.udp.mask.dst_port = 0xffff;
   return f;
 }
-
-// One raw QP with kDepth WRs of (128-byte header slot, 8 KiB payload slot).
-struct Rig {
-  ibv_device** list = nullptr;
-  ibv_context* ctx = nullptr;
-  ibv_pd* pd = nullptr;
-  ibv_cq* cq = nullptr;
-  ibv_qp* qp = nullptr;
-  ibv_mr* hmr = nullptr;
-  ibv_mr* pmr = nullptr;
-  ibv_flow* flow = nullptr;
-  std::vector<uint8_t> hdr = std::vector<uint8_t>(kDepth * kHdr, 0);
-  std::vector<uint8_t> pl = std::vector<uint8_t>(static_cast<size_t>(kDepth) * kPayload, 0xab);
-
-  // 0 when ready, else the exit code.
-  int open() {
-    list = ibv_get_device_list(nullptr);
-    for (int i = 0; list && list[i]; ++i)
-      if (strcmp(ibv_get_device_name(list[i]), kDev) == 0) ctx = ibv_open_device(list[i]);
-    pd = ctx ? ibv_alloc_pd(ctx) : nullptr;
-    cq = pd ? ibv_create_cq(ctx, kDepth, nullptr, nullptr, 0) : nullptr;
-    if (!cq)
-      return fprintf(stderr, "FAIL: no device %s (SOFTVERBS_DEVICES=%s=wire)\n", kDev, kDev), 1;
-    ibv_qp_init_attr qa{};
-    qa.send_cq = qa.recv_cq = cq;
-    qa.qp_type = IBV_QPT_RAW_PACKET;
-    qa.cap.max_recv_wr = kDepth;
-    qa.cap.max_recv_sge = 2;
-    qp = ibv_create_qp(pd, &qa);
-    if (!qp && errno == EPERM) return printf("SKIP: raw QPs need CAP_NET_RAW\n"), 77;
-    hmr = ibv_reg_mr(pd, hdr.data(), hdr.size(), kLocalWrite);
-    pmr = ibv_reg_mr(pd, pl.data(), pl.size(), kLocalWrite);
-    if (!qp || !hmr || !pmr) return fprintf(stderr, "FAIL: setup: %s\n", strerror(errno)), 1;
-    return 0;
-  }
-
-  int post(uint32_t slot) {
-    ibv_sge sg[2] = {{reinterpret_cast<uintptr_t>(&hdr[slot * kHdr]), kHdr, hmr->lkey},
-                     {reinterpret_cast<uintptr_t>(&pl[static_cast<size_t>(slot) * kPayload]),
-                      kPayload, pmr->lkey}};
-    ibv_recv_wr wr{};
-    wr.wr_id = slot;
-    wr.sg_list = sg;
-    wr.num_sge = 2;
-    ibv_recv_wr* bad = nullptr;
-    return ibv_post_recv(qp, &wr, &bad);
-  }
-
-  bool to(ibv_qp_state s) {
-    ibv_qp_attr m{};
-    m.qp_state = s;
-    m.port_num = 1;
-    return ibv_modify_qp(qp, &m, IBV_QP_STATE | (s == IBV_QPS_INIT ? IBV_QP_PORT : 0)) == 0;
-  }
-
-  // Posts every slot and brings the QP to RTR.
-  void arm() {
-    expect(to(IBV_QPS_INIT), "INIT");
-    for (uint32_t i = 0; i < kDepth; ++i)
-      expect(post(i) == 0, "post_recv");
-    expect(to(IBV_QPS_RTR), "RTR");
-  }
-
-  ~Rig() {
-    if (flow) ibv_destroy_flow(flow);
-    if (qp) ibv_destroy_qp(qp);
-    if (hmr) ibv_dereg_mr(hmr);
-    if (pmr) ibv_dereg_mr(pmr);
-    if (cq) ibv_destroy_cq(cq);
-    if (pd) ibv_dealloc_pd(pd);
-    if (ctx) ibv_close_device(ctx);
-    if (list) ibv_free_device_list(list);
-  }
-};
 
 // Checks one completion's frame; returns its absolute CODIF frame index.
 uint64_t check_frame(const Rig& rig, const ibv_wc& wc) {
@@ -209,8 +130,8 @@ void reset_under_load(Rig& rig) {
 }  // namespace
 
 int main() {
-  Rig rig;
-  if (int rc = rig.open()) return rc;
+  Rig rig(0xab);  // the payload SGE must stay as initialised
+  if (int rc = rig.open_qp()) return rc;
   rig.arm();
   const uint64_t oob0 = read_oob();
   Flow f = stream_flow();
