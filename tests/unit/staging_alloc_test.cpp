@@ -3,40 +3,13 @@
 // codifhdr and pcap files (staging forced on host rings with the memcpy engine).
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
 #include <optional>
 #include <vector>
 
+#include "counting_new.hpp"
 #include "test_frames.hpp"
 #include "writer_test_util.hpp"
 #include "writers/capture_writer.hpp"
-
-namespace {
-std::atomic<std::size_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  return operator new(n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
 
 namespace rocecap::writers {
 namespace {
@@ -74,13 +47,13 @@ TEST(StagingAlloc, AStagedPassAllocatesNothing) {
   feed(0, 40);
   writer.poll();
 
-  const std::size_t before = g_allocations.load();
+  const std::size_t before = rocecap::test::allocations();
   std::size_t written = 0;
   for (std::size_t at = 40; at < frames.size(); at += 40) {
     feed(at, at + 40);
     written += writer.poll();
   }
-  const std::size_t during = g_allocations.load() - before;
+  const std::size_t during = rocecap::test::allocations() - before;
   EXPECT_EQ(during, 0u);
   EXPECT_GE(written, 350u);  // the passes did write (the last frames wait in the window)
   ASSERT_NE(writer.stager(), nullptr);

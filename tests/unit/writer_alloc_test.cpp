@@ -2,39 +2,11 @@
 // executable and must not move while frames, fill frames and packets are written to an open file.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
+#include "counting_new.hpp"
 #include "writer_test_util.hpp"
 #include "writers/codif_header_writer.hpp"
 #include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
-
-namespace {
-std::atomic<std::size_t> g_allocations{0};
-}  // namespace
-
-void* operator new(std::size_t n) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void* operator new[](std::size_t n) {
-  return operator new(n);
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
-void operator delete[](void* p, std::size_t) noexcept {
-  std::free(p);
-}
 
 namespace rocecap::writers {
 namespace {
@@ -72,7 +44,7 @@ TEST(WriterAllocations, WritePathAllocatesNothingOnceAFileIsOpen) {
   ASSERT_TRUE(hdr.write_frame(h).ok());
   ASSERT_TRUE(pcap.write_packet(1, header, data).ok());
 
-  const std::size_t before = g_allocations.load();
+  const std::size_t before = rocecap::test::allocations();
   for (int i = 0; i < 2000; ++i) {  // 16 MiB per stream: many staging-buffer flushes
     ASSERT_TRUE(raw.write_frame(h, data).ok());
     ASSERT_TRUE(hdr.write_frame(h).ok());
@@ -80,7 +52,7 @@ TEST(WriterAllocations, WritePathAllocatesNothingOnceAFileIsOpen) {
   }
   ASSERT_TRUE(raw.write_fill(fill_template(), kTiming, 100).ok());
   ASSERT_TRUE(hdr.write_fill(fill_template(), kTiming, 100).ok());
-  EXPECT_EQ(g_allocations.load() - before, 0u);
+  EXPECT_EQ(rocecap::test::allocations() - before, 0u);
 
   ASSERT_TRUE(raw.close().ok());
   EXPECT_EQ(raw.stats().frames_written, 2101u);
