@@ -229,14 +229,11 @@ void open_verbs(const config::RunConfig& cfg, InterfaceRuntime& ir,
 }
 
 // Before anything is built: a missing privilege is a clear message, not an EPERM later.
+// The payload memory is not chosen yet: this checks the capability only (memlock follows).
 void check_verbs_privileges(const config::RunConfig& cfg) {
-  uint64_t streams = 0;
-  for (const auto& ic : cfg.capture.interfaces)
-    streams += ic.groups.size() * cfg.streams.antennas.size();
-  const uint64_t per_slot = cfg.capture.max_frame + 2 * capture::StreamRing::kHeaderAlign;
-  const std::string why =
-      capture::check_privileges("verbs", streams * cfg.capture.ring_depth * per_slot);
-  if (!why.empty()) throw std::runtime_error(why);
+  if (const std::string why = capture::check_privileges("verbs", 0); !why.empty()) {
+    throw std::runtime_error(why);
+  }
   for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
     for (std::size_t j = i + 1; j < cfg.capture.interfaces.size(); ++j) {
       const auto& a = cfg.capture.interfaces[i];
@@ -247,6 +244,21 @@ void check_verbs_privileges(const config::RunConfig& cfg) {
       }
     }
   }
+}
+
+// Registered host memory stays locked: every header slab, and the payload slabs when they are
+// host memory (GPU slabs are device memory, outside RLIMIT_MEMLOCK).
+void check_verbs_memlock(const config::RunConfig& cfg, capture::MemoryKind payload) {
+  uint64_t streams = 0;
+  for (const auto& ic : cfg.capture.interfaces)
+    streams += ic.groups.size() * cfg.streams.antennas.size();
+  uint64_t per_slot = cfg.capture.header_split + capture::StreamRing::kHeaderAlign;
+  if (payload == capture::MemoryKind::host) {
+    per_slot = cfg.capture.max_frame + 2 * capture::StreamRing::kHeaderAlign;
+  }
+  const std::string why =
+      capture::check_privileges("verbs", streams * cfg.capture.ring_depth * per_slot);
+  if (!why.empty()) throw std::runtime_error(why);
 }
 #endif
 
@@ -304,6 +316,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
   rt->payload = choose_payload(cfg);
   log->info("payload memory: {} ({})", capture::to_string(rt->payload.kind), rt->payload.reason);
 #ifdef ROCECAP_HAVE_VERBS
+  if (cfg.capture.backend == config::Backend::verbs) check_verbs_memlock(cfg, rt->payload.kind);
   if (rt->payload.kind == capture::MemoryKind::gpu) capture::verbs::disable_cqe_scatter();
 #endif
   rt->run_dir = fs::path(cfg.output.directory) / cfg.run.name;
