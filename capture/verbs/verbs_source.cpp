@@ -1,128 +1,29 @@
 #include "capture/verbs/verbs_source.hpp"
 
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 
 #include "capture/net/packet.hpp"
 #include "capture/verbs/device_finder.hpp"
+#include "capture/verbs/flow_rule.hpp"
 #include "capture/verbs/payload_registration.hpp"
+#include "capture/verbs/qp_state.hpp"
+#include "capture/verbs/stream_qp.hpp"
 
 namespace rocecap::capture::verbs {
 namespace {
-
-// One rule, all fields full-mask: overlapping rules of different QPs would deliver a frame to
-// only one of them (VERBS.md), so each stream gets its exact (MAC, group, antenna, port).
-struct FlowRule {
-  ibv_flow_attr attr;
-  ibv_flow_spec_eth eth;
-  ibv_flow_spec_ipv4 ip;
-  ibv_flow_spec_tcp_udp udp;
-};
-
-FlowRule flow_rule(const StreamKey& key, uint8_t port) {
-  FlowRule r{};
-  r.attr.type = IBV_FLOW_ATTR_NORMAL;
-  r.attr.size = sizeof r;
-  r.attr.num_of_specs = 3;
-  r.attr.port = port;
-  r.eth.type = IBV_FLOW_SPEC_ETH;
-  r.eth.size = sizeof r.eth;
-  const auto mac = net::multicast_mac(key.group);
-  std::memcpy(r.eth.val.dst_mac, mac.data(), 6);
-  std::memset(r.eth.mask.dst_mac, 0xff, 6);
-  r.ip.type = IBV_FLOW_SPEC_IPV4;
-  r.ip.size = sizeof r.ip;
-  r.ip.val.src_ip = htonl(key.source);
-  r.ip.val.dst_ip = htonl(key.group);
-  r.ip.mask.src_ip = r.ip.mask.dst_ip = 0xffffffff;
-  r.udp.type = IBV_FLOW_SPEC_UDP;
-  r.udp.size = sizeof r.udp;
-  r.udp.val.dst_port = htons(key.port);
-  r.udp.mask.dst_port = 0xffff;
-  return r;
-}
 
 std::string stream_name(const StreamKey& k) {
   return std::string(net::format_ipv4(k.group).data()) + ":" + std::to_string(k.port) + " from " +
          net::format_ipv4(k.source).data();
 }
 
-int64_t wall_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-int64_t monotonic_ns() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
-}
-
-const char* state_name(ibv_qp_state s) noexcept {
-  switch (s) {
-    case IBV_QPS_RESET:
-      return "RESET";
-    case IBV_QPS_INIT:
-      return "INIT";
-    case IBV_QPS_RTR:
-      return "RTR";
-    case IBV_QPS_ERR:
-      return "ERR";
-    default:
-      return "?";
-  }
-}
-
-int set_state(ibv_qp* qp, ibv_qp_state state, uint8_t port) noexcept {
-  ibv_qp_attr a{};
-  a.qp_state = state;
-  int mask = IBV_QP_STATE;
-  if (state == IBV_QPS_INIT) {
-    a.port_num = port;
-    mask |= IBV_QP_PORT;
-  }
-  return ibv_modify_qp(qp, &a, mask);
-}
-
-void modify(ibv_qp* qp, ibv_qp_state state, uint8_t port, const std::string& what) {
-  if (const int rc = set_state(qp, state, port); rc != 0) {
-    throw VerbsError(what + ": ibv_modify_qp to " + state_name(state), rc);
-  }
-}
-
 }  // namespace
-
-struct VerbsSource::StreamQp {
-  // Declaration order is destruction order reversed: the flow goes first, then the QP, then
-  // the memory it wrote into.
-  MemoryRegion header_mr;
-  MemoryRegion payload_mr;
-  QueuePair qp;
-  Flow flow;
-  StreamPipeline* pipeline = nullptr;
-  uint32_t header_bytes = 0;   // SGE0 length: the split point
-  uint32_t payload_bytes = 0;  // SGE1 length: a longer frame completes with LOC_LEN_ERR
-  std::array<ibv_recv_wr, kPostBatch> wrs{};
-  std::array<ibv_sge, 2 * kPostBatch> sges{};
-  std::array<SlotId, kPostBatch> ids{};
-  std::string name;  // "group:port from source", for error context
-  // Recovery (capture thread). outstanding = WRs posted and not yet completed: the QP may be
-  // reset once it is 0, as every WR then came back (flushed) and no slot is lost.
-  uint64_t outstanding = 0;
-  bool recovering = false;
-  bool err_requested = false;  // ibv_modify_qp to ERR done for this recovery
-  int64_t recover_since_ns = 0;
-  std::array<int64_t, kMaxRecoveries> recent_errors{};  // monotonic ns, a ring
-  uint32_t error_count = 0;
-};
 
 const char* time_source_name(TimeSource s) noexcept {
   switch (s) {
@@ -346,102 +247,6 @@ void VerbsSource::handle_completion(int64_t now_ns) noexcept {
     return;
   }
   on_qp_error(stream, slot, cq->status, ibv_wc_read_vendor_err(cq));
-}
-
-// Rare path (capture thread): one clock read, at most one snprintf, no allocation.
-void VerbsSource::on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status,
-                              uint32_t vendor_err) noexcept {
-  StreamQp& s = streams_[index];
-  wc_errors_.add();
-  if (s.recovering) return;  // a second error of a QP already on its way back: counted only
-  const int64_t now = monotonic_ns();
-  // From here the QP's flushed WRs are expected, also when this error fails the source.
-  s.recovering = true;
-  s.err_requested = false;
-  s.recover_since_ns = now;
-  ++recovering_;
-  // The oldest of the last kMaxRecoveries errors: within the window, this is one too many.
-  const int64_t oldest = s.recent_errors[s.error_count % kMaxRecoveries];
-  char what[224];
-  if (s.error_count >= kMaxRecoveries && now - oldest < kRecoveryWindowNs) {
-    std::snprintf(what, sizeof what,
-                  "stream %s: completion error %s (vendor_err 0x%x) on the QP again: %u errors "
-                  "within %lld s (at most %u recoveries)",
-                  s.name.c_str(), ibv_wc_status_str(status), vendor_err, kMaxRecoveries + 1,
-                  static_cast<long long>(kRecoveryWindowNs / 1'000'000'000), kMaxRecoveries);
-    return fail(what, 0);
-  }
-  s.recent_errors[s.error_count % kMaxRecoveries] = now;
-  ++s.error_count;
-  int expected = 0;
-  if (!first_error_state_.compare_exchange_strong(expected, 1)) return;
-  std::snprintf(first_error_.data(), first_error_.size(),
-                "RDMA device %s (%s), stream %s: receive completion error %s (vendor_err 0x%x, "
-                "qp %u, slot %u); the QP is reset and its receive WRs posted again; frames "
-                "that arrive meanwhile are counted lost; later errors are only counted",
-                device_.c_str(), interface_.c_str(), s.name.c_str(), ibv_wc_status_str(status),
-                vendor_err, s.qp->qp_num, slot);
-  first_error_state_.store(2, std::memory_order_release);
-}
-
-// After each poll while a QP recovers: ERR (so every posted WR is flushed, whatever state the
-// error left the QP in), then once every WR came back, RESET -> INIT -> RTR. The flow rule
-// stays: it is attached to the QP, not to its state.
-void VerbsSource::advance_recoveries() noexcept {
-  for (uint32_t i = 0; i < streams_.size() && !failed(); ++i) {
-    StreamQp& s = streams_[i];
-    if (!s.recovering) continue;
-    if (s.outstanding == 0) {
-      finish_recovery(i);
-      continue;
-    }
-    if (!s.err_requested) {
-      s.err_requested = true;
-      if (const int rc = set_state(s.qp.get(), IBV_QPS_ERR, port_); rc != 0) {
-        char what[160];
-        std::snprintf(what, sizeof what, "stream %s: QP recovery: ibv_modify_qp to ERR",
-                      s.name.c_str());
-        return fail(what, rc);
-      }
-    }
-    if (monotonic_ns() - s.recover_since_ns > kFlushTimeoutNs) {
-      char what[200];
-      std::snprintf(what, sizeof what,
-                    "stream %s: QP recovery: %llu receive WRs not flushed within %lld s of the "
-                    "completion error",
-                    s.name.c_str(), static_cast<unsigned long long>(s.outstanding),
-                    static_cast<long long>(kFlushTimeoutNs / 1'000'000'000));
-      return fail(what, 0);
-    }
-  }
-}
-
-void VerbsSource::finish_recovery(uint32_t index) noexcept {
-  StreamQp& s = streams_[index];
-  for (const ibv_qp_state to : {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR}) {
-    if (const int rc = set_state(s.qp.get(), to, port_); rc != 0) {
-      char what[160];
-      std::snprintf(what, sizeof what, "stream %s: QP recovery: ibv_modify_qp to %s",
-                    s.name.c_str(), state_name(to));
-      return fail(what, rc);
-    }
-  }
-  s.recovering = false;
-  --recovering_;
-  recoveries_[index].add();
-  qp_recoveries_.add();
-}
-
-std::string VerbsSource::first_error() const {
-  return first_error_state_.load(std::memory_order_acquire) >= 2 ? first_error_.data() : "";
-}
-
-std::string VerbsSource::take_first_error() {
-  int expected = 2;
-  if (!first_error_state_.compare_exchange_strong(expected, 3, std::memory_order_acq_rel)) {
-    return "";
-  }
-  return first_error_.data();
 }
 
 // One (ticks, CLOCK_REALTIME) pair: the clock read between two host clock reads, best of a

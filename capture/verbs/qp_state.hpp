@@ -1,0 +1,22 @@
+// Receive-QP state changes, shared by start-up (throwing) and recovery on the capture thread
+// (error codes, no allocation).
+#pragma once
+
+#include <infiniband/verbs.h>
+
+#include <cstdint>
+#include <string>
+
+namespace rocecap::capture::verbs {
+
+const char* state_name(ibv_qp_state s) noexcept;
+// ibv_modify_qp to `state` (with the port for INIT); the errno-style code, 0 on success.
+int set_state(ibv_qp* qp, ibv_qp_state state, uint8_t port) noexcept;
+// Start-up: throws VerbsError "<what>: ibv_modify_qp to <STATE>".
+void modify(ibv_qp* qp, ibv_qp_state state, uint8_t port, const std::string& what);
+
+// CLOCK_REALTIME and CLOCK_MONOTONIC in ns.
+int64_t wall_ns() noexcept;
+int64_t monotonic_ns() noexcept;
+
+}  // namespace rocecap::capture::verbs
