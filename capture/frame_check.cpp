@@ -49,9 +49,9 @@ constexpr std::size_t kUdpChecksum = 6;
 
 bool from_udp_memo(const UdpMemo& m, std::span<const std::byte> head, std::size_t wire_bytes,
                    uint32_t stream, Checked& out) noexcept {
-  if (m.n_words == 0 || wire_bytes != m.wire_bytes || head.size() < m.n_words * 8) return false;
+  if (!m.valid || wire_bytes != m.wire_bytes || head.size() < UdpMemo::kWords * 8) return false;
   uint64_t diff = 0;
-  for (std::size_t k = 0; k < m.n_words; ++k)
+  for (std::size_t k = 0; k < UdpMemo::kWords; ++k)  // a fixed count: unrolled
     diff |= (load_le64(head.data() + 8 * k) ^ m.words[k]) & m.mask[k];
   if (diff != 0) return false;
   out.frame = m.frame;
@@ -68,6 +68,7 @@ void remember_udp(UdpMemo& m, std::span<const std::byte> head, std::size_t wire_
                   const net::UdpFrame& f) noexcept {
   const std::size_t n = (std::size_t{f.payload_offset} + 7) / 8;
   if (n > UdpMemo::kWords || head.size() < n * 8) return;
+  m.words.fill(0);
   m.mask.fill(0);
   for (std::size_t k = 0; k < n; ++k) {
     m.words[k] = load_le64(head.data() + 8 * k);
@@ -83,7 +84,7 @@ void remember_udp(UdpMemo& m, std::span<const std::byte> head, std::size_t wire_
   clear_byte(m, f.udp_offset + kUdpChecksum + 1);
   for (std::size_t k = 0; k < n; ++k)
     m.words[k] &= m.mask[k];
-  m.n_words = static_cast<uint32_t>(n);
+  m.valid = true;
   m.wire_bytes = wire_bytes;
   m.frame = f;
 }

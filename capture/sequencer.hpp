@@ -136,7 +136,8 @@ class Sequencer {
   // Capture thread. `t` is what codif::validate gave for `h`; `tag` identifies the frame's
   // slot and comes back in a Delivery when placed(decision).
   // Inline for the common case (see in_order()); everything else goes to on_other().
-  Verdict on_frame(const codif::Header& h, const codif::Timing& t, uint32_t tag) noexcept {
+  [[gnu::always_inline]] Verdict on_frame(const codif::Header& h, const codif::Timing& t,
+                                          uint32_t tag) noexcept {
     const uint64_t index = codif::absolute_index(h, t);
     if (!in_order(h, t, index)) return on_other(h, t, index, tag);
     count_received(h);

@@ -36,10 +36,10 @@ struct CodifMemo {
 // and wire length equal these parses to the same UdpFrame and classifies to the same stream,
 // so check_frame (frame_check.cpp) takes them from here.
 struct UdpMemo {
-  static constexpr std::size_t kWords = 8;  // headers up to 64 bytes (42 untagged)
+  static constexpr std::size_t kWords = 6;  // headers up to 48 bytes (42 untagged, 46 tagged)
   std::array<uint64_t, kWords> words{};
   std::array<uint64_t, kWords> mask{};
-  uint32_t n_words = 0;  // 0: empty
+  bool valid = false;
   std::size_t wire_bytes = 0;
   net::UdpFrame frame;
 };
