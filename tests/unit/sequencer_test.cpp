@@ -665,20 +665,25 @@ TEST(Sequencer, InOrderFastPathAgreesWithTheGeneralRules) {
   run(171, 180);                            // in order after a flush
   steps.push_back({165});                   // behind the window: duplicate
   run(181, 185);
-  steps.push_back({186, true});  // resync (nchan)
-  run(187, 190);
+  steps.push_back({186, true});  // resync: nchan changes
   for (int64_t i = 187; i <= 200; ++i)
-    steps.push_back({i, true});  // its own segment, duplicates then in order
-  steps.push_back({5000});       // back to the first segment: resync
+    steps.push_back({i, true});  // in order in the new segment
+  steps.push_back({195, true});  // a duplicate there
+  steps.push_back({5000});       // nchan back: resync
+  run(5001, 5020);
+  steps.push_back({50'000});  // a jump beyond resync_frames: resync
+  run(50'001, 50'020);
   for (uint32_t window : {1u, 2u, 4u, 8u, 64u}) {
     const std::string what = "window " + std::to_string(window);
     const Observed fast = run_script(steps, window, false);
     expect_same(fast, run_script(steps, window, true), what);
-    // The script really is mostly in order, and every frame was delivered or accounted.
+    // The script really is mostly in order, so the fast path is taken.
     EXPECT_GT(std::count_if(fast.verdicts.begin(), fast.verdicts.end(),
                             [](const Verdict& v) { return v.decision == Decision::in_order; }),
               60)
         << what;
+    EXPECT_EQ(fast.stats.back().resync, 3u) << what;
+    EXPECT_GE(fast.stats.back().duplicate, 3u) << what;
   }
   // Randomised streams too, each frame through both.
   for (uint64_t seed = 1; seed <= 20; ++seed) {
