@@ -43,17 +43,80 @@ void remember(CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
   m.timing = c.timing;
 }
 
-}  // namespace
+// The bytes of an IPv4 header parse_udp does not read: TOS, identification, TTL, checksum.
+constexpr std::size_t kIpUnread[] = {1, 4, 5, 8, 10, 11};
+constexpr std::size_t kUdpChecksum = 6;
 
-std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
-                        const StreamClassifier& classifier,
-                        const std::vector<StreamPipeline*>& streams, Checked& out) noexcept {
+bool from_udp_memo(const UdpMemo& m, std::span<const std::byte> head, std::size_t wire_bytes,
+                   uint32_t stream, Checked& out) noexcept {
+  if (!m.valid || wire_bytes != m.wire_bytes || head.size() < UdpMemo::kWords * 8) return false;
+  uint64_t diff = 0;
+  for (std::size_t k = 0; k < UdpMemo::kWords; ++k)  // a fixed count: unrolled
+    diff |= (load_le64(head.data() + 8 * k) ^ m.words[k]) & m.mask[k];
+  if (diff != 0) return false;
+  out.frame = m.frame;
+  out.stream = stream;
+  return true;
+}
+
+void clear_byte(UdpMemo& m, std::size_t at) noexcept {
+  m.mask[at / 8] &= ~(uint64_t{0xFF} << (8 * (at % 8)));
+}
+
+// Memoises the accepted headers, when the head holds the whole words that cover them.
+void remember_udp(UdpMemo& m, std::span<const std::byte> head, std::size_t wire_bytes,
+                  const net::UdpFrame& f) noexcept {
+  const std::size_t n = (std::size_t{f.payload_offset} + 7) / 8;
+  if (n > UdpMemo::kWords || head.size() < n * 8) return;
+  m.words.fill(0);
+  m.mask.fill(0);
+  for (std::size_t k = 0; k < n; ++k) {
+    m.words[k] = load_le64(head.data() + 8 * k);
+    m.mask[k] = ~uint64_t{0};
+  }
+  for (std::size_t at = f.payload_offset; at < n * 8; ++at)
+    clear_byte(m, at);  // the UDP payload
+  for (std::size_t at : kIpUnread)
+    clear_byte(m, f.ip_offset + at);
+  for (std::size_t at = f.ip_offset + net::kIpv4MinHeaderBytes; at < f.udp_offset; ++at)
+    clear_byte(m, at);  // IPv4 options: not read either
+  clear_byte(m, f.udp_offset + kUdpChecksum);
+  clear_byte(m, f.udp_offset + kUdpChecksum + 1);
+  for (std::size_t k = 0; k < n; ++k)
+    m.words[k] &= m.mask[k];
+  m.valid = true;
+  m.wire_bytes = wire_bytes;
+  m.frame = f;
+}
+
+// parse_udp and the classifier, or their memoised result for the expected stream.
+std::size_t parse_and_find(std::span<const std::byte> head, std::size_t wire_bytes,
+                           const StreamClassifier& classifier,
+                           const std::vector<StreamPipeline*>& streams, Checked& out,
+                           uint32_t expected) noexcept {
+  UdpMemo* memo = expected < streams.size() ? &streams[expected]->udp_memo : nullptr;
+  if (memo && from_udp_memo(*memo, head, wire_bytes, expected, out)) return kCheckOk;
   net::UdpFrame& f = out.frame;
   if (const auto e = net::parse_udp(head, wire_bytes, f); e != net::ParseError::ok) {
     return reject_index(e);
   }
   out.stream = classifier.find({f.dst_ip, f.dst_port, f.src_ip});
   if (out.stream == StreamClassifier::kNoStream) return kRejectNoStream;
+  if (memo && out.stream == expected) remember_udp(*memo, head, wire_bytes, f);
+  return kCheckOk;
+}
+
+}  // namespace
+
+std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
+                        const StreamClassifier& classifier,
+                        const std::vector<StreamPipeline*>& streams, Checked& out,
+                        uint32_t expected) noexcept {
+  if (const auto r = parse_and_find(head, wire_bytes, classifier, streams, out, expected);
+      r != kCheckOk) {
+    return r;
+  }
+  const net::UdpFrame& f = out.frame;
   StreamPipeline& sp = *streams[out.stream];
   out.codif = sp.spec().format == StreamFormat::codif;
   if (!out.codif) return kCheckOk;

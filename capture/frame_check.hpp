@@ -32,8 +32,12 @@ inline constexpr std::size_t kCheckOk = ~std::size_t{0};
 // Capture thread: remembers each CODIF stream's last accepted header (StreamPipeline::
 // codif_memo), so that the common case, a header that differs only in frame and seconds,
 // skips decode and validate with the same result.
+// `expected`, when not kNoStream, is the stream the frame most likely belongs to (the verbs
+// QP's): its StreamPipeline::udp_memo is tried before parsing, and filled when the frame is
+// accepted for it after parsing. The result is the same with or without it.
 std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
                         const StreamClassifier& classifier,
-                        const std::vector<StreamPipeline*>& streams, Checked& out) noexcept;
+                        const std::vector<StreamPipeline*>& streams, Checked& out,
+                        uint32_t expected = StreamClassifier::kNoStream) noexcept;
 
 }  // namespace rocecap::capture

@@ -30,6 +30,34 @@ Ingest::Ingest(std::vector<StreamPipeline*> streams, bool record_arrivals)
   if (record_arrivals) arrivals_.emplace(total_slots(streams_));
 }
 
+void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
+                    int64_t timestamp_ns, uint16_t flags) noexcept {
+  StreamRing& ring = sp.ring();
+  const net::UdpFrame& f = c.frame;
+  const uint32_t head = f.frame_bytes < sp.split() ? f.frame_bytes : sp.split();
+  SlotMeta& m = ring.meta(slot);
+  m.timestamp_ns = timestamp_ns;
+  m.wire_bytes = f.frame_bytes;
+  m.header_bytes = head;
+  m.payload_bytes = f.frame_bytes - head;
+  m.udp_payload_offset = f.payload_offset;
+  if (!c.codif) {
+    m.flags = static_cast<uint16_t>(flags | (sp.next_udp_index == 0 ? kSlotSegmentStart : 0));
+    m.frame_index = sp.next_udp_index++;
+    record_arrival(stream, slot);
+    ring.publish(slot);
+    return;
+  }
+  m.flags = static_cast<uint16_t>(flags | (c.header.invalid ? kSlotInvalidBit : 0));
+  // The sequencer holds a new frame in its reorder window (it is never delivered within this
+  // call), so its index, flag and arrival record all precede its publication.
+  const Verdict v = sp.sequencer().on_frame(c.header, c.timing, slot);
+  m.frame_index = v.index;
+  if (!placed(v.decision)) return ring.give_back(slot);
+  if (v.decision == Decision::late_placed) m.flags |= kSlotLate;
+  record_arrival(stream, slot);
+}
+
 void Ingest::on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
                       int64_t timestamp_ns) noexcept {
   seen_.add();
@@ -50,7 +78,8 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   StreamRing& ring = sp.ring();
   const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
   Checked& c = checked_;
-  std::size_t r = check_frame(ring.header(slot).first(head), byte_len, classifier_, streams_, c);
+  std::size_t r =
+      check_frame(ring.header(slot).first(head), byte_len, classifier_, streams_, c, stream);
   // The headers and the CODIF header must be contiguous to be parsed. A split smaller than
   // them (allowed for udp streams) leaves part in the payload slot: then both are joined and
   // checked again. A frame accepted on the head alone is accepted identically on the joined
@@ -93,40 +122,6 @@ void Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byt
   std::memcpy(ring.header(*slot).data(), frame.data(), head);
   std::memcpy(ring.payload(*slot).data(), frame.data() + head, f.frame_bytes - head);
   settle(stream, sp, *slot, c, timestamp_ns, 0);
-}
-
-void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
-                    int64_t timestamp_ns, uint16_t flags) noexcept {
-  StreamRing& ring = sp.ring();
-  const net::UdpFrame& f = c.frame;
-  const uint32_t head = f.frame_bytes < sp.split() ? f.frame_bytes : sp.split();
-  SlotMeta& m = ring.meta(slot);
-  m.timestamp_ns = timestamp_ns;
-  m.wire_bytes = f.frame_bytes;
-  m.header_bytes = head;
-  m.payload_bytes = f.frame_bytes - head;
-  m.udp_payload_offset = f.payload_offset;
-  if (!c.codif) {
-    m.flags = static_cast<uint16_t>(flags | (sp.next_udp_index == 0 ? kSlotSegmentStart : 0));
-    m.frame_index = sp.next_udp_index++;
-    record_arrival(stream, slot);
-    ring.publish(slot);
-    return;
-  }
-  m.flags = static_cast<uint16_t>(flags | (c.header.invalid ? kSlotInvalidBit : 0));
-  // The sequencer holds a new frame in its reorder window (it is never delivered within this
-  // call), so its index, flag and arrival record all precede its publication.
-  const Verdict v = sp.sequencer().on_frame(c.header, c.timing, slot);
-  m.frame_index = v.index;
-  if (!placed(v.decision)) return ring.give_back(slot);
-  if (v.decision == Decision::late_placed) m.flags |= kSlotLate;
-  record_arrival(stream, slot);
-}
-
-void Ingest::record_arrival(uint32_t stream, SlotId slot) noexcept {
-  // A writer pops a slot's publication before it drains arrivals, so the arrival must be
-  // queued no later than the publication.
-  if (arrivals_ && !arrivals_->push(ArrivalRef{stream, slot})) arrival_overflows_.add();
 }
 
 void Ingest::flush_idle(int64_t idle_since) noexcept {

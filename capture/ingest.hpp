@@ -77,12 +77,18 @@ class Ingest final : public pcapsrc::FrameSink {
   // check_frame on the header slot's `head` bytes followed by the payload slot's.
   std::size_t check_joined(const StreamRing& ring, SlotId slot, std::size_t head, uint32_t byte_len,
                            Checked& c) const noexcept;
-  void record_arrival(uint32_t stream, SlotId slot) noexcept;
+  void record_arrival(uint32_t stream, SlotId slot) noexcept {
+    // A writer pops a slot's publication before it drains arrivals, so the arrival must be
+    // queued no later than the publication.
+    if (arrivals_ && !arrivals_->push(ArrivalRef{stream, slot})) arrival_overflows_.add();
+  }
   void place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
              const Checked& c, int64_t timestamp_ns) noexcept;
   // Fills the slot's meta from the checked frame, sequences and publishes (or gives back).
-  void settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
-              int64_t timestamp_ns, uint16_t flags) noexcept;
+  // Inlined into both callers: a call per packet costs more than the code it would share.
+  [[gnu::always_inline]] inline void settle(uint32_t stream, StreamPipeline& sp, SlotId slot,
+                                            const Checked& c, int64_t timestamp_ns,
+                                            uint16_t flags) noexcept;
 
   std::vector<StreamPipeline*> streams_;
   StreamClassifier classifier_;

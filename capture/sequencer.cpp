@@ -93,11 +93,9 @@ ResyncReason Sequencer::changed(const Signature& s) const noexcept {
   return ResyncReason::none;
 }
 
-Verdict Sequencer::on_frame(const codif::Header& h, const codif::Timing& t, uint32_t tag) noexcept {
-  counters_.received.add();
-  counters_.bytes.add(h.frame_bytes());
-  if (h.invalid) counters_.invalid.add();
-  const uint64_t index = codif::absolute_index(h, t);
+Verdict Sequencer::on_other(const codif::Header& h, const codif::Timing& t, uint64_t index,
+                            uint32_t tag) noexcept {
+  count_received(h);
   if (!started_) {
     start_segment(h, t, index, tag);
     return {Decision::first, ResyncReason::none, index};
@@ -113,16 +111,15 @@ Verdict Sequencer::on_frame(const codif::Header& h, const codif::Timing& t, uint
     start_segment(h, t, index, tag);
     return {Decision::resync, reason, index};
   }
-  if (index > high_) return {advance(h, t, index, tag), ResyncReason::none, index};
+  if (index > high_) return {advance(h, index, tag), ResyncReason::none, index};
   return {behind(index, tag), ResyncReason::none, index};
 }
 
 void Sequencer::start_segment(const codif::Header& h, const codif::Timing& t, uint64_t index,
                               uint32_t tag) noexcept {
-  const int64_t time = codif::frame_start_unix_ns(h, t);
   if (!started_) {
     counters_.first_index.set(index);
-    counters_.first_time_ns.set(static_cast<uint64_t>(time));
+    counters_.first_time_ns.set(static_cast<uint64_t>(codif::frame_start_unix_ns(h, t)));
   }
   started_ = true;
   sig_ = signature(h, t);
@@ -132,12 +129,22 @@ void Sequencer::start_segment(const codif::Header& h, const codif::Timing& t, ui
   gap_count_ = 0;
   std::fill_n(seen_bits_.get(), config_.history / 64, uint64_t{0});
   place(index, tag);
-  counters_.last_index.set(index);
-  counters_.last_time_ns.set(static_cast<uint64_t>(time));
+  note_segment(h, t, index);
 }
 
-Decision Sequencer::advance(const codif::Header& h, const codif::Timing& t, uint64_t index,
-                            uint32_t tag) noexcept {
+void Sequencer::note_segment(const codif::Header& h, const codif::Timing& t,
+                             uint64_t index) noexcept {
+  const uint64_t version = seg_version_.load(std::memory_order_relaxed);
+  seg_version_.store(version + 1, std::memory_order_relaxed);  // odd: being written
+  std::atomic_thread_fence(std::memory_order_release);
+  seg_epoch_.set(h.epoch);
+  seg_period_.set(t.period);
+  seg_frames_per_period_.set(t.frames_per_period);
+  note_last(h, index);
+  seg_version_.store(version + 2, std::memory_order_release);
+}
+
+Decision Sequencer::advance(const codif::Header& h, uint64_t index, uint32_t tag) noexcept {
   const uint64_t old_high = high_;
   const uint64_t window_start =
       index + 1 > config_.reorder_window ? index + 1 - config_.reorder_window : 0;
@@ -147,8 +154,7 @@ Decision Sequencer::advance(const codif::Header& h, const codif::Timing& t, uint
   place(index, tag);
   high_ = index;
   counters_.lost.add(index - old_high - 1);
-  counters_.last_index.set(index);
-  counters_.last_time_ns.set(static_cast<uint64_t>(codif::frame_start_unix_ns(h, t)));
+  note_last(h, index);
   return index == old_high + 1 ? Decision::in_order : Decision::gap;
 }
 
@@ -207,15 +213,6 @@ void Sequencer::close_gap() noexcept {
   if (!gaps_.push(e)) counters_.gap_events_dropped.add();
 }
 
-void Sequencer::place(uint64_t index, uint32_t tag) noexcept {
-  seen_bits_[(index & mask_) / 64] |= uint64_t{1} << (index % 64);
-  tags_[index & mask_] = tag;
-}
-
-bool Sequencer::seen(uint64_t index) const noexcept {
-  return (seen_bits_[(index & mask_) / 64] >> (index % 64)) & 1u;
-}
-
 void Sequencer::forget_range(uint64_t first, uint64_t last) noexcept {
   if (last < first) return;
   if (last == first) {  // the next frame in order: one bit
@@ -237,6 +234,26 @@ void Sequencer::forget_range(uint64_t first, uint64_t last) noexcept {
   }
 }
 
+void Sequencer::last_frame(SequencerStats& s) const noexcept {
+  codif::Header h;
+  codif::Timing t;
+  for (;;) {
+    const uint64_t version = seg_version_.load(std::memory_order_acquire);
+    s.last_index = counters_.last_index.get();
+    const uint64_t stamp = counters_.last_stamp.get();
+    h.epoch = static_cast<uint8_t>(seg_epoch_.get());
+    t.period = static_cast<uint32_t>(seg_period_.get());
+    t.frames_per_period = seg_frames_per_period_.get();
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (version % 2 == 0 && seg_version_.load(std::memory_order_relaxed) == version) {
+      h.seconds = static_cast<uint32_t>(stamp >> 32);
+      h.frame = static_cast<uint32_t>(stamp);
+      break;
+    }
+  }
+  s.last_time_ns = t.frames_per_period != 0 ? codif::frame_start_unix_ns(h, t) : 0;
+}
+
 SequencerStats Sequencer::stats() const noexcept {
   const Counters& c = counters_;
   SequencerStats s;
@@ -252,9 +269,8 @@ SequencerStats Sequencer::stats() const noexcept {
   s.gap_events = c.gap_events.get();
   s.gap_events_dropped = c.gap_events_dropped.get();
   s.first_index = c.first_index.get();
-  s.last_index = c.last_index.get();
   s.first_time_ns = static_cast<int64_t>(c.first_time_ns.get());
-  s.last_time_ns = static_cast<int64_t>(c.last_time_ns.get());
+  last_frame(s);
   return s;
 }
 

@@ -34,6 +34,7 @@
 // stats() on any thread. Never blocks, never allocates after construction.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -134,7 +135,22 @@ class Sequencer {
 
   // Capture thread. `t` is what codif::validate gave for `h`; `tag` identifies the frame's
   // slot and comes back in a Delivery when placed(decision).
-  Verdict on_frame(const codif::Header& h, const codif::Timing& t, uint32_t tag) noexcept;
+  // Inline for the common case (see in_order()); everything else goes to on_other().
+  [[gnu::always_inline]] Verdict on_frame(const codif::Header& h, const codif::Timing& t,
+                                          uint32_t tag) noexcept {
+    const uint64_t index = codif::absolute_index(h, t);
+    if (!in_order(h, t, index)) return on_other(h, t, index, tag);
+    count_received(h);
+    if (commit_ + config_.reorder_window == index) deliver_oldest();
+    place(index, tag);
+    high_ = index;
+    note_last(h, index);
+    return {Decision::in_order, ResyncReason::none, index};
+  }
+  // on_frame without its fast path: the rules it must agree with (tests compare the two).
+  Verdict on_frame_general(const codif::Header& h, const codif::Timing& t, uint32_t tag) noexcept {
+    return on_other(h, t, codif::absolute_index(h, t), tag);
+  }
   // Capture thread. Delivers every pending frame (at stop, or when the stream has been idle);
   // later frames at or below the highest then count as duplicate or late_dropped.
   void flush() noexcept;
@@ -157,16 +173,56 @@ class Sequencer {
   static Signature signature(const codif::Header& h, const codif::Timing& t) noexcept;
   ResyncReason changed(const Signature& s) const noexcept;
 
+  // The frame right after the highest, of the same segment, with no gap open and, when the
+  // window is full, its oldest frame there to deliver. on_frame's fast path for it does
+  // exactly what on_other() would: count, deliver that one frame, place, raise the highest
+  // (the one history bit advance() would clear is set again by place()).
+  bool in_order(const codif::Header& h, const codif::Timing& t, uint64_t index) const noexcept {
+    if (!started_ || index != high_ + 1 || gap_count_ != 0) return false;
+    if (t.period != sig_.period || h.data_words != sig_.data_words ||
+        t.frames_per_period != sig_.frames_per_period || h.epoch != sig_.epoch ||
+        h.nchan != sig_.nchan || h.nbits != sig_.nbits) {
+      return false;
+    }
+    const uint64_t window_end = commit_ + config_.reorder_window;
+    return window_end > index || (window_end == index && seen(commit_));
+  }
+  void count_received(const codif::Header& h) noexcept {
+    counters_.received.add();
+    counters_.bytes.add(h.frame_bytes());
+    if (h.invalid) counters_.invalid.add();
+  }
+  // Delivers commit_, which is seen, with no gap open before it.
+  void deliver_oldest() noexcept {
+    sink_.deliver(Delivery{commit_, tags_[commit_ & mask_], commit_ == seg_first_});
+    counters_.delivered.add();
+    ++commit_;
+  }
+  // The highest frame's index and time stamp (its time is computed when read, in stats()).
+  void note_last(const codif::Header& h, uint64_t index) noexcept {
+    counters_.last_index.set(index);
+    counters_.last_stamp.set(uint64_t{h.seconds} << 32 | h.frame);
+  }
+  // A new segment's epoch and period for stats(), and its first frame as the last.
+  void note_segment(const codif::Header& h, const codif::Timing& t, uint64_t index) noexcept;
+  void last_frame(SequencerStats& s) const noexcept;  // last_index and last_time_ns
+  Verdict on_other(const codif::Header& h, const codif::Timing& t, uint64_t index,
+                   uint32_t tag) noexcept;
+
   void start_segment(const codif::Header& h, const codif::Timing& t, uint64_t index,
                      uint32_t tag) noexcept;
-  Decision advance(const codif::Header& h, const codif::Timing& t, uint64_t index,
-                   uint32_t tag) noexcept;
+  Decision advance(const codif::Header& h, uint64_t index, uint32_t tag) noexcept;
   Decision behind(uint64_t index, uint32_t tag) noexcept;
   void commit_until(uint64_t end) noexcept;  // delivers / accounts indices [commit_, end)
   void extend_gap(uint64_t first, uint64_t count) noexcept;
   void close_gap() noexcept;
-  void place(uint64_t index, uint32_t tag) noexcept;
-  bool seen(uint64_t index) const noexcept;
+  void place(uint64_t index, uint32_t tag) noexcept {
+    seen_bits_[(index & mask_) / 64] |= uint64_t{1} << (index % 64);
+    tags_[index & mask_] = tag;
+  }
+  bool seen(uint64_t index) const noexcept {
+    return (seen_bits_[(index & mask_) / 64] >> (index % 64)) & 1u;
+  }
   void forget_range(uint64_t first, uint64_t last) noexcept;  // clears bits for [first, last]
 
   SequencerConfig config_;
@@ -189,8 +245,13 @@ class Sequencer {
   struct alignas(kCacheLine) Counters {
     RelaxedCounter received, bytes, delivered, lost, duplicate, late_placed, late_dropped, invalid,
         resync, gap_events, gap_events_dropped, first_index, last_index, first_time_ns,
-        last_time_ns;
+        last_stamp;  // the highest frame's seconds << 32 | frame
   } counters_;
+  // What stats() needs besides last_stamp to compute last_time_ns, set per segment under a
+  // sequence lock (odd while start_segment writes it), so that a reader on another thread
+  // never pairs one segment's stamp with another's epoch or period.
+  std::atomic<uint64_t> seg_version_{0};
+  RelaxedCounter seg_epoch_, seg_period_, seg_frames_per_period_;
 };
 
 }  // namespace rocecap::capture

@@ -10,6 +10,7 @@
 
 #include "capture/classifier.hpp"
 #include "capture/codif/header.hpp"
+#include "capture/net/packet.hpp"
 #include "capture/ring_publisher.hpp"
 #include "capture/sequencer.hpp"
 #include "capture/stream_ring.hpp"
@@ -27,6 +28,20 @@ struct CodifMemo {
   uint32_t payload_bytes = 0;  // UDP payload length it was validated against; 0: empty
   codif::Header header;
   codif::Timing timing;
+};
+
+// The Ethernet/VLAN/IPv4/UDP headers of the last frame accepted on a stream, as words masked
+// to the bytes net::parse_udp reads (not the IPv4 TOS, id, TTL and checksum nor the UDP
+// checksum, which vary per packet), with what it parsed them to. A frame whose masked words
+// and wire length equal these parses to the same UdpFrame and classifies to the same stream,
+// so check_frame (frame_check.cpp) takes them from here.
+struct UdpMemo {
+  static constexpr std::size_t kWords = 6;  // headers up to 48 bytes (42 untagged, 46 tagged)
+  std::array<uint64_t, kWords> words{};
+  std::array<uint64_t, kWords> mask{};
+  bool valid = false;
+  std::size_t wire_bytes = 0;
+  net::UdpFrame frame;
 };
 
 struct StreamSpec {
@@ -57,8 +72,9 @@ class StreamPipeline {
   uint32_t split() const noexcept { return spec_.ring.header_slot_bytes; }
 
   // Capture thread only: arrival bookkeeping for udp-format streams and idle flushing, and
-  // the header check_frame accepted last.
+  // the headers check_frame accepted last.
   uint64_t next_udp_index = 0;
+  UdpMemo udp_memo;
   int64_t last_arrival_tick = 0;
   CodifMemo codif_memo;
 

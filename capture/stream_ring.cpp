@@ -87,11 +87,6 @@ void StreamRing::give_back(SlotId id) noexcept {
   prod_.returned.add();
 }
 
-void StreamRing::publish(SlotId id) noexcept {
-  ready_.push(id);  // cannot be full: it holds at most slots_ of slots_ ids
-  prod_.published.add();
-}
-
 std::size_t StreamRing::pop(std::span<SlotId> out) noexcept {
   const std::size_t n = ready_.pop(out);
   cons_.consumed.add(n);

@@ -91,8 +91,11 @@ class StreamRing {
   // A taken slot that will not be published (parse error, duplicate, dropped late frame):
   // it is the next one acquire()/take_free() hands out again.
   void give_back(SlotId id) noexcept;
-  // Hands a filled slot, whose meta() is written, to the consumer.
-  void publish(SlotId id) noexcept;
+  // Hands a filled slot, whose meta() is written, to the consumer. Inline: per packet.
+  void publish(SlotId id) noexcept {
+    ready_.push(id);  // cannot be full: it holds at most slots_ of slots_ ids
+    prod_.published.add();
+  }
   // Slots acquire() can hand out now, at least (the consumer may have released more since):
   // lets a file replay wait for the writer instead of dropping frames.
   uint32_t free_slots() const noexcept;

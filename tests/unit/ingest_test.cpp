@@ -137,6 +137,50 @@ TEST_F(Fixture, HeadersDifferingFromTheLastAcceptedOneAreCheckedInFull) {
   EXPECT_EQ(st.last_time_ns - st.first_time_ns, 5'000'000);  // 5 frames of 1 ms
 }
 
+// The verbs path: a frame the NIC scattered into a slot of stream `stream`.
+void into_slot(Ingest& ingest, StreamPipeline& sp, uint32_t stream,
+               const std::vector<std::byte>& f) {
+  StreamRing& ring = sp.ring();
+  const auto slot = ring.acquire();
+  ASSERT_TRUE(slot);
+  std::memcpy(ring.header(*slot).data(), f.data(), 128);
+  std::memcpy(ring.payload(*slot).data(), f.data() + 128, f.size() - 128);
+  ingest.on_slot(stream, *slot, static_cast<uint32_t>(f.size()), 0, 0);
+}
+
+std::vector<std::byte> with(std::vector<std::byte> f, std::size_t at, unsigned value) {
+  f[at] = std::byte(value);
+  return f;
+}
+
+// on_slot takes the Ethernet/IPv4/UDP headers of the stream's last accepted frame from a
+// memo when only bytes parse_udp does not read differ; any other change is parsed in full.
+TEST_F(Fixture, SlotHeadersDifferingInReadBytesAreParsedInFull) {
+  into_slot(ingest, a, 0, frame(kSrcA, 100));
+  auto other_unread = frame(kSrcA, 101);
+  for (std::size_t at : {15, 18, 19, 22, 24, 25, 40, 41})  // TOS, id, TTL, checksums
+    other_unread[at] = std::byte(0x5A);
+  into_slot(ingest, a, 0, other_unread);
+  into_slot(ingest, a, 0, with(frame(kSrcA, 102), 20, 0x20));  // more fragments
+  into_slot(ingest, a, 0, with(frame(kSrcA, 103), 23, 6));     // TCP
+  into_slot(ingest, a, 0, frame(kSrcB, 104));                  // b's frame on a's QP
+  auto udp_len = frame(kSrcA, 105);
+  udp_len[39] = std::byte(std::to_integer<unsigned>(udp_len[39]) - 1);
+  into_slot(ingest, a, 0, udp_len);
+  auto short_wire = frame(kSrcA, 106);  // same headers, a shorter completion
+  short_wire.resize(short_wire.size() - 4);
+  into_slot(ingest, a, 0, short_wire);
+  into_slot(ingest, a, 0, frame(kSrcA, 107));
+  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::fragment)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::not_udp)), 1u);
+  EXPECT_EQ(ingest.rejected(kRejectNoStream), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::bad_udp_length)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::bad_ip_length)), 1u);
+  ingest.flush_all();
+  EXPECT_EQ(drain(a), (std::vector<uint64_t>{100, 101, 107}));
+  EXPECT_EQ(ingest.frames_seen(), 8u);
+}
+
 TEST_F(Fixture, LateFramesArePutBackInOrderAndDuplicatesRecycled) {
   for (uint64_t i : {10, 12, 11, 13, 13, 14})
     feed(frame(kSrcA, i));

@@ -547,6 +547,156 @@ TEST(Sequencer, MatchesBruteForceModelOnRandomisedStreams) {
 
 // ---- sequencer + ring + writer thread, the way a pcap source drives them ----
 
+// One frame of a script for the fast-path comparison: an index, optionally of another
+// segment (a parameter change), or a flush.
+struct Step {
+  int64_t index;
+  bool other_segment = false;
+  bool flush = false;
+};
+
+// Everything observable about a run: decisions, deliveries, gap events, stats.
+struct Observed {
+  std::vector<Verdict> verdicts;
+  std::vector<Delivery> deliveries;
+  std::vector<GapEvent> gaps;
+  std::vector<SequencerStats> stats;  // after every step
+};
+
+Observed run_script(const std::vector<Step>& steps, uint32_t window, bool general) {
+  Fixture f(Fixture::config(window, 64, 1000));
+  Header other = base_header();
+  other.nchan = 2;
+  other.total_samples /= 2;
+  Observed o;
+  uint32_t tag = 0;
+  for (const Step& s : steps) {
+    if (s.flush) {
+      f.seq.flush();
+    } else {
+      const Header h = at(static_cast<uint64_t>(s.index), s.other_segment ? other : base_header());
+      const Timing t = timing_of(h);
+      o.verdicts.push_back(general ? f.seq.on_frame_general(h, t, ++tag)
+                                   : f.seq.on_frame(h, t, ++tag));
+    }
+    o.stats.push_back(f.seq.stats());
+  }
+  f.seq.flush();
+  o.stats.push_back(f.seq.stats());
+  o.deliveries = f.sink.got;
+  o.gaps = f.gaps();
+  return o;
+}
+
+void expect_same(const Observed& fast, const Observed& general, const std::string& what) {
+  ASSERT_EQ(fast.verdicts.size(), general.verdicts.size()) << what;
+  for (std::size_t k = 0; k < fast.verdicts.size(); ++k) {
+    EXPECT_EQ(fast.verdicts[k].decision, general.verdicts[k].decision) << what << " frame " << k;
+    EXPECT_EQ(fast.verdicts[k].reason, general.verdicts[k].reason) << what << " frame " << k;
+    EXPECT_EQ(fast.verdicts[k].index, general.verdicts[k].index) << what << " frame " << k;
+  }
+  ASSERT_EQ(fast.deliveries.size(), general.deliveries.size()) << what;
+  for (std::size_t k = 0; k < fast.deliveries.size(); ++k) {
+    EXPECT_EQ(fast.deliveries[k].index, general.deliveries[k].index) << what;
+    EXPECT_EQ(fast.deliveries[k].tag, general.deliveries[k].tag) << what;
+    EXPECT_EQ(fast.deliveries[k].segment_start, general.deliveries[k].segment_start) << what;
+  }
+  ASSERT_EQ(fast.gaps.size(), general.gaps.size()) << what;
+  for (std::size_t k = 0; k < fast.gaps.size(); ++k) {
+    EXPECT_EQ(fast.gaps[k].first_index, general.gaps[k].first_index) << what;
+    EXPECT_EQ(fast.gaps[k].count, general.gaps[k].count) << what;
+    EXPECT_EQ(fast.gaps[k].first_time_ns, general.gaps[k].first_time_ns) << what;
+  }
+  ASSERT_EQ(fast.stats.size(), general.stats.size()) << what;
+  for (std::size_t k = 0; k < fast.stats.size(); ++k) {
+    const SequencerStats& a = fast.stats[k];
+    const SequencerStats& b = general.stats[k];
+    const std::array<uint64_t, 15> x{a.received,
+                                     a.bytes,
+                                     a.delivered,
+                                     a.lost,
+                                     a.duplicate,
+                                     a.late_placed,
+                                     a.late_dropped,
+                                     a.invalid,
+                                     a.resync,
+                                     a.gap_events,
+                                     a.first_index,
+                                     a.last_index,
+                                     static_cast<uint64_t>(a.first_time_ns),
+                                     static_cast<uint64_t>(a.last_time_ns),
+                                     a.gap_events_dropped};
+    const std::array<uint64_t, 15> y{b.received,
+                                     b.bytes,
+                                     b.delivered,
+                                     b.lost,
+                                     b.duplicate,
+                                     b.late_placed,
+                                     b.late_dropped,
+                                     b.invalid,
+                                     b.resync,
+                                     b.gap_events,
+                                     b.first_index,
+                                     b.last_index,
+                                     static_cast<uint64_t>(b.first_time_ns),
+                                     static_cast<uint64_t>(b.last_time_ns),
+                                     b.gap_events_dropped};
+    EXPECT_EQ(x, y) << what << " stats after step " << k;
+  }
+}
+
+// on_frame's in-order fast path against the general rules, on scripts that go from in order
+// (window filling, then full) to a gap, late frames, duplicates, a flush and a resync, and back.
+TEST(Sequencer, InOrderFastPathAgreesWithTheGeneralRules) {
+  std::vector<Step> steps;
+  auto run = [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i <= last; ++i)
+      steps.push_back({i});
+  };
+  run(100, 140);           // fills the window, then steady
+  run(143, 150);           // a gap of 2
+  steps.push_back({142});  // late, placed: splits the gap
+  steps.push_back({142});  // duplicate, pending
+  steps.push_back({120});  // duplicate, delivered
+  run(151, 160);           // in order while the gap is still open
+  steps.push_back({141});  // late
+  run(161, 170);
+  steps.push_back({Step{0, false, true}});  // flush: window empty
+  run(171, 180);                            // in order after a flush
+  steps.push_back({165});                   // behind the window: duplicate
+  run(181, 185);
+  steps.push_back({186, true});  // resync: nchan changes
+  for (int64_t i = 187; i <= 200; ++i)
+    steps.push_back({i, true});  // in order in the new segment
+  steps.push_back({195, true});  // a duplicate there
+  steps.push_back({5000});       // nchan back: resync
+  run(5001, 5020);
+  steps.push_back({50'000});  // a jump beyond resync_frames: resync
+  run(50'001, 50'020);
+  for (uint32_t window : {1u, 2u, 4u, 8u, 64u}) {
+    const std::string what = "window " + std::to_string(window);
+    const Observed fast = run_script(steps, window, false);
+    expect_same(fast, run_script(steps, window, true), what);
+    // The script really is mostly in order, so the fast path is taken.
+    EXPECT_GT(std::count_if(fast.verdicts.begin(), fast.verdicts.end(),
+                            [](const Verdict& v) { return v.decision == Decision::in_order; }),
+              60)
+        << what;
+    EXPECT_EQ(fast.stats.back().resync, 3u) << what;
+    EXPECT_GE(fast.stats.back().duplicate, 3u) << what;
+  }
+  // Randomised streams too, each frame through both.
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<Step> random;
+    for (int64_t i : random_arrivals(rng, 10'000, 2000, 8))
+      random.push_back({i});
+    for (uint32_t window : {1u, 8u, 32u})
+      expect_same(run_script(random, window, false), run_script(random, window, true),
+                  "seed " + std::to_string(seed) + " window " + std::to_string(window));
+  }
+}
+
 uint64_t payload_word(uint64_t index, std::size_t k) {
   return index * 0x9E3779B97F4A7C15u + k;
 }
