@@ -17,6 +17,30 @@ void check_cpu(Context& ctx, const std::vector<unsigned>& usable, const std::str
                                *cpu, format_cpu_list(usable)));
 }
 
+// verbs: a frame longer than the posted slots (capture.max_frame) is a receive-queue error on
+// the NIC (IBV_WC_LOC_LEN_ERR; mlx5 moves the queue to the error state), which costs a QP
+// recovery and the frames arriving meanwhile: refuse a max_frame that the MTU allows to exceed.
+void check_max_frame(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
+  if (!host.check_interfaces || cfg.capture.backend != Backend::verbs ||
+      ctx.failed("capture.max_frame") || ctx.failed("capture.backend"))
+    return;
+  const std::string root = host.sysfs_root.empty() ? default_sysfs_root() : host.sysfs_root;
+  for (const InterfaceConfig& ic : cfg.capture.interfaces) {
+    const std::optional<uint32_t> mtu = interface_mtu(root, ic.name);
+    if (!mtu) continue;
+    const uint64_t need =
+        uint64_t{*mtu} + kEthernetHeaderBytes + uint64_t{kMaxFrameVlanTags} * kVlanTagBytes;
+    if (cfg.capture.max_frame >= need) continue;
+    ctx.report("capture.max_frame",
+               fmt::format("{} B is below the longest frame interface {} can deliver: MTU {} + "
+                           "{} (Ethernet header) + {} ({} VLAN tags) = {} B; a longer frame is "
+                           "a receive queue error on the NIC (IBV_WC_LOC_LEN_ERR) that stops "
+                           "the stream's QP until it is recovered: make max_frame at least {}",
+                           cfg.capture.max_frame, ic.name, *mtu, kEthernetHeaderBytes,
+                           kMaxFrameVlanTags * kVlanTagBytes, kMaxFrameVlanTags, need, need));
+  }
+}
+
 }  // namespace
 
 void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
@@ -27,6 +51,7 @@ void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
               interfaces[i].capture_cpu);
   }
   check_cpu(ctx, usable, "output.writer_cpu", cfg.output.writer_cpu);
+  check_max_frame(ctx, host, cfg);
   if (!host.check_filesystem) return;
   const OutputSection& o = cfg.output;
   if (!ctx.failed("output.directory") && !o.directory.empty()) {

@@ -7,7 +7,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 
 namespace rocecap::config {
 namespace {
@@ -107,6 +109,19 @@ std::string check_readable_file(const std::string& path) {
   const ProbeFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.ok()) return fmt::format("'{}' cannot be read: {}", path, std::strerror(errno));
   return {};
+}
+
+std::string default_sysfs_root() {
+  const char* env = std::getenv("ROCECAP_SYSFS_ROOT");
+  return env != nullptr && *env != '\0' ? env : "/sys";
+}
+
+std::optional<uint32_t> interface_mtu(const std::string& sysfs_root, const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) return std::nullopt;
+  std::ifstream in(sysfs_root + "/class/net/" + name + "/mtu");
+  uint32_t mtu = 0;
+  if (!(in >> mtu) || mtu == 0) return std::nullopt;
+  return mtu;
 }
 
 }  // namespace rocecap::config

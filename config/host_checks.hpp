@@ -1,6 +1,8 @@
 // Facts about this host that a run file is checked against.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,5 +23,13 @@ std::string check_writable_directory(const std::string& directory);
 
 // Empty when path is a regular file this process can open for reading; else why not.
 std::string check_readable_file(const std::string& path);
+
+// ROCECAP_SYSFS_ROOT when set (tests point it at a fake tree, as the verbs backend does), else
+// "/sys".
+std::string default_sysfs_root();
+
+// The MTU of netdev `name` from <sysfs_root>/class/net/<name>/mtu; nullopt when the file is
+// missing or does not hold a number (no such interface on this host).
+std::optional<uint32_t> interface_mtu(const std::string& sysfs_root, const std::string& name);
 
 }  // namespace rocecap::config

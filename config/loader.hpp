@@ -31,6 +31,10 @@ struct HostChecks {
   std::optional<std::vector<unsigned>> usable_cpus;
   // Output directory writable/creatable and replay file readable.
   bool check_filesystem = true;
+  // verbs: capture.max_frame against each interface's MTU (<sysfs_root>/class/net/NAME/mtu;
+  // an interface without that file is not checked: check-config may run on another host).
+  bool check_interfaces = true;
+  std::string sysfs_root;  // empty: ROCECAP_SYSFS_ROOT when set, else /sys
 };
 
 LoadResult load_file(const std::string& path);

@@ -16,6 +16,12 @@ inline constexpr uint32_t kMaxCqSize = 4194304;        // mlx5 max_cqe
 inline constexpr uint32_t kMaxReorderWindow = 1024;
 inline constexpr std::size_t kMaxSyncWords = 4;  // codif::SyncSet::kMaxSyncs
 inline constexpr unsigned kMaxCpuId = 4095;
+// The longest frame an interface delivers is its MTU plus the Ethernet header plus VLAN tags
+// (FCS excluded: the NIC strips it). Two tags: the most the capture parser accepts
+// (capture/net/packet.hpp kMaxVlanTags), so no frame it would take can be longer than a slot.
+inline constexpr uint32_t kEthernetHeaderBytes = 14;
+inline constexpr uint32_t kVlanTagBytes = 4;
+inline constexpr uint32_t kMaxFrameVlanTags = 2;
 
 // Pass 1: types, keys, enumerations and single-value ranges. Defaults stay where a key is
 // absent or wrong (wrong ones are reported, and pass 2 skips what builds on them).

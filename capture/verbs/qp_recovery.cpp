@@ -9,10 +9,16 @@
 namespace rocecap::capture::verbs {
 
 // Rare path (capture thread): one clock read, at most one snprintf, no allocation.
+// IBV_WC_LOC_LEN_ERR (reason `oversize`) is counted apart from the other errors but recovered
+// the same way and within the same bound: with capture.max_frame checked against the MTU at
+// start it cannot happen unless the MTU grew during the run, and then every long frame costs a
+// recovery and the frames arriving meanwhile; failing with the reason beats capturing almost
+// nothing while looking alive.
 void VerbsSource::on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status,
                               uint32_t vendor_err) noexcept {
   StreamQp& s = streams_[index];
-  wc_errors_.add();
+  const bool oversize = status == IBV_WC_LOC_LEN_ERR;
+  (oversize ? oversize_ : wc_errors_).add();
   if (s.recovering) return;  // a second error of a QP already on its way back: counted only
   const int64_t now = monotonic_ns();
   // From here the QP's flushed WRs are expected, also when this error fails the source.
@@ -20,14 +26,24 @@ void VerbsSource::on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status,
   s.err_requested = false;
   s.recover_since_ns = now;
   ++recovering_;
+  const uint32_t slot_bytes = s.header_bytes + s.payload_bytes;
+  char cause[112];
+  if (oversize) {
+    std::snprintf(cause, sizeof cause,
+                  "oversize frame (local length error: longer than the %u-byte slot, "
+                  "capture.max_frame)",
+                  slot_bytes);
+  } else {
+    std::snprintf(cause, sizeof cause, "completion error %s", ibv_wc_status_str(status));
+  }
   // The oldest of the last kMaxRecoveries errors: within the window, this is one too many.
   const int64_t oldest = s.recent_errors[s.error_count % kMaxRecoveries];
-  char what[224];
+  char what[256];
   if (s.error_count >= kMaxRecoveries && now - oldest < kRecoveryWindowNs) {
     std::snprintf(what, sizeof what,
-                  "stream %s: completion error %s (vendor_err 0x%x) on the QP again: %u errors "
-                  "within %lld s (at most %u recoveries)",
-                  s.name.c_str(), ibv_wc_status_str(status), vendor_err, kMaxRecoveries + 1,
+                  "stream %s: %s (vendor_err 0x%x) on the QP again: %u errors within %lld s (at "
+                  "most %u recoveries)",
+                  s.name.c_str(), cause, vendor_err, kMaxRecoveries + 1,
                   static_cast<long long>(kRecoveryWindowNs / 1'000'000'000), kMaxRecoveries);
     return fail(what, 0);
   }
@@ -36,11 +52,11 @@ void VerbsSource::on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status,
   int expected = 0;
   if (!first_error_state_.compare_exchange_strong(expected, 1)) return;
   std::snprintf(first_error_.data(), first_error_.size(),
-                "RDMA device %s (%s), stream %s: receive completion error %s (vendor_err 0x%x, "
-                "qp %u, slot %u); the QP is reset and its receive WRs posted again; frames "
-                "that arrive meanwhile are counted lost; later errors are only counted",
-                device_.c_str(), interface_.c_str(), s.name.c_str(), ibv_wc_status_str(status),
-                vendor_err, s.qp->qp_num, slot);
+                "RDMA device %s (%s), stream %s: receive %s (vendor_err 0x%x, qp %u, slot %u); "
+                "the QP is reset and its receive WRs posted again; frames that arrive meanwhile "
+                "are counted lost; later errors are only counted",
+                device_.c_str(), interface_.c_str(), s.name.c_str(), cause, vendor_err,
+                s.qp->qp_num, slot);
   first_error_state_.store(2, std::memory_order_release);
 }
 
@@ -76,9 +92,16 @@ void VerbsSource::advance_recoveries() noexcept {
   }
 }
 
+// RESET -> INIT, post every free slot, -> RTR: the same order as at start (build_stream), as
+// libmlx5 refuses WRs in RESET and arms those posted in INIT at RTR.
 void VerbsSource::finish_recovery(uint32_t index) noexcept {
   StreamQp& s = streams_[index];
   for (const ibv_qp_state to : {IBV_QPS_RESET, IBV_QPS_INIT, IBV_QPS_RTR}) {
+    if (to == IBV_QPS_RTR) {
+      s.recovering = false;  // repost() skips a recovering QP
+      --recovering_;
+      if (!repost(index)) return;  // failed, with the reason
+    }
     if (const int rc = set_state(s.qp.get(), to, port_); rc != 0) {
       char what[160];
       std::snprintf(what, sizeof what, "stream %s: QP recovery: ibv_modify_qp to %s",
@@ -86,8 +109,6 @@ void VerbsSource::finish_recovery(uint32_t index) noexcept {
       return fail(what, rc);
     }
   }
-  s.recovering = false;
-  --recovering_;
   recoveries_[index].add();
   qp_recoveries_.add();
 }

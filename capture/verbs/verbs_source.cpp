@@ -139,9 +139,15 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
                          (err == EPERM ? " needs CAP_NET_RAW" : std::string()),
                      err);
   }
-  // Every slot is posted before RTR: the QP holds them and receives from the first frame.
-  if (!repost(index)) throw VerbsError(what + ": " + reason_.data(), 0);
+  // RESET -> INIT, post every slot, -> RTR. Not earlier: libmlx5 refuses receive WRs in RESET
+  // (providers/mlx5/verbs.c set_qp_operational_state sets rq.qp_state_max_gs = -1 for RESET,
+  // and providers/mlx5/qp.c mlx5_post_recv answers EINVAL when num_sge exceeds it; rdma-core
+  // >= v40, commit 988f90bc "Enforce IB spec QP state behaviour", IB spec C10-22). Not later:
+  // for a raw packet QP mlx5_post_recv does not write the RQ doorbell record before RTR and
+  // mlx5_modify_qp writes it on the move to RTR, so the slots posted in INIT are armed at RTR
+  // and the QP receives from its first frame, nothing before.
   modify(s.qp.get(), IBV_QPS_INIT, port_, what);
+  if (!repost(index)) throw VerbsError(what + ": " + reason_.data(), 0);
   modify(s.qp.get(), IBV_QPS_RTR, port_, what);
   FlowRule rule = flow_rule(sp.spec().key, port_);
   s.flow.reset(ibv_create_flow(s.qp.get(), &rule.attr));
@@ -236,16 +242,17 @@ void VerbsSource::handle_completion(int64_t now_ns) noexcept {
     return ingest_.on_slot(stream, slot, len, now_ns, 0);
   }
   s.pipeline->ring().give_back(slot);  // consumed by the NIC: posted again with the next batch
-  if (cq->status == IBV_WC_LOC_LEN_ERR) {
-    // Longer than header + payload slot: the QP keeps working (VERBS.md).
-    oversize_.add();
-    return ingest_.count_oversize();
-  }
   // The QP's own flush after its error: the slot is back, nothing new went wrong.
   if (cq->status == IBV_WC_WR_FLUSH_ERR && s.recovering) {
     ++flushed_;
     return;
   }
+  // A frame longer than header + payload slot (IBV_WC_LOC_LEN_ERR) is a QP error like any
+  // other: on mlx5 an error CQE moves the receive queue to the error state (libmlx5 maps
+  // syndrome LOCAL_LENGTH_ERR to it in providers/mlx5/cq.c mlx5_handle_error_cqe; the kernel's
+  // mlx5e recovers its RQ after it: en/health.h cqe_syndrome_needs_recover). The frame is
+  // rejected as oversize and the QP recovered, also on a device whose QP would go on.
+  if (cq->status == IBV_WC_LOC_LEN_ERR) ingest_.count_oversize();
   on_qp_error(stream, slot, cq->status, ibv_wc_read_vendor_err(cq));
 }
 

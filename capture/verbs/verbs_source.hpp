@@ -45,9 +45,9 @@ struct VerbsStats {
   uint64_t polls = 0;        // CQ polls
   uint64_t empty_polls = 0;  // ... that found nothing
   uint64_t completions = 0;
-  uint64_t oversize = 0;       // IBV_WC_LOC_LEN_ERR: frame longer than the posted slot
-  uint64_t wc_errors = 0;      // every other failed completion
-  uint64_t posted = 0;         // receive WRs posted
+  uint64_t oversize = 0;   // IBV_WC_LOC_LEN_ERR: frame longer than the posted slot (QP error)
+  uint64_t wc_errors = 0;  // every other failed completion (flushes of a recovering QP excluded)
+  uint64_t posted = 0;     // receive WRs posted
   uint64_t qp_recoveries = 0;  // QPs taken from the error state back to RTR
 };
 
@@ -56,7 +56,7 @@ using EventLog = std::function<void(const std::string& message, bool fatal)>;
 
 class VerbsSource {
  public:
-  // Opens the device and builds CQ, QPs (left in RTR with every slot posted) and flows for
+  // Opens the device and builds CQ, QPs (RESET -> INIT, every slot posted, -> RTR) and flows for
   // `ingest`'s streams. Throws VerbsError naming the device, stream and call that failed.
   VerbsSource(const VerbsOptions& options, Ingest& ingest, EventLog on_event = {});
   ~VerbsSource();
@@ -86,16 +86,16 @@ class VerbsSource {
   TimeSource time_source() const noexcept { return time_source_; }
   // Recoveries of stream `index`'s QP (index into the Ingest's streams).
   uint64_t qp_recoveries(uint32_t index) const noexcept { return recoveries_[index].get(); }
-  // The first failed completion other than LOC_LEN_ERR, with its context (device, stream,
+  // The first failed completion (oversize included), with its context (device, stream,
   // status, vendor_err, what was done about it); empty while there was none. The capture
   // thread only records it: take_first_error() hands it over once, for the caller to log.
   std::string first_error() const;
   std::string take_first_error();
 
-  // Completion errors: the stream's QP is recovered (ERR, every WR flushed, RESET -> INIT ->
-  // RTR, slots posted again) unless it already needed kMaxRecoveries recoveries in the last
-  // kRecoveryWindowNs; then the source fails. A QP that does not flush within kFlushTimeoutNs
-  // also fails it: never a silent stall.
+  // Completion errors, IBV_WC_LOC_LEN_ERR (oversize) included: the stream's QP is recovered
+  // (ERR, every WR flushed, RESET -> INIT, slots posted again, -> RTR) unless it already needed
+  // kMaxRecoveries recoveries in the last kRecoveryWindowNs; then the source fails. A QP that does
+  // not flush within kFlushTimeoutNs also fails it: never a silent stall.
   static constexpr uint32_t kMaxRecoveries = 3;
   static constexpr int64_t kRecoveryWindowNs = 10'000'000'000;
   static constexpr int64_t kFlushTimeoutNs = 2'000'000'000;
@@ -149,9 +149,9 @@ class VerbsSource {
   uint32_t recovering_ = 0;                // streams whose QP is being recovered (capture thread)
   int flushed_ = 0;                        // flush completions in the current poll (capture thread)
   std::atomic<int> first_error_state_{0};  // 0 none, 1 being written, 2 recorded, 3 taken
-  std::array<char, 320> first_error_{};
+  std::array<char, 384> first_error_{};
   std::atomic<int> fail_state_{0};  // 0 running, 1 reason being written, 2 failed
-  std::array<char, 256> reason_{};
+  std::array<char, 320> reason_{};
   std::jthread async_thread_;  // last: stopped and joined before anything above is destroyed
 };
 

@@ -53,6 +53,7 @@ nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
   return {{"device", v->device},
           {"time_source", v->time_source},
           {"wc_errors", v->wc_errors},
+          {"oversize", v->oversize},
           {"qp_recoveries", v->qp_recoveries},
           {"first_wc_error", v->first_wc_error.empty() ? nlohmann::json(nullptr)
                                                        : nlohmann::json(v->first_wc_error)}};

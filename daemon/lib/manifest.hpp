@@ -43,7 +43,8 @@ struct ManifestVerbs {
   std::string time_source;  // nic-wallclock, nic-raw-clock or software
   uint64_t wc_errors = 0;   // failed completions other than LOC_LEN_ERR (flushes excluded)
   uint64_t qp_recoveries = 0;
-  std::string first_wc_error;  // the first one with its context; empty: none
+  std::string first_wc_error;  // the first one (oversize included) with its context; empty: none
+  uint64_t oversize = 0;       // IBV_WC_LOC_LEN_ERR completions: QP errors of reason oversize
 };
 
 struct ManifestInterface {

@@ -148,8 +148,9 @@ void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runt
   auto& empty = e.family("rocecap_cq_empty_polls_total",
                          "Completion queue polls that found nothing", MetricType::Counter);
   auto& errors = e.family("rocecap_completion_errors_total",
-                          "Failed receive completions other than oversize frames (flushes of a "
-                          "recovering QP excluded)",
+                          "Failed receive completions by reason: oversize (a frame longer than "
+                          "capture.max_frame, IBV_WC_LOC_LEN_ERR) or other (flushes of a "
+                          "recovering QP excluded); each starts a QP recovery",
                           MetricType::Counter);
   auto& clock = e.family("rocecap_timestamp_source",
                          "1 for where the interface's receive timestamps come from: "
@@ -164,7 +165,8 @@ void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runt
     const capture::verbs::VerbsStats v = ir->verbs->stats();
     add(polls, {{"interface", ir->name}}, double(v.polls));
     add(empty, {{"interface", ir->name}}, double(v.empty_polls));
-    add(errors, {{"interface", ir->name}}, double(v.wc_errors));
+    add(errors, {{"interface", ir->name}, {"reason", "oversize"}}, double(v.oversize));
+    add(errors, {{"interface", ir->name}, {"reason", "other"}}, double(v.wc_errors));
     add(clock,
         {{"interface", ir->name},
          {"source", capture::verbs::time_source_name(ir->verbs->time_source())}},

@@ -73,8 +73,11 @@ std::optional<ManifestVerbs> verbs_entry(const InterfaceRuntime& ir) {
   if (!ir.verbs) return std::nullopt;
   const capture::verbs::VerbsStats v = ir.verbs->stats();
   return ManifestVerbs{ir.verbs->device(),
-                       capture::verbs::time_source_name(ir.verbs->time_source()), v.wc_errors,
-                       v.qp_recoveries, ir.verbs->first_error()};
+                       capture::verbs::time_source_name(ir.verbs->time_source()),
+                       v.wc_errors,
+                       v.qp_recoveries,
+                       ir.verbs->first_error(),
+                       v.oversize};
 }
 #endif
 

@@ -16,15 +16,24 @@
 #             manifest name the raw-clock path; every pcap record timestamp lies within the
 #             wall-clock span of the traffic (+-0.2 s) and they never decrease.
 #   noclock   SOFTVERBS_CLOCK=none: software time, said in log and manifest; same timestamp checks.
+#   oversize  the receiver veth's MTU is 1500: max_frame 1521 is refused at start (exit 2,
+#             both numbers named); the run starts with max_frame 1536, then the MTU is raised
+#             to 9000 and 3 datagrams of 2000 bytes reach one stream among the traffic. Each is
+#             IBV_WC_LOC_LEN_ERR (softverbs as mlx5: the RQ enters error and flushes) and costs
+#             a QP recovery (20 ms per ibv_modify_qp): exit 0, manifest verbs.oversize 3,
+#             rejected.oversize 3, wc_errors 0, qp_recoveries 3 on exactly that stream, every
+#             stream's lost = sent - received, the recovered stream's raw file holds frames
+#             after its gaps up to the last one sent; the first error (oversize) logged once.
+#   oversize_continue  the same with SOFTVERBS_LOC_LEN=continue (a device whose QP goes on).
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: $0 recover|bound|rawclock|noclock ROCECAPD ROCECAP SOFTVERBS_LIB_DIR"
+usage="usage: $0 recover|bound|rawclock|noclock|oversize|oversize_continue ROCECAPD ROCECAP SOFTVERBS_LIB_DIR"
 mode=${1:?$usage}
 ROCECAPD_BIN=${2:?$usage}
 ROCECAP=${3:?$usage}
 SV_LIB=${4:?$usage}
-case $mode in recover | bound | rawclock | noclock) ;; *)
+case $mode in recover | bound | rawclock | noclock | oversize | oversize_continue) ;; *)
   echo "$usage"
   exit 2
   ;;
@@ -54,10 +63,17 @@ case $mode in
   bound) SV_ENV=(SOFTVERBS_INJECT_WC_ERROR=after=300,every=200,status=loc_qp_op) ;;
   rawclock) SV_ENV=(SOFTVERBS_CLOCK=raw) ;;
   noclock) SV_ENV=(SOFTVERBS_CLOCK=none) ;;
+  oversize) SV_ENV=(SOFTVERBS_LOC_LEN=error SOFTVERBS_MODIFY_QP_US=20000) ;;
+  oversize_continue) SV_ENV=(SOFTVERBS_LOC_LEN=continue SOFTVERBS_MODIFY_QP_US=20000) ;;
 esac
+oversize=0
+[[ $mode == oversize* ]] && oversize=3
 
+# The fake sysfs root is shared: softverbs writes out_of_buffer there, rocecapd reads it and
+# the interface MTU (class/net: the real one of the namespace rocecapd runs in).
 make_wrapper() {
-  mkdir -p "$work/sysfs"
+  mkdir -p "$work/sysfs/class"
+  ln -s /sys/class/net "$work/sysfs/class/net"
   cat >"$work/rocecapd" <<SH
 #!/bin/sh
 exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="sv0=$NETNS_RECEIVER_IF" ${SV_ENV[*]} \
@@ -69,6 +85,8 @@ SH
 
 # Clean traffic (no generator impairments): every frame not received was lost by the capture.
 frames=3000
+rate=2000
+[ "$oversize" = 0 ] || rate=1000  # 3 s of traffic: room for 3 oversize frames 0.5 s apart
 if [ "$mode" = bound ]; then
   E2E_GROUPS="239.17.0.1:36001"
   E2E_SOURCES="192.0.2.11"
@@ -85,17 +103,49 @@ make_wrapper
 
 E2E_BACKEND=verbs E2E_DEVICE=sv0 E2E_RING_DEPTH=1024 E2E_POLL_MODE=event
 E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_FORMATS="raw, codifhdr, pcap"
+if [ "$oversize" != 0 ]; then
+  # max_frame below MTU 1500 + 14 + 2 VLAN tags is refused before anything starts.
+  ip -n "$NETNS_RECEIVER" link set "$NETNS_RECEIVER_IF" mtu 1500
+  E2E_MAX_FRAME=1521
+  e2e_config "$work/small.yaml"
+  rc=0
+  netns_exec_receiver "$ROCECAPD" --config "$work/small.yaml" 2>"$work/small.log" || rc=$?
+  cat "$work/small.log"
+  [ "$rc" = 2 ] || { echo "FAIL: max_frame 1521 on MTU 1500: exit $rc, expected 2"; exit 1; }
+  grep -qF "capture.max_frame: 1521 B is below the longest frame interface $NETNS_RECEIVER_IF can deliver: MTU 1500 + 14 (Ethernet header) + 8 (2 VLAN tags) = 1522 B" \
+    "$work/small.log" || { echo "FAIL: the refusal does not name both numbers"; exit 1; }
+  [ ! -e "$work/out/e2e" ] || { echo "FAIL: the run directory was created"; exit 1; }
+  E2E_MAX_FRAME=1536
+fi
 e2e_config "$work/run.yaml"
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
 grep -q "RDMA device sv0" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: not on verbs"; exit 1; }
 
+helper=""
+if [ "$oversize" != 0 ]; then
+  # The MTU grows after the start-up check: frames up to 9018 bytes now reach the NIC.
+  ip -n "$NETNS_RECEIVER" link set "$NETNS_RECEIVER_IF" mtu 9000
+  # 2000-byte datagrams from antenna 1 to group 1 (one stream), 0.5 s apart, in the traffic.
+  netns_exec_sender python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("192.0.2.11", 0))
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_TTL, 1)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_MULTICAST_IF, socket.inet_aton("192.0.2.11"))
+for _ in range(int(sys.argv[1])):
+    time.sleep(0.5)
+    s.sendto(bytes(2000), ("239.17.0.1", 36001))
+' "$oversize" &
+  helper=$!
+fi
 t_start=$(date +%s.%N)
-netns_exec_sender "$ROCECAP" "${gen_args[@]}" --interface "$NETNS_SENDER_IF" --rate 2000 \
+netns_exec_sender "$ROCECAP" "${gen_args[@]}" --interface "$NETNS_SENDER_IF" --rate "$rate" \
   --summary "$work/sent.json" >/dev/null 2>"$work/gen.err" ||
   { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
 t_end=$(date +%s.%N)
+[ -z "$helper" ] || wait "$helper" || { echo "FAIL: the oversize sender failed"; exit 1; }
 manifest=$work/out/e2e/manifest.json
 
 if [ "$mode" = bound ]; then
@@ -129,25 +179,38 @@ e2e_wait_exit "$rocecapd" 30 || { tail -20 "$work/rocecapd.log"; exit 1; }
 [ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
 python3 "$here/run_check.py" consistent --manifest "$manifest" --frame-bytes "$E2E_FRAME_BYTES"
 
-if [ "$mode" = recover ]; then
-  n=$(grep -c "receive completion error" "$work/rocecapd.log" || true)
+if [ "$mode" = recover ] || [ "$oversize" != 0 ]; then
+  n=$(grep -c "receive completion error\|receive oversize frame" "$work/rocecapd.log" || true)
   [ "$n" = 1 ] || { cat "$work/rocecapd.log"; echo "FAIL: the completion error logged $n times, not once"; exit 1; }
-  grep "receive completion error" "$work/rocecapd.log"
-  python3 - "$manifest" "$work/sent.json" "$work/out" "$E2E_FRAME_BYTES" <<'PY'
+  grep "receive completion error\|receive oversize frame" "$work/rocecapd.log"
+  # Expected: recoveries (all on one stream), wc_errors, oversize, first error text, min lost.
+  if [ "$oversize" != 0 ]; then
+    expect=(3 0 3 "receive oversize frame (local length error: longer than the 1536-byte slot, capture.max_frame)" 3)
+  else
+    expect=(1 1 0 "local QP operation error" 5)
+  fi
+  python3 - "$manifest" "$work/sent.json" "$work/out" "$E2E_FRAME_BYTES" "${expect[@]}" <<'PY'
 import json, os, struct, sys
 m, sent = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 root, frame_bytes = sys.argv[3], int(sys.argv[4])
+recoveries, wc_errors, oversize, first, min_lost = sys.argv[5:10]
+recoveries, wc_errors, oversize, min_lost = map(int, (recoveries, wc_errors, oversize, min_lost))
 fails = []
 v = m["interfaces"][0]["verbs"]
 if m["state"] != "stopped" or m["failure"]: fails.append(f"state {m['state']} {m['failure']}")
-if v["qp_recoveries"] != 1: fails.append(f"interface qp_recoveries {v['qp_recoveries']}")
-if v["wc_errors"] != 1: fails.append(f"wc_errors {v['wc_errors']} (flushes counted?)")
-if "local QP operation error" not in (v["first_wc_error"] or ""):
+if v["qp_recoveries"] != recoveries: fails.append(f"interface qp_recoveries {v['qp_recoveries']}")
+if v["wc_errors"] != wc_errors: fails.append(f"wc_errors {v['wc_errors']} (flushes counted?)")
+if v["oversize"] != oversize: fails.append(f"verbs.oversize {v['oversize']}, expected {oversize}")
+rejected = m["interfaces"][0]["rejected"].get("oversize", 0)
+if rejected != oversize: fails.append(f"rejected.oversize {rejected}, expected {oversize}")
+if first not in (v["first_wc_error"] or ""):
     fails.append(f"first_wc_error {v['first_wc_error']!r}")
-recovered = [s for s in m["streams"] if s["qp_recoveries"] == 1]
+recovered = [s for s in m["streams"] if s["qp_recoveries"] == recoveries]
 others = [s for s in m["streams"] if s["qp_recoveries"] == 0]
 if len(recovered) != 1 or len(others) != len(m["streams"]) - 1:
     fails.append(f"qp_recoveries per stream {[s['qp_recoveries'] for s in m['streams']]}")
+if oversize and recovered and (recovered[0]["group"], recovered[0]["source"]) != ("239.17.0.1", "192.0.2.11"):
+    fails.append(f"recovered stream {recovered[0]['group']} {recovered[0]['source']}, not the oversize one")
 by_key = {(s["group"], s["port"], s["source"]): s for s in sent["streams"]}
 for s in m["streams"]:
     ref = by_key[(s["group"], s["port"], s["source"])]
@@ -160,8 +223,8 @@ for s in m["streams"]:
     if s["last_frame"]["index"] != last:
         fails.append(f"{name}: last frame {s['last_frame']['index']}, sent up to {last}")
 for s in recovered:
-    # The failed WR's frame and those that arrived during the recovery.
-    if s["lost"] < 5: fails.append(f"the recovered stream lost only {s['lost']} frames")
+    # The failed WR's frame (an injected error) and those that arrived during the recovery.
+    if s["lost"] < min_lost: fails.append(f"the recovered stream lost only {s['lost']} frames")
     # Its raw file: fill frames (invalid bit) for the gap, then real frames up to the end.
     raw = [f for f in s["files"] if f["format"] == "raw"]
     data = b"".join(open(os.path.join(root, f["path"]), "rb").read() for f in raw)
@@ -174,7 +237,7 @@ for s in recovered:
     print(f"recovered stream {s['group']} {s['source']}: {s['packets']} received, {s['lost']} "
           f"lost in gaps {s['gaps']}, {after} frames written after the gap")
 if fails: sys.exit("FAIL: " + "; ".join(fails))
-print("ok: recovered once; lost = sent - received on every stream")
+print(f"ok: recovered {recoveries} time(s); lost = sent - received on every stream")
 PY
   passed=1
   exit 0

@@ -56,6 +56,10 @@ int main(int argc, char** argv) {
   ibv_mr* pmr = ibv_reg_mr(pd, pl.data(), pl.size(), kLocalWrite);
   std::vector<ibv_sge> sges(kDepth * 2);
   std::vector<ibv_recv_wr> wrs(kDepth);
+  ibv_qp_attr m{};
+  m.qp_state = IBV_QPS_INIT;  // receive WRs are refused in RESET (libmlx5: EINVAL)
+  m.port_num = 1;
+  ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT);
   for (uint32_t i = 0; i < kDepth; ++i) {
     sges[2 * i] = {reinterpret_cast<uintptr_t>(&hdr[i * kHdr]), kHdr, hmr->lkey};
     sges[2 * i + 1] = {reinterpret_cast<uintptr_t>(&pl[static_cast<size_t>(i) * kPayload]),
@@ -64,10 +68,6 @@ int main(int argc, char** argv) {
     ibv_recv_wr* bad = nullptr;
     ibv_post_recv(qp, &wrs[i], &bad);
   }
-  ibv_qp_attr m{};
-  m.qp_state = IBV_QPS_INIT;
-  m.port_num = 1;
-  ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT);
   m.qp_state = IBV_QPS_RTR;
   ibv_modify_qp(qp, &m, IBV_QP_STATE);
   Flow f{};

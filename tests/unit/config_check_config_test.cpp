@@ -31,10 +31,16 @@ class CheckConfig : public ::testing::Test {
     return config::testing::patched("directory: /tmp/rocecap-test",
                                     "directory: " + (dir_ / "out").string());
   }
+  // The interfaces' MTUs come from a fake sysfs tree inside the test's directory.
   config::HostChecks host() {
     config::HostChecks h;
     h.usable_cpus = std::vector<unsigned>{0, 1, 2, 3};
+    h.sysfs_root = (dir_ / "sys").string();
     return h;
+  }
+  void set_mtu(const std::string& interface, unsigned mtu) {
+    std::filesystem::create_directories(dir_ / "sys/class/net" / interface);
+    std::ofstream(dir_ / "sys/class/net" / interface / "mtu") << mtu << "\n";
   }
 
   std::filesystem::path dir_;
@@ -74,6 +80,48 @@ TEST_F(CheckConfig, MissingFileExitsTwo) {
   EXPECT_EQ(run_check_config(path, out_, err_, host()), kCheckConfigInvalid);
   EXPECT_EQ(err_.str(), path + ": cannot read: No such file or directory\n" + path +
                             ": 1 problem, nothing started\n");
+}
+
+}  // namespace
+}  // namespace rocecap::daemon
+
+namespace rocecap::daemon {
+namespace {
+
+// verbs: a max_frame the interface's MTU can exceed is refused with both numbers (a longer
+// frame is IBV_WC_LOC_LEN_ERR, a QP error); MTU + 14 + 2 VLAN tags is accepted; an interface
+// this host does not have is not checked.
+TEST_F(CheckConfig, MaxFrameBelowTheInterfaceMtuIsRefused) {
+  set_mtu("eth0", 9000);
+  std::string text = valid_config();
+  text.replace(text.find("  header_split: 128\n"), 20, "  header_split: 128\n  max_frame: 9021\n");
+  const std::string path = write("small.yaml", text);
+  EXPECT_EQ(run_check_config(path, out_, err_, host()), kCheckConfigInvalid);
+  EXPECT_NE(err_.str().find(path + ":8:14: capture.max_frame: 9021 B is below the longest frame "
+                                   "interface eth0 can deliver: MTU 9000 + 14 (Ethernet header) "
+                                   "+ 8 (2 VLAN tags) = 9022 B"),
+            std::string::npos)
+      << err_.str();
+  EXPECT_NE(err_.str().find("make max_frame at least 9022"), std::string::npos) << err_.str();
+  err_.str("");
+  text.replace(text.find("max_frame: 9021"), 15, "max_frame: 9022");
+  EXPECT_EQ(run_check_config(write("exact.yaml", text), out_, err_, host()), kCheckConfigOk)
+      << err_.str();
+  set_mtu("eth0", 1500);
+  text.replace(text.find("max_frame: 9022"), 15, "max_frame: 1521");
+  EXPECT_EQ(run_check_config(write("1500.yaml", text), out_, err_, host()), kCheckConfigInvalid);
+  EXPECT_NE(err_.str().find("MTU 1500 + 14 (Ethernet header) + 8 (2 VLAN tags) = 1522 B"),
+            std::string::npos)
+      << err_.str();
+  err_.str("");
+  std::filesystem::remove_all(dir_ / "sys/class/net/eth0");  // not on this host: not checked
+  EXPECT_EQ(run_check_config(write("absent.yaml", text), out_, err_, host()), kCheckConfigOk)
+      << err_.str();
+  set_mtu("eth0", 9000);  // the pcap backend truncates at snaplen instead: not this check
+  text.replace(text.find("backend: verbs"), 14, "backend: pcap");
+  text.replace(text.find("      device: mlx5_0\n"), 21, "");
+  EXPECT_EQ(run_check_config(write("pcap.yaml", text), out_, err_, host()), kCheckConfigOk)
+      << err_.str();
 }
 
 }  // namespace

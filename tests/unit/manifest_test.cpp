@@ -47,12 +47,13 @@ TEST(Manifest, VerbsSectionOnlyForVerbsInterfaces) {
   Manifest m = sample();
   m.streams[0].qp_recoveries = 2;
   m.interfaces[0].verbs =
-      ManifestVerbs{"mlx5_0", "nic-raw-clock", 3, 2, "RDMA device mlx5_0 (veth1), stream x"};
+      ManifestVerbs{"mlx5_0", "nic-raw-clock", 3, 2, "RDMA device mlx5_0 (veth1), stream x", 4};
   const nlohmann::json j = to_json(m);
   const auto& v = j["interfaces"][0]["verbs"];
   EXPECT_EQ(v["device"], "mlx5_0");
   EXPECT_EQ(v["time_source"], "nic-raw-clock");
   EXPECT_EQ(v["wc_errors"], 3);
+  EXPECT_EQ(v["oversize"], 4);
   EXPECT_EQ(v["qp_recoveries"], 2);
   EXPECT_EQ(v["first_wc_error"], "RDMA device mlx5_0 (veth1), stream x");
   EXPECT_EQ(j["streams"][0]["qp_recoveries"], 2);

@@ -7,8 +7,10 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "capture/ingest.hpp"
@@ -123,6 +125,39 @@ TEST(VerbsSourceFault, CompletionErrorRecoversTheQpOnce) {
   EXPECT_EQ(rig.source->take_first_error(), first);
   EXPECT_EQ(rig.source->take_first_error(), "") << "handed over twice";
   EXPECT_EQ(rig.source->first_error(), first) << "the manifest still sees it";
+}
+
+// SOFTVERBS_INJECT_WC_ERROR=after=20000,status=loc_len: one frame longer than its slot. A QP
+// error of reason oversize: counted apart from the other errors, rejected as oversize, the QP
+// recovered once and receiving again, whether the device stopped the QP (SOFTVERBS_LOC_LEN=
+// error, as mlx5) or let it go on (continue): ctest runs both.
+TEST(VerbsSourceFault, OversizeFrameIsRecoveredAsAQpError) {
+  const char* inject = std::getenv("SOFTVERBS_INJECT_WC_ERROR");
+  if (inject == nullptr || std::string(inject).find("status=loc_len") == std::string::npos)
+    GTEST_SKIP() << "needs SOFTVERBS_INJECT_WC_ERROR=...,status=loc_len";
+  Rig rig;
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (rig.source->stats().qp_recoveries == 0 && Clock::now() < deadline) {
+    rig.run_for(std::chrono::milliseconds(10));
+    ASSERT_FALSE(rig.source->failed()) << rig.source->failure();
+  }
+  ASSERT_EQ(rig.source->stats().qp_recoveries, 1u) << "no recovery within 20 s";
+  const uint32_t hit = rig.source->qp_recoveries(0) == 1 ? 0 : 1;
+  const uint64_t before = rig.got[hit];
+  rig.run_for(std::chrono::milliseconds(500));
+  ASSERT_FALSE(rig.source->failed()) << rig.source->failure();
+  const VerbsStats st = rig.source->stats();
+  EXPECT_EQ(st.oversize, 1u);
+  EXPECT_EQ(st.wc_errors, 0u) << "oversize counted as another completion error";
+  EXPECT_EQ(st.qp_recoveries, 1u);
+  EXPECT_EQ(rig.ingest->rejected(kRejectOversize), 1u);
+  EXPECT_GT(rig.got[hit] - before, 1000u) << "the recovered stream did not receive again";
+  EXPECT_GT(rig.pipes[hit]->sequencer().stats().lost, 0u) << "the oversize frame is a gap";
+  const std::string first = rig.source->first_error();
+  EXPECT_NE(first.find("receive oversize frame (local length error: longer than the 2176-byte "
+                       "slot, capture.max_frame) (vendor_err 0x51"),
+            std::string::npos)
+      << first;
 }
 
 TEST(VerbsSourceFault, RawHcaClockGivesWallClockTimestamps) {

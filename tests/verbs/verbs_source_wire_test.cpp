@@ -2,7 +2,8 @@
 // frames at full speed for every flow rule): slots come back split at the configured point
 // and sequenced; a stalled consumer makes the NIC drop (out_of_buffer rises, frames counted
 // lost) and capture recovers once slots are released; frames longer than the posted slot are
-// counted as oversize. Needs CAP_NET_RAW (exit 77 otherwise) and softverbs on the loader path.
+// QP errors of reason oversize, recovered and bounded. Needs CAP_NET_RAW (exit 77 otherwise)
+// and softverbs on the loader path.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -17,8 +18,8 @@
 
 #include "capture/codif/header.hpp"
 #include "capture/ingest.hpp"
-#include "capture/verbs/device_finder.hpp"
 #include "capture/privileges.hpp"
+#include "capture/verbs/device_finder.hpp"
 #include "capture/verbs/verbs_source.hpp"
 
 namespace rocecap::capture::verbs {
@@ -139,14 +140,34 @@ TEST(VerbsSourceWire, StalledConsumerDropsInNicAndRecovers) {
   EXPECT_TRUE(ordered);
 }
 
-TEST(VerbsSourceWire, FramesLongerThanTheSlotAreCountedOversize) {
+// Every frame longer than the slot (a max_frame the MTU outgrew): each one is a QP error of
+// reason oversize (IBV_WC_LOC_LEN_ERR), recovered three times within 10 s; the fourth fails
+// the source with the reason. The same whether the device stops the QP (mlx5,
+// SOFTVERBS_LOC_LEN=error) or lets it go on (SOFTVERBS_LOC_LEN=continue): ctest runs both.
+TEST(VerbsSourceWire, FramesLongerThanTheSlotAreOversizeQpErrors) {
   Rig rig(256);  // 128 + 256 bytes posted; the wire's frames are longer
-  rig.poll_for(std::chrono::milliseconds(200));
+  const auto end = Clock::now() + std::chrono::seconds(5);
+  while (!rig.source->failed() && Clock::now() < end)
+    rig.source->poll(64);
+  ASSERT_TRUE(rig.source->failed()) << "every frame oversize, yet the source goes on";
+  const std::string why = rig.source->failure();
+  EXPECT_NE(why.find("RDMA device svw (wire): stream 239.17.0.1:36001 from 192.0.2.1"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find(": oversize frame (local length error: longer than the 384-byte slot, "
+                     "capture.max_frame) (vendor_err 0x51) on the QP again: 4 errors within 10 s "
+                     "(at most 3 recoveries)"),
+            std::string::npos)
+      << why;
   const VerbsStats st = rig.source->stats();
-  EXPECT_GT(st.oversize, 0u);
+  EXPECT_GE(st.oversize, 4u);
   EXPECT_EQ(rig.ingest->rejected(kRejectOversize), st.oversize);
-  EXPECT_EQ(st.wc_errors, 0u);
-  EXPECT_FALSE(rig.source->failed());
+  EXPECT_EQ(st.wc_errors, 0u) << "oversize counted as another completion error";
+  EXPECT_GE(st.qp_recoveries, 3u);
+  EXPECT_LE(st.qp_recoveries, 6u);  // at most 3 per stream
+  EXPECT_NE(rig.source->first_error().find("receive oversize frame (local length error"),
+            std::string::npos)
+      << rig.source->first_error();
   for (auto& p : rig.pipes)
     EXPECT_EQ(p->sequencer().stats().received, 0u);
 }

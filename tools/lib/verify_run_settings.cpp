@@ -15,6 +15,7 @@ RunSettings settings_from_config_text(const std::string& text) {
   }
   config::HostChecks host;
   host.check_filesystem = false;
+  host.check_interfaces = false;  // the capture host's interfaces, not this one's
   host.usable_cpus = std::vector<unsigned>(4096);
   std::iota(host.usable_cpus->begin(), host.usable_cpus->end(), 0u);
   const config::LoadResult r = config::load_string(text, "manifest config", host);

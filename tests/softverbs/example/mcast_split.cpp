@@ -146,11 +146,15 @@ struct Receiver {
     if (ibv_post_recv(qp, &wr, &bad)) die("post_recv");
   }
 
+  // RESET -> INIT, post every slot, -> RTR: libmlx5 refuses receive WRs in RESET (EINVAL) and
+  // arms those posted in INIT at RTR.
   void start(const Args& a) {
     ibv_qp_attr m{};
     m.qp_state = IBV_QPS_INIT;
     m.port_num = 1;
     if (ibv_modify_qp(qp, &m, IBV_QP_STATE | IBV_QP_PORT)) die("INIT");
+    for (int i = 0; i < a.count; ++i)
+      post(a, i);
     m.qp_state = IBV_QPS_RTR;
     if (ibv_modify_qp(qp, &m, IBV_QP_STATE)) die("RTR");
     Flow f = make_flow(a);
@@ -205,8 +209,6 @@ int main(int argc, char** argv) {
                static_cast<uint32_t>(atoi(argv[7]))};
   Receiver r;
   r.open(a);
-  for (int i = 0; i < a.count; ++i)
-    r.post(a, i);
   r.start(a);
   const int member = join_group(a);  // after RTR, kept open for the run
   printf("ready\n");

@@ -189,9 +189,15 @@ bool inject_error(Device& dev) {
   return w.every != 0 && n > w.after && (n - w.after) % w.every == 0;
 }
 
-// A QP-fatal completion error (IB spec): the WR completes with `status` (its frame is lost),
-// the QP enters ERR and every other posted WR is flushed; nothing is received until the
-// application takes the QP through RESET back to RTR.
+// A QP-fatal completion error: the WR completes with `status` (its frame is lost), the QP
+// enters ERR and every other posted WR is flushed in posting order (flush_rq); nothing is
+// received until the application takes the QP through RESET back to RTR. Modelled on the IB
+// spec (vol. 1, 10.3.1: a QP in the Error state completes its outstanding and later posted
+// WRs with flush errors) and on mlx5, where any error CQE leaves the receive queue in error:
+// the kernel's mlx5e recovers its RQ after one (drivers/net/ethernet/mellanox/mlx5/core/
+// en/reporter_rx.c mlx5e_rx_reporter_err_rq_cqe_recover, for the syndromes of en/health.h
+// cqe_syndrome_needs_recover, local length included), as does DPDK's mlx5 PMD
+// (drivers/net/mlx5/mlx5_rx.c mlx5_rx_err_handle: RESET, then ready again).
 void fail_qp(Qp& q, Cqe& e, uint16_t status, uint32_t vendor_err) {
   e.status = status;
   e.vendor_err = vendor_err;
@@ -199,6 +205,15 @@ void fail_qp(Qp& q, Cqe& e, uint16_t status, uint32_t vendor_err) {
   q.state = IBV_QPS_ERR;
   q.box.qp.state = IBV_QPS_ERR;
   flush_rq(q);
+}
+
+// IBV_WC_LOC_LEN_ERR: QP-fatal as on mlx5, or (SOFTVERBS_LOC_LEN=continue) the WR alone fails
+// and the QP goes on, as hardware that does not stop its queue would.
+void loc_len(Qp& q, Cqe& e, uint32_t vendor_err) {
+  if (loc_len_mode() == LocLenMode::error) return fail_qp(q, e, IBV_WC_LOC_LEN_ERR, vendor_err);
+  e.status = IBV_WC_LOC_LEN_ERR;
+  e.vendor_err = vendor_err;
+  q.rcq->push(e);
 }
 
 }  // namespace
@@ -223,6 +238,7 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
   e.ts_ns = f.ts_ns;
   if (inject_error(dev)) {
     const WcErrorInjection& w = wc_error_injection();
+    if (w.status == IBV_WC_LOC_LEN_ERR) return loc_len(q, e, w.vendor_err);
     return fail_qp(q, e, w.status, w.vendor_err);
   }
   Target t[kMaxSge];
@@ -249,8 +265,7 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
     e.wc_flags = f.csum_ok ? IBV_WC_IP_CSUM_OK : 0;
     e.status = IBV_WC_SUCCESS;
   } else if (r == Scatter::len) {
-    e.status = IBV_WC_LOC_LEN_ERR;  // the WR is consumed and the QP keeps working
-    e.vendor_err = 0x51;
+    return loc_len(q, e, 0x51);  // longer than the WR's SGEs together
   }
   // A protection error (or a failed copy into GPU memory, which a NIC would see as one) is a
   // QP-fatal completion error: the rest is flushed.

@@ -79,7 +79,8 @@ bool wc_status_named(const std::string& name, WcErrorInjection& out) {
   };
   static const Named table[] = {{"loc_qp_op", IBV_WC_LOC_QP_OP_ERR, 0x53},
                                 {"loc_prot", IBV_WC_LOC_PROT_ERR, 0x52},
-                                {"general", IBV_WC_GENERAL_ERR, 0x54}};
+                                {"general", IBV_WC_GENERAL_ERR, 0x54},
+                                {"loc_len", IBV_WC_LOC_LEN_ERR, 0x51}};
   for (const Named& n : table) {
     if (name == n.name) {
       out.status = static_cast<uint16_t>(n.status);
@@ -90,7 +91,8 @@ bool wc_status_named(const std::string& name, WcErrorInjection& out) {
   return false;
 }
 
-// SOFTVERBS_INJECT_WC_ERROR="after=N[,every=M][,status=loc_qp_op|loc_prot|general][,dev=NAME]".
+// SOFTVERBS_INJECT_WC_ERROR="after=N[,every=M][,status=loc_qp_op|loc_prot|general|loc_len]
+// [,dev=NAME]".
 // Anything malformed disables injection and says so once on stderr: a test that asked for
 // errors must not silently run without them.
 WcErrorInjection parse_injection(const char* spec) {
@@ -130,6 +132,18 @@ WcErrorInjection parse_injection(const char* spec) {
 const WcErrorInjection& wc_error_injection() {
   static const WcErrorInjection w = parse_injection(getenv("SOFTVERBS_INJECT_WC_ERROR"));
   return w;
+}
+
+LocLenMode loc_len_mode() {
+  static const LocLenMode mode = [] {
+    const char* v = getenv("SOFTVERBS_LOC_LEN");
+    const std::string s = v ? v : "";
+    if (s.empty() || s == "error") return LocLenMode::error;
+    if (s == "continue") return LocLenMode::proceed;
+    fprintf(stderr, "softverbs: SOFTVERBS_LOC_LEN=%s not understood (error|continue): error\n", v);
+    return LocLenMode::error;
+  }();
+  return mode;
 }
 
 bool has_cap_net_raw() {

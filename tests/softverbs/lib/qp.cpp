@@ -1,5 +1,6 @@
 // Raw packet queue pairs: creation (CAP_NET_RAW), the RESET/INIT/RTR/RTS/ERR state machine and
-// the receive queue. Receives posted before RTR are held; nothing is delivered before RTR.
+// the receive queue. Receives can be posted from INIT on (EINVAL in RESET, as libmlx5); those
+// posted in INIT are held and armed at RTR; nothing is delivered before RTR.
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -147,17 +148,20 @@ ibv_qp* create_qp_ex(ibv_context* ic, ibv_qp_init_attr_ex* a) {
   return create(ic, a->pd, in, &a->cap);
 }
 
+// As providers/mlx5/qp.c mlx5_post_recv: per WR first the queue overflow (ENOMEM), then
+// num_sge against qp_state_max_gs (EINVAL: too many SGEs, or any WR while the QP is in RESET);
+// *bad names the WR, the ones before it stay posted.
 int post_recv(ibv_qp* qp, ibv_recv_wr* wr, ibv_recv_wr** bad) {
   Qp& q = *qp_of(qp);
   std::lock_guard<Spin> g(q.lock);
   for (; wr; wr = wr->next) {
-    if (wr->num_sge < 0 || static_cast<uint32_t>(wr->num_sge) > q.max_sge) {
-      *bad = wr;
-      return EINVAL;
-    }
     if (q.rq_tail - q.rq_head >= q.wr_cap) {
       *bad = wr;
       return ENOMEM;
+    }
+    if (wr->num_sge > q.state_max_sge || wr->num_sge < 0) {
+      *bad = wr;
+      return EINVAL;
     }
     if (q.state == IBV_QPS_ERR) {
       push_flush(q, wr->wr_id);  // the hardware flushes WRs posted to an errored QP
@@ -236,6 +240,9 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* a, int mask) {
   qp->state = to;
   if (to == IBV_QPS_ERR) flush_rq(q);
   if (to == IBV_QPS_RESET) q.rq_head = q.rq_tail;
+  // set_qp_operational_state (providers/mlx5/verbs.c): receive WRs only from INIT to RESET.
+  if (to == IBV_QPS_RESET) q.state_max_sge = -1;
+  if (to == IBV_QPS_INIT) q.state_max_sge = static_cast<int>(q.max_sge);
   g.unlock();
   if (to == IBV_QPS_RESET) {
     q.rcq->purge(qp->qp_num);

@@ -120,6 +120,13 @@ struct WcErrorInjection {
 };
 const WcErrorInjection& wc_error_injection();
 
+// SOFTVERBS_LOC_LEN: what a frame longer than the WR's SGEs (IBV_WC_LOC_LEN_ERR) does to the QP.
+enum class LocLenMode {
+  error,    // the RQ enters the error state and flushes, as on mlx5 (default)
+  proceed,  // "continue": the WR is consumed and the QP goes on (hardware that does so)
+};
+LocLenMode loc_len_mode();
+
 // ---- device attributes ------------------------------------------------------------------------
 
 constexpr uint64_t kHcaClockKhz = 156250;  // ConnectX-4 Lx style: raw ticks are not nanoseconds
@@ -245,6 +252,10 @@ struct Qp {
   ibv_qp_state state = IBV_QPS_RESET;
   uint32_t wr_cap = 0;  // power of two
   uint32_t max_sge = 0;
+  // libmlx5's rq.qp_state_max_gs (providers/mlx5/verbs.c set_qp_operational_state): -1 from
+  // creation and in RESET, max_sge from INIT on (ERR and RTR leave it); post_recv refuses a WR
+  // with more SGEs than this (EINVAL), so nothing can be posted in RESET.
+  int state_max_sge = -1;
   uint32_t max_send_wr = 0;
   uint32_t max_send_sge = 0;
   uint32_t max_inline = 0;
