@@ -1,7 +1,7 @@
 // The few CUDA runtime services rocecap needs, behind a header free of CUDA types, so that the
 // rest of the tree builds with or without the toolkit (ROCECAP_WITH_CUDA) and one binary
 // starts on hosts with no NVIDIA driver: only the CUDA runtime is linked, statically, and the
-// one driver call (the dma-buf export) is looked up through the runtime's driver entry point.
+// one driver call (the dma-buf export) is reached through dlopen("libcuda.so.1") (cuda_driver.hpp).
 // Without CUDA in the build every call reports "built without CUDA".
 #pragma once
 
@@ -74,7 +74,8 @@ class DmaBufFd {
 };
 
 // Exports [ptr, ptr + bytes) of device memory (both host-page aligned) as a dma-buf
-// (cuMemGetHandleForAddressRange). On failure returns an empty DmaBufFd and says why in `why`.
+// (cuMemGetHandleForAddressRange, after checking CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED of the
+// pointer's device). On failure returns an empty DmaBufFd and says why in `why`.
 DmaBufFd export_dmabuf(const void* ptr, std::size_t bytes, std::string& why);
 
 // Blocking copies between host and device memory, for tests and start-up checks (never the
