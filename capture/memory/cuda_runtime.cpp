@@ -29,8 +29,24 @@ bool cuda_built() noexcept {
   return true;
 }
 
+std::vector<GpuCandidate> list_gpus(std::string& why) {
+  int n = 0;
+  std::vector<GpuCandidate> gpus;
+  if (!check(cudaGetDeviceCount(&n), "cudaGetDeviceCount", why)) return gpus;
+  for (int i = 0; i < n; ++i) {
+    char id[32] = {};  // "0000:3B:00.0" or "00000000:3B:00.0"
+    std::string ignored;
+    if (!check(cudaDeviceGetPCIBusId(id, sizeof id, i), "cudaDeviceGetPCIBusId", ignored)) {
+      id[0] = '\0';  // proximity unknown; the GPU can still be chosen by index
+    }
+    gpus.push_back({i, id});
+  }
+  return gpus;
+}
+
 GpuProbe probe_gpu(int device) {
   GpuProbe p;
+  p.device = device;
   if (!check(cudaGetDeviceCount(&p.devices), "cudaGetDeviceCount", p.detail)) {
     p.devices = 0;
     return p;

@@ -8,6 +8,9 @@
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "capture/memory/gpu_choice.hpp"
 
 namespace rocecap::capture::memory {
 
@@ -24,8 +27,18 @@ struct GpuProbe {
   bool usable = false;
   int devices = 0;     // CUDA devices seen (0 when the runtime could not count them)
   std::string detail;  // usable: "GPU 0: <name>"; else why not, naming the failed call
+  int device = 0;      // the CUDA device probed
 };
 GpuProbe probe_gpu(int device = 0);
+
+// Every CUDA device with its PCI bus id (cudaDeviceGetPCIBusId). Empty with `why` naming the
+// failed call when the runtime cannot count them.
+std::vector<GpuCandidate> list_gpus(std::string& why);
+
+// The GPU for the payload slabs: capture.gpu (`setting`) or the one nearest `interfaces`
+// (choose_gpu), probed. detail says which, why, and its name or what failed.
+GpuProbe probe_chosen_gpu(const std::vector<std::string>& interfaces, const std::string& setting,
+                          const std::string& sysfs_root);
 
 // Device memory from cudaMalloc, freed by the destructor (on the device it came from).
 class DeviceBuffer {
