@@ -49,7 +49,7 @@ if [ ${#devices[@]} -eq 0 ]; then
   refuse "no RDMA device: $sysfs/class/infiniband is missing or empty. This check needs a host" \
     "with a ConnectX NIC and its RDMA driver loaded (modprobe mlx5_ib; rdma-core installed)."
 fi
-[ -n "$rx" ] && [ -n "$tx" ] || refuse "usage: hw-check.sh RX_IF TX_IF [--build DIR] [--report FILE] [--source ADDR] (RDMA devices here: ${devices[*]})"
+{ [ -n "$rx" ] && [ -n "$tx" ]; } || refuse "usage: hw-check.sh RX_IF TX_IF [--build DIR] [--report FILE] [--source ADDR] (RDMA devices here: ${devices[*]})"
 [ "$(id -u)" = 0 ] || refuse "must run as root (raw packet QPs need CAP_NET_RAW, memory locking, flow rules)"
 for i in "$rx" "$tx"; do
   [ -e "$sysfs/class/net/$i" ] || refuse "no network interface '$i' ($sysfs/class/net/$i)"
@@ -104,7 +104,7 @@ step "PCIe and NUMA" bash -c "for i in $rx $tx; do echo \$i: \$(readlink -f $sys
 step "configure" cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 grep -E "^-- rocecap" "$work/step.out" >>"$report" || true
 targets=(verbs_conformance rocecapd rocecap)
-[ $gpu = 0 ] || targets+=(gpu_memory_test cuda_copy_engine_test payload_registration_wire_test staging_bench)
+[ $gpu = 0 ] || targets+=(gpu_memory_test cuda_copy_engine_test payload_registration_wire_test softverbs staging_bench)
 step "build" cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
 conformance=$build/tests/softverbs/verbs_conformance
 rocecapd=$build/daemon/rocecapd
@@ -128,8 +128,10 @@ streams:
 output: { directory: $work/out, formats: [raw, codifhdr, pcap] }
 metrics: { enabled: false }
 YAML
+# shellcheck disable=SC2054  # the commas are inside one argument
 gen=(gen --groups 239.83.0.1:36001,239.83.0.2:36002 --sources "$source" --frames 20000
   --rate 10000 --payload-bytes 8192 --station HW --seed 11)
+# shellcheck disable=SC2317  # run through step
 capture() {
   "$rocecapd" --config "$work/run.yaml" 2>"$work/rocecapd.log" &
   local pid=$! i rc=0

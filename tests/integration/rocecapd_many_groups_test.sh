@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck disable=SC2034  # NETNS_* and E2E_* are read by netns.sh and e2e_lib.sh
 # Integration: rocecapd (backend pcap, live) joins and captures 64 multicast groups on one
 # interface. Linux lets one socket hold at most net.ipv4.igmp_max_memberships groups (20 by
 # default, also in a new network namespace); beyond that IP_ADD_MEMBERSHIP fails with ENOBUFS,
@@ -13,7 +14,6 @@
 # As root (exits 77 otherwise).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-# shellcheck disable=SC2034  # read by e2e_lib.sh
 ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP [GROUPS [FRAMES]]}
 ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP [GROUPS [FRAMES]]}
 groups=${3:-64}
