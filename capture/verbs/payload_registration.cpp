@@ -129,7 +129,8 @@ memory::RegistrationPath GpuRegistrationTrial::add(const std::string& device,
     }
     held_.push_back(std::move(h));
     path.ok = true;
-    path.detail = method + " (" + std::to_string(slabs()) + " slabs, " + mib(bytes_) +
+    path.detail = method + " (" + std::to_string(slabs()) +
+                  (slabs() == 1 ? " slab, " : " slabs, ") + mib(bytes_) +
                   " registered at once, as the run will)";
   } catch (const std::exception& e) {
     path.detail = e.what();

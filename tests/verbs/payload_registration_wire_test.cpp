@@ -182,7 +182,7 @@ TEST_F(GpuRegistration, PeerMemoryWhenOnlyItIsLoaded) {
   EXPECT_EQ(r.mr->length, slab.size());
   const memory::RegistrationPath path = probe_gpu_registration(kDevice, 0);
   EXPECT_TRUE(path.ok) << path.detail;
-  EXPECT_EQ(path.detail, "peer memory (1 slabs, 64 KiB registered at once, as the run will)");
+  EXPECT_EQ(path.detail, "peer memory (1 slab, 64 KiB registered at once, as the run will)");
 }
 
 TEST_F(GpuRegistration, DmaBufFirstWhenTheKernelHasIt) {
