@@ -29,14 +29,25 @@ endif()
 
 set(ROCECAP_HAVE_CUDA OFF)
 if(NOT ROCECAP_WITH_CUDA STREQUAL "OFF")
+  # Which toolkit: CUDAToolkit_ROOT (or an nvcc on PATH, then /usr/local/cuda) decides, as in
+  # CMake's FindCUDAToolkit. Debian's own toolkit (nvidia-cuda-toolkit, CUDA 11.8: nvcc in
+  # /usr/bin, headers in /usr/include) is chosen with -DCUDAToolkit_ROOT=/usr; scripts/test.sh
+  # builds that way too, next to the CUDA in /usr/local/cuda and a build without CUDA.
   find_package(CUDAToolkit QUIET)
-  # Only the runtime is linked (statically, so no libcudart.so is needed at run time); driver
-  # calls go through cudaGetDriverEntryPointByVersion. CUDA::cuda_driver (the libcuda.so stub)
-  # must never be linked: such a binary does not start on a host without the NVIDIA driver.
+  # Only the runtime is linked (statically, so no libcudart.so is needed at run time); the one
+  # driver call goes through dlopen("libcuda.so.1") (capture/memory/cuda_driver.hpp).
+  # CUDA::cuda_driver (the libcuda.so stub) must never be linked: such a binary does not start
+  # on a host without the NVIDIA driver.
   if(CUDAToolkit_FOUND AND TARGET CUDA::cudart_static)
     set(ROCECAP_HAVE_CUDA ON)
-    message(STATUS "rocecap: CUDA toolkit ${CUDAToolkit_VERSION} at ${CUDAToolkit_LIBRARY_DIR}: "
+    get_target_property(_rocecap_cudart CUDA::cudart_static IMPORTED_LOCATION)
+    message(STATUS "rocecap: CUDA toolkit ${CUDAToolkit_VERSION} (nvcc ${CUDAToolkit_NVCC_EXECUTABLE}, "
+                   "headers ${CUDAToolkit_INCLUDE_DIRS}, runtime ${_rocecap_cudart}): "
                    "GPU payload memory built (CUDA::cudart_static)")
+    if(CUDAToolkit_VERSION VERSION_LESS 11.7)
+      message(FATAL_ERROR "CUDA toolkit ${CUDAToolkit_VERSION}: rocecap needs CUDA >= 11.7 "
+                          "(dma-buf export); Debian 12's nvidia-cuda-toolkit is 11.8")
+    endif()
   elseif(ROCECAP_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "ROCECAP_WITH_CUDA=ON but the CUDA toolkit was not found")
   endif()
@@ -53,7 +64,11 @@ if(ROCECAP_BUILD_BENCH)
 endif()
 
 function(rocecap_summary)
-  message(STATUS "rocecap ${PROJECT_VERSION}: verbs=${ROCECAP_HAVE_VERBS} cuda=${ROCECAP_HAVE_CUDA} "
+  set(_cuda ${ROCECAP_HAVE_CUDA})
+  if(ROCECAP_HAVE_CUDA)
+    set(_cuda "ON(${CUDAToolkit_VERSION})")
+  endif()
+  message(STATUS "rocecap ${PROJECT_VERSION}: verbs=${ROCECAP_HAVE_VERBS} cuda=${_cuda} "
                  "bench=${ROCECAP_BUILD_BENCH} sanitize=${ROCECAP_SANITIZE} fuzz=${ROCECAP_FUZZ} "
                  "werror=${ROCECAP_WERROR}")
 endfunction()

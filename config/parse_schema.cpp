@@ -1,6 +1,8 @@
 // Pass 1 of the loader: the schema of a run file (config/README.md documents it).
 #include <fmt/format.h>
 
+#include <cstdio>
+
 #include "config/schema.hpp"
 #include "config/units.hpp"
 
@@ -93,10 +95,24 @@ constexpr EnumName<PollMode> kPollModes[] = {{"busy_poll", PollMode::busy_poll},
 constexpr EnumName<ReplayPace> kPaces[] = {{"fast", ReplayPace::fast},
                                            {"recorded", ReplayPace::recorded}};
 
+// capture.gpu: a CUDA device index (0..9999) or a PCI bus id, [DDDD[DDDD]:]BB:DD.F in hex (as
+// nvidia-smi and lspci -D print it). Whether it exists is decided at start-up.
+bool valid_gpu(const std::string& s) {
+  if (!s.empty() && s.size() <= 4 && s.find_first_not_of("0123456789") == std::string::npos) {
+    return true;
+  }
+  unsigned domain = 0, bus = 0, dev = 0, fn = 0;
+  char tail = 0;
+  const bool full = std::sscanf(s.c_str(), "%x:%x:%x.%x%c", &domain, &bus, &dev, &fn, &tail) == 4;
+  const bool brief = !full && std::sscanf(s.c_str(), "%x:%x.%x%c", &bus, &dev, &fn, &tail) == 3;
+  return (full || brief) && s.find_first_of(" +-xX") == std::string::npos && domain <= 0xffff &&
+         bus <= 0xff && dev <= 0x1f && fn <= 7;
+}
+
 void parse_capture(Context& ctx, const Field& f, CaptureSection& c) {
   const MapView m(ctx, f,
                   {"backend", "interfaces", "ring_depth", "header_split", "max_frame",
-                   "payload_memory", "cq_size", "poll_mode", "pcap_file", "replay_pace"});
+                   "payload_memory", "gpu", "cq_size", "poll_mode", "pcap_file", "replay_pace"});
   if (!m.valid()) return;
   if (auto v = read_enum(ctx, m.require("backend", "one of verbs, pcap, pcap-file"), kBackends))
     c.backend = *v;
@@ -114,6 +130,16 @@ void parse_capture(Context& ctx, const Field& f, CaptureSection& c) {
   if (auto v = read_size(ctx, m.get("max_frame"), 128, 65536))
     c.max_frame = static_cast<uint32_t>(*v);
   if (auto v = read_enum(ctx, m.get("payload_memory"), kPayloadMemories)) c.payload_memory = *v;
+  if (auto v = read_string(ctx, m.get("gpu"))) {
+    if (valid_gpu(*v)) {
+      c.gpu = *v;
+    } else {
+      ctx.report(m.get("gpu")->pos, m.get("gpu")->path,
+                 fmt::format("'{}' is neither a CUDA device index (0, 1, ...) nor a PCI bus id "
+                             "(0000:3b:00.0)",
+                             *v));
+    }
+  }
   if (auto v = read_uint(ctx, m.get("cq_size"), 1, kMaxCqSize))
     c.cq_size = static_cast<uint32_t>(*v);
   if (auto v = read_enum(ctx, m.get("poll_mode"), kPollModes)) c.poll_mode = *v;

@@ -57,6 +57,9 @@ struct CaptureSection {
   uint32_t header_split = 128;  // bytes of each frame kept in the host header slot
   uint32_t max_frame = 9216;    // largest Ethernet frame accepted (header + payload slot)
   PayloadMemory payload_memory = PayloadMemory::automatic;
+  // GPU of the payload slabs: "" = the one nearest the interfaces' NICs (PCIe, then NUMA);
+  // a CUDA device index ("1"); or a PCI bus id ("0000:3b:00.0", as nvidia-smi prints it).
+  std::string gpu;
   uint32_t cq_size = 0;  // verbs: entries of each device's shared CQ (loader resolves it); else 0
   PollMode poll_mode = PollMode::busy_poll;
   std::string pcap_file;  // pcap-file: the capture to replay (absolute path)

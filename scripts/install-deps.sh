@@ -2,7 +2,24 @@
 # Installs, from Debian 12 packages only, exactly what rocecap's build, tests and demo use.
 # Idempotent: packages already present are left alone; apt-get update runs only when
 # something is missing. Needs root (or sudo).
+#
+# Usage: scripts/install-deps.sh [--debian-cuda]
+#   --debian-cuda  also Debian's own CUDA toolkit (11.8: nvidia-cuda-toolkit, nvidia-cuda-dev,
+#                  about 1.6 GB) from the contrib and non-free components, which this enables
+#                  in the apt sources. Only scripts/test.sh asks for it (CI builds the CUDA code
+#                  against it); the demo and a normal build do not need it.
 set -euo pipefail
+
+debian_cuda=0
+for arg in "$@"; do
+  case "$arg" in
+    --debian-cuda) debian_cuda=1 ;;
+    *)
+      echo "install-deps: unknown argument '$arg' (usage: install-deps.sh [--debian-cuda])" >&2
+      exit 2
+      ;;
+  esac
+done
 
 packages=(
   # build
@@ -16,6 +33,8 @@ packages=(
   # tools the test scripts call that minimal images may lack: systemd-analyze, pkill/sysctl, bc
   systemd procps bc
 )
+# Debian 12's CUDA 11.8, from non-free.
+[ "$debian_cuda" -eq 0 ] || packages+=(nvidia-cuda-toolkit nvidia-cuda-dev)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -29,9 +48,26 @@ fi
 
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+
+# Adds contrib and non-free to every Debian source that has only main: the deb822 file of
+# Debian 12 images (/etc/apt/sources.list.d/debian.sources, "Components: main") and the
+# one-line format of /etc/apt/sources.list ("deb URI SUITE main"). Lines that already name
+# contrib are left as they are, so this runs any number of times.
+enable_contrib_non_free() {
+  local f=/etc/apt/sources.list.d/debian.sources
+  if [ -f "$f" ] && grep -qE '^Components:' "$f"; then
+    $SUDO sed -i -E '/^Components:/{/contrib/!s/$/ contrib non-free/}' "$f"
+  fi
+  f=/etc/apt/sources.list
+  if [ -f "$f" ] && grep -qE '^deb(-src)? ' "$f"; then
+    $SUDO sed -i -E '/^deb(-src)? /{/contrib/!s/$/ contrib non-free/}' "$f"
+  fi
+}
+
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 # tshark asks whether non-root users may capture; answer for it.
 echo "wireshark-common wireshark-common/install-setuid boolean false" | $SUDO debconf-set-selections
+[ "$debian_cuda" -eq 0 ] || enable_contrib_non_free
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -21,8 +21,13 @@ bool cuda_built() noexcept {
   return false;
 }
 
-GpuProbe probe_gpu(int /*device*/) {
-  return GpuProbe{false, 0, kNoCuda};
+GpuProbe probe_gpu(int device) {
+  return GpuProbe{false, 0, kNoCuda, device};
+}
+
+std::vector<GpuCandidate> list_gpus(std::string& why) {
+  absent(why);
+  return {};
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t /*bytes*/, int /*device*/) {

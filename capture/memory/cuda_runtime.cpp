@@ -1,20 +1,17 @@
 // The CUDA services through the CUDA runtime (linked statically). The driver is never linked:
-// cuMemGetHandleForAddressRange is looked up at run time with cudaGetDriverEntryPointByVersion,
-// so a host without the NVIDIA driver gets a clear "no usable GPU" instead of a binary that
-// does not start.
+// the one driver call, cuMemGetHandleForAddressRange, goes through CudaDriver (dlopen of
+// libcuda.so.1), so a host without the NVIDIA driver gets a clear "no usable GPU" instead of a
+// binary that does not start, and the code builds with CUDA 11.8 to 13.x alike.
 #ifdef ROCECAP_HAVE_CUDA
 
 #include "capture/memory/cuda_runtime.hpp"
 
-#include <cuda.h>  // types only: the driver library is not linked
-#include <cudaTypedefs.h>
 #include <cuda_runtime_api.h>
+
+#include "capture/memory/cuda_driver.hpp"
 
 namespace rocecap::capture::memory {
 namespace {
-
-// cuMemGetHandleForAddressRange appeared in CUDA 11.7.
-constexpr unsigned kDmaBufExportVersion = 11070;
 
 std::string error_text(const char* call, cudaError_t e) {
   return std::string(call) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
@@ -32,8 +29,24 @@ bool cuda_built() noexcept {
   return true;
 }
 
+std::vector<GpuCandidate> list_gpus(std::string& why) {
+  int n = 0;
+  std::vector<GpuCandidate> gpus;
+  if (!check(cudaGetDeviceCount(&n), "cudaGetDeviceCount", why)) return gpus;
+  for (int i = 0; i < n; ++i) {
+    char id[32] = {};  // "0000:3B:00.0" or "00000000:3B:00.0"
+    std::string ignored;
+    if (!check(cudaDeviceGetPCIBusId(id, sizeof id, i), "cudaDeviceGetPCIBusId", ignored)) {
+      id[0] = '\0';  // proximity unknown; the GPU can still be chosen by index
+    }
+    gpus.push_back({i, id});
+  }
+  return gpus;
+}
+
 GpuProbe probe_gpu(int device) {
   GpuProbe p;
+  p.device = device;
   if (!check(cudaGetDeviceCount(&p.devices), "cudaGetDeviceCount", p.detail)) {
     p.devices = 0;
     return p;
@@ -73,29 +86,59 @@ void DeviceBuffer::reset() noexcept {
   bytes_ = 0;
 }
 
-DmaBufFd export_dmabuf(const void* ptr, std::size_t bytes, std::string& why) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult found{};
-  if (!check(cudaGetDriverEntryPointByVersion("cuMemGetHandleForAddressRange", &fn,
-                                              kDmaBufExportVersion, cudaEnableDefault, &found),
-             "cudaGetDriverEntryPointByVersion(cuMemGetHandleForAddressRange)", why)) {
-    return DmaBufFd{};
+namespace {
+
+// The CUDA device `ptr` belongs to; false with `why` for host or unknown memory.
+bool device_of(const void* ptr, int& device, std::string& why) {
+  cudaPointerAttributes a{};
+  if (!check(cudaPointerGetAttributes(&a, ptr), "cudaPointerGetAttributes", why)) return false;
+  if (a.type != cudaMemoryTypeDevice) {
+    why = "cudaPointerGetAttributes: not CUDA device memory";
+    return false;
   }
-  if (fn == nullptr || found != cudaDriverEntryPointSuccess) {
-    why = "cuMemGetHandleForAddressRange: not offered by this NVIDIA driver (needs CUDA 11.7+)";
-    return DmaBufFd{};
+  device = a.device;
+  return true;
+}
+
+// CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED (CUDA 11.7+) is 1 only where the driver can export
+// device memory as a dma-buf (open kernel modules, Turing or newer, Linux >= 5.12); the CUDA
+// driver API reference says to check it before cuMemGetHandleForAddressRange.
+bool dmabuf_supported(const CudaDriver& drv, int ordinal, std::string& why) {
+  CUresult r = drv.init(0);
+  CUdevice dev = 0;
+  if (r == CUDA_SUCCESS) r = drv.device_get(&dev, ordinal);
+  int supported = 0;
+  if (r == CUDA_SUCCESS) {
+    r = drv.device_get_attribute(&supported, CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED, dev);
   }
-  auto get_handle = reinterpret_cast<PFN_cuMemGetHandleForAddressRange_v11070>(fn);
-  int fd = -1;
-  const CUresult r = get_handle(&fd, reinterpret_cast<CUdeviceptr>(ptr), bytes,
-                                CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
   if (r != CUDA_SUCCESS) {
-    // The driver's error-string call would need another entry point lookup; the code and the
-    // usual cause say enough for the log.
-    why = "cuMemGetHandleForAddressRange(DMA_BUF_FD): CUresult " + std::to_string(int(r)) +
-          (r == CUDA_ERROR_NOT_SUPPORTED
-               ? " (not supported: needs the open NVIDIA kernel modules and Turing or newer)"
-               : "");
+    why = drv.error_text("cuDeviceGetAttribute(DMA_BUF_SUPPORTED)", r);
+    return false;
+  }
+  if (supported == 0) {
+    why = "GPU " + std::to_string(ordinal) +
+          " cannot export dma-bufs (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0: needs the open "
+          "NVIDIA kernel modules, Turing or newer, Linux >= 5.12)";
+  }
+  return supported != 0;
+}
+
+}  // namespace
+
+DmaBufFd export_dmabuf(const void* ptr, std::size_t bytes, std::string& why) {
+  int ordinal = 0;
+  if (!device_of(ptr, ordinal, why)) return DmaBufFd{};
+  const CudaDriver& drv = CudaDriver::get();
+  if (!drv.loaded()) {
+    why = drv.why();
+    return DmaBufFd{};
+  }
+  if (!dmabuf_supported(drv, ordinal, why)) return DmaBufFd{};
+  int fd = -1;
+  const CUresult r = drv.mem_get_handle_for_address_range(
+      &fd, reinterpret_cast<CUdeviceptr>(ptr), bytes, CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD, 0);
+  if (r != CUDA_SUCCESS) {
+    why = drv.error_text("cuMemGetHandleForAddressRange(DMA_BUF_FD)", r);
     return DmaBufFd{};
   }
   return DmaBufFd{fd};

@@ -1,13 +1,16 @@
 // The few CUDA runtime services rocecap needs, behind a header free of CUDA types, so that the
 // rest of the tree builds with or without the toolkit (ROCECAP_WITH_CUDA) and one binary
 // starts on hosts with no NVIDIA driver: only the CUDA runtime is linked, statically, and the
-// one driver call (the dma-buf export) is looked up through the runtime's driver entry point.
+// one driver call (the dma-buf export) is reached through dlopen("libcuda.so.1") (cuda_driver.hpp).
 // Without CUDA in the build every call reports "built without CUDA".
 #pragma once
 
 #include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "capture/memory/gpu_choice.hpp"
 
 namespace rocecap::capture::memory {
 
@@ -24,8 +27,18 @@ struct GpuProbe {
   bool usable = false;
   int devices = 0;     // CUDA devices seen (0 when the runtime could not count them)
   std::string detail;  // usable: "GPU 0: <name>"; else why not, naming the failed call
+  int device = 0;      // the CUDA device probed
 };
 GpuProbe probe_gpu(int device = 0);
+
+// Every CUDA device with its PCI bus id (cudaDeviceGetPCIBusId). Empty with `why` naming the
+// failed call when the runtime cannot count them.
+std::vector<GpuCandidate> list_gpus(std::string& why);
+
+// The GPU for the payload slabs: capture.gpu (`setting`) or the one nearest `interfaces`
+// (choose_gpu), probed. detail says which, why, and its name or what failed.
+GpuProbe probe_chosen_gpu(const std::vector<std::string>& interfaces, const std::string& setting,
+                          const std::string& sysfs_root);
 
 // Device memory from cudaMalloc, freed by the destructor (on the device it came from).
 class DeviceBuffer {
@@ -74,7 +87,8 @@ class DmaBufFd {
 };
 
 // Exports [ptr, ptr + bytes) of device memory (both host-page aligned) as a dma-buf
-// (cuMemGetHandleForAddressRange). On failure returns an empty DmaBufFd and says why in `why`.
+// (cuMemGetHandleForAddressRange, after checking CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED of the
+// pointer's device). On failure returns an empty DmaBufFd and says why in `why`.
 DmaBufFd export_dmabuf(const void* ptr, std::size_t bytes, std::string& why);
 
 // Blocking copies between host and device memory, for tests and start-up checks (never the

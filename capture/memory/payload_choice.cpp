@@ -32,7 +32,7 @@ PayloadChoice choose_payload_memory(PayloadRequest request, const PayloadFacts& 
   }
   RegistrationPath reg;
   if (facts.probe_registration) {
-    reg = facts.probe_registration();
+    reg = facts.probe_registration(facts.gpu.device);
   } else {
     reg.detail = "no registration probe";
   }
@@ -42,7 +42,8 @@ PayloadChoice choose_payload_memory(PayloadRequest request, const PayloadFacts& 
   }
   const std::string how = facts.gpu.detail + ", registered with the NIC through " + reg.detail;
   return PayloadChoice{MemoryKind::gpu,
-                       request == PayloadRequest::gpu ? "configured: gpu; " + how : "auto: " + how};
+                       request == PayloadRequest::gpu ? "configured: gpu; " + how : "auto: " + how,
+                       facts.gpu.device};
 }
 
 }  // namespace rocecap::capture::memory

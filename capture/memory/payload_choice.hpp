@@ -27,13 +27,16 @@ struct PayloadFacts {
   bool nic_scatters = false;   // verbs: the NIC writes slots; the pcap backends copy with the CPU
   bool writers_stage = false;  // the writers can copy GPU payload slots to host for the files
   GpuProbe gpu;
-  // Called only when everything before it allows GPU memory (it opens the RDMA device).
-  std::function<RegistrationPath()> probe_registration;
+  // Called only when everything before it allows GPU memory: registers slabs of the run's
+  // real number and sizes on GPU facts.gpu.device with every RDMA device, all held at once
+  // (they share the GPU's BAR1 window), so `auto` falls back before any ring exists.
+  std::function<RegistrationPath(int gpu)> probe_registration;
 };
 
 struct PayloadChoice {
   MemoryKind kind = MemoryKind::host;
   std::string reason;
+  int gpu = 0;  // kind gpu: the CUDA device of the slabs (facts.gpu.device)
 };
 
 // Thrown for `gpu` that cannot be satisfied; the message starts "capture.payload_memory gpu:".

@@ -4,9 +4,12 @@
 
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <memory>
+#include <utility>
 
 #include "capture/memory/gpu_memory.hpp"
 
@@ -75,19 +78,76 @@ PayloadRegistration register_payload(ibv_pd* pd, const PayloadMemory& memory,
   throw VerbsError(what + ": GPU memory cannot be registered: " + dmabuf_why + "; " + peer_why, 0);
 }
 
-memory::RegistrationPath probe_gpu_registration(const std::string& device, int gpu) {
+namespace {
+
+std::string mib(std::size_t bytes) {
+  char text[32];
+  const double b = static_cast<double>(bytes);
+  if (bytes >= (std::size_t{1} << 30)) {
+    std::snprintf(text, sizeof text, "%.1f GiB", b / double(1 << 30));
+  } else if (bytes >= (std::size_t{1} << 20)) {
+    std::snprintf(text, sizeof text, "%.1f MiB", b / double(1 << 20));
+  } else {
+    std::snprintf(text, sizeof text, "%.0f KiB", b / 1024.0);
+  }
+  return text;
+}
+
+}  // namespace
+
+GpuRegistrationTrial::GpuRegistrationTrial(int gpu, SlabFactory make) : make_(std::move(make)) {
+  if (!make_) {
+    make_ = [gpu](std::size_t bytes) { return std::make_unique<memory::GpuMemory>(bytes, gpu); };
+  }
+}
+
+std::size_t GpuRegistrationTrial::slabs() const noexcept {
+  std::size_t n = 0;
+  for (const Held& h : held_)
+    n += h.mrs.size();
+  return n;
+}
+
+memory::RegistrationPath GpuRegistrationTrial::add(const std::string& device,
+                                                   const std::vector<std::size_t>& slab_bytes) {
   memory::RegistrationPath path;
+  std::size_t i = 0;
+  bool registering = false;  // the failure is a registration (not the device or the allocation)
   try {
-    const Context ctx = open_device(device);
-    const ProtectionDomain pd = alloc_pd(ctx.get(), device);
-    const memory::GpuMemory probe(memory::kGpuSlabAlign, gpu);
-    const PayloadRegistration reg = register_payload(pd.get(), probe, "RDMA device " + device);
+    Held h{open_device(device), nullptr, {}, {}};
+    h.pd = alloc_pd(h.ctx.get(), device);
+    std::string method;
+    for (; i < slab_bytes.size(); ++i) {
+      h.slabs.push_back(make_(slab_bytes[i]));
+      registering = true;
+      PayloadRegistration reg =
+          register_payload(h.pd.get(), *h.slabs.back(), "RDMA device " + device);
+      registering = false;
+      bytes_ += h.slabs.back()->size();
+      h.mrs.push_back(std::move(reg.mr));
+      method = reg.method;
+    }
+    held_.push_back(std::move(h));
     path.ok = true;
-    path.detail = reg.method;
+    path.detail = method + " (" + std::to_string(slabs()) +
+                  (slabs() == 1 ? " slab, " : " slabs, ") + mib(bytes_) +
+                  " registered at once, as the run will)";
   } catch (const std::exception& e) {
     path.detail = e.what();
+    if (registering) {
+      path.detail += " [slab " + std::to_string(slabs() + i + 1) + " of this run, " +
+                     mib(slab_bytes[i]) + ", after " + mib(bytes_) +
+                     " registered: the GPU's BAR1 window (nvidia-smi -q -d MEMORY) may be "
+                     "smaller than the payload memory; fewer streams, a smaller ring_depth or "
+                     "max_frame, or payload_memory host]";
+    }
   }
   return path;
+}
+
+memory::RegistrationPath probe_gpu_registration(const std::string& device, int gpu) {
+  GpuRegistrationTrial trial(gpu);
+  return trial.add(device, {memory::kGpuSlabAlign});
 }
 
 void disable_cqe_scatter() {

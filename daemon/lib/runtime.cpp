@@ -23,9 +23,6 @@ namespace fs = std::filesystem;
 namespace mem = capture::memory;
 using config::OutputFormat;
 
-// Payload slabs go to this CUDA device (the config has no GPU selection yet).
-constexpr int kPayloadGpu = 0;
-
 codif::SyncSet sync_set(const config::StreamsSection& s) {
   if (s.sync.empty()) return codif::SyncSet::defaults();
   codif::SyncSet set;
@@ -102,7 +99,7 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
   }
   writers::CaptureWriterOptions opts;
   opts.fill_gaps = cfg.output.fill_gaps && !udp;
-  opts.staging.cuda_device = kPayloadGpu;  // where GpuMemory puts the payload slabs
+  opts.staging.cuda_device = rt.payload.gpu;  // where GpuMemory puts the payload slabs
   // Runs on the writer thread, once per broken file.
   auto on_error = [&rt, log](const writers::Status& s) {
     log->error("write error: {} (capture goes on; files written before stay valid)", s.message());
@@ -140,10 +137,15 @@ const char* time_source_text(capture::verbs::TimeSource t) {
   return "no NIC completion timestamps: software receive time (one clock read per batch)";
 }
 
-// Every interface's RDMA device must take GPU memory; the first that cannot is the reason.
-mem::RegistrationPath probe_registration(const config::RunConfig& cfg) {
+// Every interface's RDMA device must take its streams' GPU payload slabs, of their real sizes,
+// all registered at once (they share the GPU's BAR1 window); the first that cannot is the
+// reason. The trial's slabs are released before the run allocates its own.
+mem::RegistrationPath probe_registration(const config::RunConfig& cfg, int gpu) {
+  capture::verbs::GpuRegistrationTrial trial(gpu);
   mem::RegistrationPath all;
-  for (const auto& ic : cfg.capture.interfaces) {
+  const auto refs = config::enumerate_streams(cfg);
+  for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
+    const auto& ic = cfg.capture.interfaces[i];
     std::string device = ic.device;
     try {
       if (device.empty()) {
@@ -152,9 +154,13 @@ mem::RegistrationPath probe_registration(const config::RunConfig& cfg) {
     } catch (const std::exception& e) {
       return {false, e.what()};
     }
-    mem::RegistrationPath one = capture::verbs::probe_gpu_registration(device, kPayloadGpu);
-    if (!one.ok) return {false, "RDMA device " + device + ": " + one.detail};
-    all = {true, all.detail.empty() ? one.detail : all.detail + ", " + one.detail};
+    std::vector<std::size_t> slabs;
+    for (const auto& ref : refs) {
+      if (ref.interface != i) continue;
+      slabs.push_back(capture::StreamRing::payload_bytes_needed(stream_spec(cfg, ref).ring));
+    }
+    all = trial.add(device, slabs);
+    if (!all.ok) return {false, "RDMA device " + device + ": " + all.detail};
   }
   return all;
 }
@@ -184,10 +190,14 @@ mem::PayloadChoice choose_payload(const config::RunConfig& cfg) {
   // GPU payload slots reach the files through the writers' CUDA copy engine (writers/staging).
   facts.writers_stage = writers::staging::cuda_engine_built();
   if (facts.nic_scatters && request != mem::PayloadRequest::host) {
-    facts.gpu = mem::probe_gpu(kPayloadGpu);
+    // capture.gpu, or the GPU nearest the capture NICs in the PCIe tree / NUMA (gpu_choice.hpp).
+    std::vector<std::string> nics;
+    for (const auto& ic : cfg.capture.interfaces)
+      nics.push_back(ic.name);
+    facts.gpu = mem::probe_chosen_gpu(nics, cfg.capture.gpu, "/sys");
   }
 #ifdef ROCECAP_HAVE_VERBS
-  facts.probe_registration = [&cfg] { return probe_registration(cfg); };
+  facts.probe_registration = [&cfg](int gpu) { return probe_registration(cfg, gpu); };
 #endif
   return mem::choose_payload_memory(request, facts);
 }
@@ -196,7 +206,7 @@ std::unique_ptr<capture::PayloadMemory> payload_slab(const Runtime& rt,
                                                      const capture::StreamSpec& spec) {
   if (rt.payload.kind != capture::MemoryKind::gpu) return nullptr;  // the ring's HostMemory
   return std::make_unique<mem::GpuMemory>(capture::StreamRing::payload_bytes_needed(spec.ring),
-                                          kPayloadGpu);
+                                          rt.payload.gpu);
 }
 
 #ifdef ROCECAP_HAVE_VERBS

@@ -10,6 +10,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 cuda=${1:?usage}
 shift
 [ "$cuda" = ON ] || { echo "SKIP: built without CUDA"; exit 77; }
-[ -e /dev/nvidiactl ] || { echo "SKIP: no NVIDIA driver (/dev/nvidiactl) on this host"; exit 77; }
+# /proc/driver/nvidia/gpus/<bus id> exists only while the NVIDIA kernel module drives a GPU.
+# Not /dev/nvidiactl: libcuda (Debian's libcuda1, pulled in by nvidia-cuda-dev) creates that
+# node itself when a CUDA program runs as root, driver or not.
+compgen -G "/proc/driver/nvidia/gpus/*" >/dev/null ||
+  { echo "SKIP: no NVIDIA GPU driven on this host (/proc/driver/nvidia/gpus is empty)"; exit 77; }
 export E2E_PAYLOAD_MEMORY=gpu SOFTVERBS_PEERMEM=1
 exec bash "$here/rocecapd_verbs_test.sh" full "$@"

@@ -105,6 +105,29 @@ TEST(ConfigLoader, MinimalFileGetsDocumentedDefaults) {
             "r/239.2.0.1_5000_x.0003.codif");
 }
 
+// capture.gpu: a CUDA index or a PCI bus id, kept as written; anything else is refused with its
+// position (whether the GPU exists is decided at start-up).
+TEST(ConfigLoader, CaptureGpuIsAnIndexOrAPciBusId) {
+  for (const char* good : {"1", "0000:3b:00.0", "00000000:3B:00.0", "3b:00.0"}) {
+    const LoadResult r =
+        load_string(patched("  header_split: 128\n",
+                            std::string("  header_split: 128\n  gpu: \"") + good + "\"\n"),
+                    "run.yaml", fixed_host());
+    ASSERT_TRUE(r.ok()) << good << ": " << all_problems(r);
+    EXPECT_EQ(r.config->capture.gpu, good);
+  }
+  const LoadResult r =
+      load_string(patched("  header_split: 128\n", "  header_split: 128\n  gpu: gpu1\n"),
+                  "run.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "run.yaml:8:8: capture.gpu: 'gpu1' is neither a CUDA device index (0, 1, ...) nor a "
+            "PCI bus id (0000:3b:00.0)");
+  const LoadResult d = load_string(kBaseConfig, "run.yaml", fixed_host());
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d.config->capture.gpu, "");  // nearest the NICs
+}
+
 TEST(ConfigLoader, ReportsAllProblemsInFileOrder) {
   std::string text = patched("rotate: 1GiB", "rotate: 4GB");
   text = text.substr(0, text.find("  duration: 10s")) + "  duration: ten\n" +

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <numeric>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,41 @@ TEST(NoGpu, AllocationAndExportFailWithTheReason) {
   why.clear();
   EXPECT_FALSE(copy_to_host(&host, &host, sizeof host, why));
   EXPECT_FALSE(why.empty());
+}
+
+// With the CUDA runtime in the build and no usable device (no driver, a driver older than the
+// runtime, or no GPU), every entry point fails with the CUDA runtime's error by name, the same
+// one the probe reports (cudaErrorNoDevice, cudaErrorInsufficientDriver, ...): never a crash,
+// never a silent success, never an error without its cause.
+TEST(NoGpu, EveryEntryPointFailsWithTheCudaError) {
+  if (!cuda_built()) GTEST_SKIP() << "built without CUDA";
+  const GpuProbe p = probe_gpu(0);
+  if (p.usable) GTEST_SKIP() << "a GPU is present: " << p.detail;
+  std::smatch m;
+  ASSERT_TRUE(
+      std::regex_match(p.detail, m, std::regex(R"(cudaGetDeviceCount: .+ \((cudaError\w+)\))")))
+      << p.detail;
+  const std::string err = "(" + m[1].str() + ")";
+  const auto names = [&err](const std::string& call, const std::string& what) {
+    EXPECT_EQ(what.rfind(call + ": ", 0), 0u) << what;
+    EXPECT_NE(what.find(err), std::string::npos) << what << " lacks " << err;
+  };
+  try {
+    GpuMemory g(1 << 20, 0);
+    ADD_FAILURE() << "GpuMemory allocated without a usable GPU";
+  } catch (const CudaError& e) {
+    names("cudaSetDevice", e.what());
+  }
+  std::string why;
+  int host[4] = {};
+  EXPECT_FALSE(export_dmabuf(host, sizeof host, why));
+  names("cudaPointerGetAttributes", why);
+  EXPECT_FALSE(copy_to_host(host, host + 2, 4, why));
+  names("cudaMemcpy", why);
+  EXPECT_FALSE(copy_to_device(host, host + 2, 4, why));
+  names("cudaMemcpy", why);
+  EXPECT_FALSE(fill_device(host, 0, 4, why));
+  names("cudaMemset", why);
 }
 
 TEST(NoGpu, OwnedFdIsClosedOnce) {

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace rocecap::net {
 namespace {
@@ -43,6 +45,41 @@ TEST(MulticastJoin, HoldsMembershipForTheRunAndLeavesAtTheEnd) {
   }
   EXPECT_FALSE(igmp_lists("lo", g1));
   EXPECT_FALSE(igmp_lists("lo", g2));
+}
+
+// Linux refuses the 21st membership of one socket (net.ipv4.igmp_max_memberships, default 20)
+// with ENOBUFS; 64 groups on one interface need several sockets.
+TEST(MulticastJoin, MoreGroupsThanOneSocketMayHoldAreAllJoined) {
+  const unsigned limit = igmp_max_memberships();
+  std::vector<uint32_t> groups;
+  for (uint32_t i = 0; i < 64; ++i)
+    groups.push_back(0xEFFE2B00 + i);  // 239.254.43.0-63
+  {
+    MulticastJoin join("lo", groups);
+    EXPECT_EQ(join.groups().size(), 64u);
+    EXPECT_EQ(join.sockets(), (64 + limit - 1) / limit);
+    for (uint32_t g : groups)
+      EXPECT_TRUE(igmp_lists("lo", g)) << std::hex << g;
+  }
+  for (uint32_t g : groups)
+    EXPECT_FALSE(igmp_lists("lo", g)) << std::hex << g;
+}
+
+TEST(MulticastJoin, SpreadsGroupsOverSocketsOfTheGivenSize) {
+  MulticastJoin join("lo", {0xEFFE2C01, 0xEFFE2C02, 0xEFFE2C03, 0xEFFE2C04, 0xEFFE2C05}, 2);
+  EXPECT_EQ(join.sockets(), 3u);
+  EXPECT_TRUE(igmp_lists("lo", 0xEFFE2C05));
+}
+
+TEST(MulticastJoin, LimitComesFromTheSysctlOrLinuxDefault) {
+  const std::string root = ::testing::TempDir() + "/mcjoin_proc";
+  std::filesystem::create_directories(root + "/sys/net/ipv4");
+  EXPECT_EQ(igmp_max_memberships(root), 20u);  // unreadable: Linux's default
+  std::ofstream(root + "/sys/net/ipv4/igmp_max_memberships") << "7\n";
+  EXPECT_EQ(igmp_max_memberships(root), 7u);
+  std::ofstream(root + "/sys/net/ipv4/igmp_max_memberships") << "0\n";
+  EXPECT_EQ(igmp_max_memberships(root), 20u);
+  std::filesystem::remove_all(root);
 }
 
 TEST(MulticastJoin, UnknownInterfaceIsAClearError) {

@@ -14,7 +14,7 @@ PayloadFacts all_links(int* probes) {
   f.nic_scatters = true;
   f.writers_stage = true;
   f.gpu = GpuProbe{true, 1, "GPU 0: Test GPU"};
-  f.probe_registration = [probes] {
+  f.probe_registration = [probes](int) {
     ++*probes;
     return RegistrationPath{true, "dma-buf"};
   };
@@ -90,7 +90,7 @@ TEST(PayloadChoice, WritersThatCannotStageKeepAutoOnHost) {
 
 TEST(PayloadChoice, FailedRegistrationIsTheReason) {
   PayloadFacts f = all_links(nullptr);
-  f.probe_registration = [] {
+  f.probe_registration = [](int) {
     return RegistrationPath{false, "dma-buf: EOPNOTSUPP; peer memory: EFAULT"};
   };
   const PayloadChoice c = choose_payload_memory(PayloadRequest::automatic, f);
@@ -100,6 +100,22 @@ TEST(PayloadChoice, FailedRegistrationIsTheReason) {
             "EOPNOTSUPP; peer memory: EFAULT");
   EXPECT_NE(gpu_error(f).find("cannot register GPU memory: dma-buf: EOPNOTSUPP; peer memory"),
             std::string::npos);
+}
+
+// The GPU chosen for the slabs (not always 0) is the one whose registration is tried and the
+// one the choice reports for the slabs and the staging engine.
+TEST(PayloadChoice, TheChosenGpuIsProbedAndReported) {
+  PayloadFacts f = all_links(nullptr);
+  f.gpu = GpuProbe{true, 2, "GPU 1: Test GPU", 1};
+  int probed = -1;
+  f.probe_registration = [&probed](int gpu) {
+    probed = gpu;
+    return RegistrationPath{true, "peer memory"};
+  };
+  const PayloadChoice c = choose_payload_memory(PayloadRequest::automatic, f);
+  EXPECT_EQ(probed, 1);
+  EXPECT_EQ(c.kind, MemoryKind::gpu);
+  EXPECT_EQ(c.gpu, 1);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <string>
 
 #include "capture/host_memory.hpp"
@@ -75,6 +76,77 @@ TEST(PayloadRegistration, ProbeOfAMissingDeviceNamesIt) {
   EXPECT_NE(path.detail.find("nosuchdev"), std::string::npos) << path.detail;
 }
 
+// Host memory that reports itself as GPU memory, so that the registration chain for GPU slabs
+// (dma-buf, then peer memory) runs without a GPU: dma-buf export fails (not device memory) and
+// softverbs, told a peer-memory client is loaded, registers the host-mapped range.
+class HostBackedGpuSlab final : public PayloadMemory {
+ public:
+  explicit HostBackedGpuSlab(std::size_t bytes)
+      : host_(bytes, HostMemoryOptions{Want::no, Want::no, -1}) {}
+  std::byte* data() const noexcept override { return host_.data(); }
+  std::size_t size() const noexcept override { return host_.size(); }
+  MemoryKind kind() const noexcept override { return MemoryKind::gpu; }
+
+ private:
+  HostMemory host_;
+};
+
+std::unique_ptr<PayloadMemory> host_backed(std::size_t bytes) {
+  return std::make_unique<HostBackedGpuSlab>(bytes);
+}
+
+// A GPU's BAR1 window (SOFTVERBS_MR_LIMIT) holds a 64 KiB probe but not the run's slabs: the
+// trial registers every slab of the real sizes at once, across devices, and fails on the first
+// that does not fit, naming it; payload_memory auto then falls back to host with that reason.
+TEST(PayloadRegistration, TrialOfTheRealSlabsFailsWhereTheyExceedBar1) {
+  host_offers(false, true);
+  ::setenv("SOFTVERBS_MR_LIMIT", "1310720", 1);  // 1.25 MiB
+  constexpr std::size_t kSlab = 512 << 10;
+  {
+    GpuRegistrationTrial probe(0, host_backed);  // what the 64 KiB probe saw: fine
+    EXPECT_TRUE(probe.add(kDevice, {64 << 10}).ok);
+  }
+  {
+    GpuRegistrationTrial trial(0, host_backed);
+    const memory::RegistrationPath first = trial.add(kDevice, {kSlab, kSlab});
+    EXPECT_TRUE(first.ok) << first.detail;
+    EXPECT_EQ(first.detail, "peer memory (2 slabs, 1.0 MiB registered at once, as the run will)");
+    const memory::RegistrationPath second = trial.add(kDevice, {kSlab});  // a second interface
+    EXPECT_FALSE(second.ok);
+    EXPECT_NE(second.detail.find("peer memory: ibv_reg_mr on the device pointer: Cannot allocate "
+                                 "memory (ENOMEM)"),
+              std::string::npos)
+        << second.detail;
+    EXPECT_NE(second.detail.find("[slab 3 of this run, 512 KiB, after 1.0 MiB registered: the "
+                                 "GPU's BAR1 window (nvidia-smi -q -d MEMORY) may be smaller"),
+              std::string::npos)
+        << second.detail;
+    EXPECT_EQ(trial.slabs(), 2u);  // the failed device's slabs are released, the others held
+  }                                // released: the BAR1 window is free again
+
+  memory::PayloadFacts facts;
+  facts.nic_scatters = true;
+  facts.writers_stage = true;
+  facts.gpu = memory::GpuProbe{true, 1, "GPU 0: Test GPU", 0};
+  facts.probe_registration = [](int gpu) {
+    GpuRegistrationTrial t(gpu, host_backed);
+    return t.add(kDevice, {kSlab, kSlab, kSlab});
+  };
+  const memory::PayloadChoice c =
+      memory::choose_payload_memory(memory::PayloadRequest::automatic, facts);
+  ::unsetenv("SOFTVERBS_MR_LIMIT");
+  host_offers(false, false);
+  EXPECT_EQ(c.kind, MemoryKind::host);
+  EXPECT_EQ(c.reason.rfind("auto: GPU 0: Test GPU found, but the NIC cannot register GPU memory: "
+                           "RDMA device svw: GPU memory cannot be registered: ",
+                           0),
+            0u)
+      << c.reason;
+  EXPECT_NE(c.reason.find("[slab 3 of this run, 512 KiB, after 1.0 MiB registered"),
+            std::string::npos)
+      << c.reason;
+}
+
 class GpuRegistration : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -110,7 +182,7 @@ TEST_F(GpuRegistration, PeerMemoryWhenOnlyItIsLoaded) {
   EXPECT_EQ(r.mr->length, slab.size());
   const memory::RegistrationPath path = probe_gpu_registration(kDevice, 0);
   EXPECT_TRUE(path.ok) << path.detail;
-  EXPECT_EQ(path.detail, "peer memory");
+  EXPECT_EQ(path.detail, "peer memory (1 slab, 64 KiB registered at once, as the run will)");
 }
 
 TEST_F(GpuRegistration, DmaBufFirstWhenTheKernelHasIt) {

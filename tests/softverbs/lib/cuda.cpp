@@ -39,7 +39,9 @@ struct CudaRuntime {
 CudaRuntime load() {
   CudaRuntime rt;
   const char* named = getenv("SOFTVERBS_CUDART");
-  const char* candidates[] = {named, "libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+  // Debian 12's CUDA 11.8 (libcudart11.0) names its runtime libcudart.so.11.0.
+  const char* candidates[] = {named, "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0",
+                              "libcudart.so"};
   for (const char* name : candidates) {
     if (name == nullptr || *name == '\0') continue;
     rt.handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);

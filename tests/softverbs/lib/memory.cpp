@@ -4,9 +4,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "sv.hpp"
@@ -56,6 +58,25 @@ Mr* new_mr(Pd* pd, uint64_t iova, uint64_t length, uint8_t* host, unsigned acces
   return m;
 }
 
+// SOFTVERBS_MR_LIMIT=<bytes>: the most memory the registrations of this process may cover at
+// once; one beyond it fails with ENOMEM. It models a GPU's BAR1 window filling up: dma-buf and
+// peer-memory (nvidia_peermem) registrations both map GPU memory through BAR1, whose size
+// (often 256 MiB) is far below the device memory. Without a GPU softverbs cannot tell device
+// from host memory, so the limit covers every registration. The errno is a guess (the NVIDIA
+// P2P and dma-buf paths report a failed BAR1 mapping as -ENOMEM as far as we can tell; not
+// verified on hardware). Read at each registration.
+std::atomic<uint64_t> g_registered{0};
+
+bool reserve(uint64_t bytes) {
+  const char* v = getenv("SOFTVERBS_MR_LIMIT");
+  const uint64_t limit = v != nullptr ? strtoull(v, nullptr, 0) : 0;
+  uint64_t now = g_registered.load();
+  do {
+    if (limit != 0 && now + bytes > limit) return false;
+  } while (!g_registered.compare_exchange_weak(now, now + bytes));
+  return true;
+}
+
 bool valid_access(unsigned access) {
   // Remote write/atomic need local write, as the kernel insists.
   const unsigned remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
@@ -99,6 +120,10 @@ ibv_mr* ibv_reg_mr_iova2(ibv_pd* pd, void* addr, size_t length, uint64_t iova, u
       return nullptr;
     }
   }
+  if (!reserve(length)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
   Pd* p = pd_of(pd);
   Mr* m = new_mr(p, iova, length, static_cast<uint8_t*>(addr), access);
   m->device = device;
@@ -127,6 +152,10 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t i
     errno = EBADF;
     return nullptr;
   }
+  if (!reserve(length)) {
+    errno = ENOMEM;
+    return nullptr;
+  }
   // A mappable fd (a memfd standing in for a dma-buf exporter) becomes the MR's backing store.
   void* map =
       mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset));
@@ -142,7 +171,9 @@ ibv_mr* ibv_reg_dmabuf_mr(ibv_pd* pd, uint64_t offset, size_t length, uint64_t i
     return &m->box.mr;
   }
   if (map == MAP_FAILED) {
-    if (errno != EBADF) errno = EINVAL;
+    const int err = errno == EBADF ? EBADF : EINVAL;
+    g_registered.fetch_sub(length);
+    errno = err;
     return nullptr;
   }
   Mr* m =
@@ -167,6 +198,7 @@ int ibv_dereg_mr(ibv_mr* mr) {
   }
   // WRs still naming this lkey complete with IBV_WC_LOC_PROT_ERR, as on hardware.
   if (m->dmabuf_map) munmap(m->dmabuf_map, m->dmabuf_len);
+  g_registered.fetch_sub(m->length);
   delete m;
   return 0;
 }
