@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Integration: rocecapd's output file system fills up during a live capture.
+# Integration: rocecapd's output file system fills up for 5 s during a live capture, then frees.
 #
-# output.directory is an 8 MiB tmpfs (mounted for this test only, lazily unmounted at exit);
-# `rocecap gen` sends 3 antennas x 2 groups of clean CODIF frames over a veth for ~8 s.
+# output.directory is a 192 MiB tmpfs (mounted for this test only, lazily unmounted at exit);
+# `rocecap gen` sends 3 antennas x 2 groups of clean CODIF frames over a veth for ~10 s; 2 s in,
+# a filler file takes every free block, and 5 s later it is removed (issue 16, item 3).
 # Expected: the first write that does not fit is logged as an error naming the file and the
 # cause; rocecapd does not crash and exits 0; capture goes on (the packets counted at the end
-# are every datagram sent, and the status lines rise); every file left on the tmpfs is whole
-# (raw and codifhdr a whole number of frames whose CODIF headers `rocecap inspect` reads
-# without rejects, pcap files read by tshark to their end) and none is empty; the manifest
-# reports the write errors (as many listed as counted) and lists the files as they are.
+# are every datagram sent, and the status lines rise); writing RESUMES after the space frees
+# (new files with the next sequence numbers, holding the last frames of every stream); per
+# stream and format, frames in the files + frames counted write_error_lost = frames received,
+# and the write_error gaps list them all; every file left is whole (raw and codifhdr a whole
+# number of frames, each raw file one gap-free run of frames by `rocecap inspect`, pcap files
+# read by tshark to their end) and none is empty; the manifest reports the write errors (as
+# many listed as counted) and lists the files as they are.
 #
 # usage: rocecapd_disk_full_test.sh ROCECAPD ROCECAP   (as root; exits 77 otherwise)
 set -euo pipefail
@@ -38,11 +42,11 @@ netns_up
 netns_on_exit finish
 
 mkdir "$work/out"
-mount -t tmpfs -o size=8m,mode=0755 rocecap-test "$work/out"
+mount -t tmpfs -o size=192m,mode=0755 rocecap-test "$work/out"
 # Lazy: still-open files cannot keep the test from cleaning up.
 netns_on_exit "cp -a '$work/out' '$work/out-copy' 2>/dev/null; umount -l '$work/out'"
 
-frames=16000 rate=2000
+frames=10000 rate=1000
 gen=(gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --frames "$frames"
   --payload-bytes "$E2E_PAYLOAD" --seed "$E2E_SEED")
 "$ROCECAP" "${gen[@]}" --pcap "$work/reference.pcap" --summary "$work/reference.json" >/dev/null
@@ -54,7 +58,16 @@ e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
 netns_exec_sender "$ROCECAP" "${gen[@]}" --interface "$NETNS_SENDER_IF" --rate "$rate" \
-  >/dev/null 2>"$work/gen.err" || { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
+  >/dev/null 2>"$work/gen.err" &
+gen_pid=$!
+# The disk is full from 2 s to 7 s of a 10 s run.
+sleep 2
+dd if=/dev/zero of="$work/out/filler" bs=1M 2>/dev/null || true
+echo "disk full: $(df -k --output=avail "$work/out" | tail -1) KiB free"
+sleep 5
+rm -f "$work/out/filler"
+echo "disk freed: $(df -k --output=avail "$work/out" | tail -1) KiB free"
+wait "$gen_pid" || { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
 if ! e2e_wait_exit "$rocecapd" 30; then
   echo "FAIL: rocecapd did not count all $total datagrams within 30 s of the traffic's end:"
   tail -20 "$work/rocecapd.log"
@@ -155,6 +168,42 @@ if listed != counted:
 for e in m["errors"]:
     if not e["path"] or e["path"] not in e["message"]:
         sys.exit(f"FAIL: error without its file's path: {e}")
+PY
+# Nothing lost silently: per stream and format, written + write_error_lost = received; the
+# write_error gaps name every missing frame; writing resumed after the disk freed.
+python3 - "$manifest" "$E2E_FRAME_BYTES" <<'PY' || fail=1
+import json, sys
+m, frame = json.load(open(sys.argv[1])), int(sys.argv[2])
+bad = []
+for s in m["streams"]:
+    name = f"{s['group']} {s['antenna']}"
+    if s["lost"] or s["fill_frames"]:
+        bad.append(f"{name}: {s['lost']} lost on the network: the sums below assume none")
+    wel = s.get("write_error_lost")
+    if not isinstance(wel, dict) or set(wel) != {"raw", "codifhdr"}:
+        bad.append(f"{name}: no write_error_lost per format: {wel!r}")
+        continue
+    for fmt, size in (("raw", frame), ("codifhdr", 64)):
+        files = [f for f in s["files"] if f["format"] == fmt]
+        in_files = sum(f["bytes"] for f in files) // size
+        w = wel[fmt]
+        gap_frames = sum(c for _, c in w["gaps"])
+        print(f"{name} {fmt}: {in_files} in {len(files)} files + {w['frames']} write_error_lost"
+              f" = {in_files + w['frames']} of {s['packets']} received; gaps {w['gaps'][:4]}")
+        if in_files + w["frames"] != s["packets"]:
+            bad.append(f"{name} {fmt}: {in_files} written + {w['frames']} lost != {s['packets']}")
+        if w["frames"] == 0:
+            bad.append(f"{name} {fmt}: nothing lost: the disk never filled for this stream")
+        if w["gaps_not_listed"] == 0 and gap_frames != w["frames"] + w["fill_frames"]:
+            bad.append(f"{name} {fmt}: gaps hold {gap_frames} frames, {w['frames']} lost")
+        last_gap_end = max((a + c for a, c in w["gaps"]), default=0)
+        resumed = s["last_frame"]["index"] + 1 - last_gap_end
+        if resumed < 1000:
+            bad.append(f"{name} {fmt}: only {resumed} frames written after the last gap: "
+                       "writing did not resume when the disk freed")
+for b in bad:
+    print("FAIL: " + b)
+sys.exit(1 if bad else 0)
 PY
 # Every file the manifest lists is there with the size it gives.
 python3 - "$here" "$manifest" <<'PY' || fail=1
