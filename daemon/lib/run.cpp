@@ -199,7 +199,10 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     log.critical(
         "run {} NOT recorded as asked: {}; manifest {}", cfg.run.name,
         lost ? failure : "the final manifest could not be written",
-        manifest_error.empty() ? manifest.path().string() : "not written (" + manifest_error + ")");
+        !manifest_error.empty()
+            ? "not written (" + manifest_error + ")"
+            : "written into the run directory as opened at the start (not necessarily at " +
+                  manifest.path().string() + " any more)");
     if (metrics) linger(*metrics, signals, o.metrics_linger);
     return kExitStorageLost;
   }

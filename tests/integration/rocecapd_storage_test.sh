@@ -54,7 +54,7 @@ run_file() { # OUT_DIR PACE FILE
       n=$((n + 1))
       echo "    - { name: ant$n, source: $a }"
     done
-    echo "output: { directory: $1, formats: [raw, codifhdr, pcap], rotate: 256KiB }"
+    echo "output: { directory: $1, formats: [raw, codifhdr, pcap], rotate: 1MiB }"
     echo "metrics: { enabled: false }"
   } >"$3"
 }
@@ -83,8 +83,9 @@ lose_storage() { # NAME ACTION
 }
 
 lose_storage removed "rm -rf '$work/removed/e2e'"
-grep -q "run directory $work/removed/e2e \(was removed\|is gone\)" "$work/removed.log" ||
-  bad "removed: the log does not name the removed run directory"
+# Whichever is seen first: the directory's inode gone, or its open files unlinked.
+grep -q "storage lost: \(the run directory $work/removed/e2e \(was removed\|is gone\)\|file $work/removed/e2e/.* was deleted\)" "$work/removed.log" ||
+  bad "removed: the log does not name the removed run directory or its files"
 
 lose_storage replaced "mv '$work/replaced/e2e' '$work/replaced/old' && mkdir '$work/replaced/e2e'"
 grep -q "run directory $work/replaced/e2e .*\(replaced\|removed\)" "$work/replaced.log" ||
