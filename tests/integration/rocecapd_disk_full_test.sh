@@ -2,7 +2,7 @@
 # Integration: rocecapd's output file system fills up for 5 s during a live capture, then frees.
 #
 # output.directory is a 192 MiB tmpfs (mounted for this test only, lazily unmounted at exit);
-# `rocecap gen` sends 3 antennas x 2 groups of clean CODIF frames over a veth for ~10 s; 2 s in,
+# `rocecap gen` sends 3 antennas x 2 groups of clean CODIF frames over a veth for ~14 s; 2 s in,
 # a filler file takes every free block, and 5 s later it is removed (issue 16, item 3).
 # Expected: the first write that does not fit is logged as an error naming the file and the
 # cause; rocecapd does not crash and exits 0; capture goes on (the packets counted at the end
@@ -46,7 +46,7 @@ mount -t tmpfs -o size=192m,mode=0755 rocecap-test "$work/out"
 # Lazy: still-open files cannot keep the test from cleaning up.
 netns_on_exit "cp -a '$work/out' '$work/out-copy' 2>/dev/null; umount -l '$work/out'"
 
-frames=10000 rate=1000
+frames=14000 rate=1000
 gen=(gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --frames "$frames"
   --payload-bytes "$E2E_PAYLOAD" --seed "$E2E_SEED")
 "$ROCECAP" "${gen[@]}" --pcap "$work/reference.pcap" --summary "$work/reference.json" >/dev/null
@@ -60,7 +60,7 @@ netns_on_exit "kill $rocecapd 2>/dev/null"
 netns_exec_sender "$ROCECAP" "${gen[@]}" --interface "$NETNS_SENDER_IF" --rate "$rate" \
   >/dev/null 2>"$work/gen.err" &
 gen_pid=$!
-# The disk is full from 2 s to 7 s of a 10 s run.
+# The disk is full from 2 s to 7 s of a 14 s run (the writers retry at most 2 s apart).
 sleep 2
 dd if=/dev/zero of="$work/out/filler" bs=1M 2>/dev/null || true
 echo "disk full: $(df -k --output=avail "$work/out" | tail -1) KiB free"
@@ -192,7 +192,8 @@ for s in m["streams"]:
               f" = {in_files + w['frames']} of {s['packets']} received; gaps {w['gaps'][:4]}")
         if in_files + w["frames"] != s["packets"]:
             bad.append(f"{name} {fmt}: {in_files} written + {w['frames']} lost != {s['packets']}")
-        if w["frames"] == 0:
+        # codifhdr: 14000 headers stay under one 1 MiB staging buffer until the close.
+        if fmt == "raw" and w["frames"] == 0:
             bad.append(f"{name} {fmt}: nothing lost: the disk never filled for this stream")
         if w["gaps_not_listed"] == 0 and gap_frames != w["frames"] + w["fill_frames"]:
             bad.append(f"{name} {fmt}: gaps hold {gap_frames} frames, {w['frames']} lost")
