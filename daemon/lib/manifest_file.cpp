@@ -1,6 +1,7 @@
 #include "daemon/lib/manifest_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,8 +21,12 @@ ManifestFile::ManifestFile(const std::filesystem::path& run_dir, std::size_t res
     : path_(run_dir / kManifestName), reserve_(run_dir / kReserveName) {
   dirfd_ = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dirfd_ < 0) {
-    open_error_ = "cannot open the run directory " + run_dir.string() + ": " +
-                  std::strerror(errno) + (errno == ELOOP ? " (it is a symlink)" : "");
+    open_error_ = "cannot open the run directory " + run_dir.string() + ": " + std::strerror(errno);
+    struct stat st {};
+    // O_NOFOLLOW|O_DIRECTORY on a symlink fails with ENOTDIR (or ELOOP): say which it was.
+    if (::lstat(run_dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      open_error_ += " (it is a symlink: refused, the manifest stays inside the run directory)";
+    }
     return;
   }
   ::unlinkat(dirfd_, kReserveName, 0);  // a reserve left by a killed run is ours to reuse

@@ -37,7 +37,7 @@ finish() {
   fi
 }
 NETNS_CMD_TIMEOUT=120
-NETNS_MAX_SECONDS=200
+NETNS_MAX_SECONDS=270
 netns_up
 netns_on_exit finish
 
@@ -52,7 +52,7 @@ gen=(gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --frames "$frames"
 "$ROCECAP" "${gen[@]}" --pcap "$work/reference.pcap" --summary "$work/reference.json" >/dev/null
 total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['datagrams'])" "$work/reference.json")
 
-E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$total E2E_ROTATE=1MiB \
+E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$total E2E_ROTATE=4MiB \
   e2e_config "$work/run.yaml"
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
