@@ -217,5 +217,9 @@ n = len(run_check.check_files_listed(m, os.path.dirname(os.path.dirname(sys.argv
 sys.exit(run_check.report(fail, f"the manifest's {n} files exist with their listed sizes"))
 PY
 grep "manifest" "$work/rocecapd.log" | grep -iv "complete" || true
+# Frames were lost: the run is not called complete, and the last line says how many.
+grep -q "run e2e complete" "$work/rocecapd.log" && bad "a run that lost frames is called complete"
+grep -q "run e2e ended with [1-9][0-9]* received frames not written (write_error" \
+  "$work/rocecapd.log" || bad "the final log line does not count the frames not written"
 [ "$fail" = 0 ] || exit 1
 passed=1
