@@ -100,6 +100,7 @@ Status RotatingFile::start_file(uint64_t seq) {
   virtual_bytes_ = preamble_.size();
   virtual_records_ = 0;
   unlink_reported_ = false;
+  rotate_requested_ = false;  // a SIGHUP while no file was open is served by this new file
   std::filesystem::path path;
   if (Status s = path_maker_(seq, path); !s) {
     record_error(s);
