@@ -9,7 +9,8 @@
 # are every datagram sent, and the status lines rise); writing RESUMES after the space frees
 # (new files with the next sequence numbers, holding the last frames of every stream); per
 # stream and format, frames in the files + frames counted write_error_lost = frames received,
-# and the write_error gaps list them all; every file left is whole (raw and codifhdr a whole
+# and the write_error gaps list them all, tiling with the raw files' frame ranges the stream's
+# [first, last] frames (a write error is a file boundary); every file left is whole (raw and codifhdr a whole
 # number of frames, each raw file one gap-free run of frames by `rocecap inspect`, pcap files
 # read by tshark to their end) and none is empty; the manifest reports the write errors (as
 # many listed as counted) and lists the files as they are.
@@ -135,6 +136,8 @@ echo "on the tmpfs: ${#raws[@]} raw files, ${#pcaps[@]} pcap files, $(du -sk "$w
 for f in "${raws[@]}"; do
   [ -s "$f" ] || continue
   "$ROCECAP" inspect --json "$f" >"$work/inspect.json" || bad "rocecap inspect $f failed"
+  mkdir -p "$work/inspected"
+  cp "$work/inspect.json" "$work/inspected/$(basename "$f").json"
   python3 - "$work/inspect.json" "$f" "$E2E_FRAME_BYTES" <<'PY' || fail=1
 import json, os, sys
 r, path, frame = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
@@ -202,6 +205,38 @@ for s in m["streams"]:
         if resumed < 1000:
             bad.append(f"{name} {fmt}: only {resumed} frames written after the last gap: "
                        "writing did not resume when the disk freed")
+for b in bad:
+    print("FAIL: " + b)
+sys.exit(1 if bad else 0)
+PY
+# Time alignment across a write error: per stream, the raw files' frame ranges (by their CODIF
+# headers) and the write_error gaps tile [first frame, last frame] exactly, in file order.
+python3 - "$manifest" "$work/inspected" <<'PY' || fail=1
+import json, os, sys
+m, inspected = json.load(open(sys.argv[1])), sys.argv[2]
+bad = []
+for s in m["streams"]:
+    name = f"{s['group']} {s['antenna']}"
+    pieces = []
+    for f in s["files"]:
+        if f["format"] != "raw":
+            continue
+        r = json.load(open(os.path.join(inspected, os.path.basename(f["path"]) + ".json")))
+        st = r["streams"][0]
+        pieces.append((st["first_index"], st["last_index"] - st["first_index"] + 1, f["path"]))
+    pieces += [(a, c, "write_error gap") for a, c in s["write_error_lost"]["raw"]["gaps"]]
+    pieces.sort()
+    at = s["first_frame"]["index"]
+    for first, count, what in pieces:
+        if first != at:
+            bad.append(f"{name}: {what} starts at frame {first}, expected {at}")
+            break
+        at = first + count
+    else:
+        if at != s["last_frame"]["index"] + 1:
+            bad.append(f"{name}: files and gaps end at {at - 1}, last frame {s['last_frame']['index']}")
+    print(f"{name}: {len(pieces)} files and write_error gaps tile frames "
+          f"{s['first_frame']['index']}..{s['last_frame']['index']}")
 for b in bad:
     print("FAIL: " + b)
 sys.exit(1 if bad else 0)
