@@ -13,11 +13,14 @@ namespace {
 constexpr const char* kExitCodes =
     "Exit codes:\n"
     "  0  the run ended (duration, packet count, end of replay, SIGINT or SIGTERM); files and\n"
-    "     manifest complete\n"
+    "     manifest complete (frames a full disk kept out are counted there as write_error)\n"
     "  1  bad command line\n"
     "  2  the run file has problems (every one is printed as file:line:column: key: what)\n"
     "  3  could not start (interface, replay file, output directory, permissions)\n"
     "  4  a capture loop failed during the run (files written so far are valid)\n"
+    "  5  storage lost: the run could not be recorded as asked (run directory removed or\n"
+    "     replaced, a file deleted, EIO from the disk, or the final manifest not written);\n"
+    "     the run stops at once; what the manifest could record says why\n"
     "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files.";
 
 }  // namespace

@@ -211,8 +211,14 @@ void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::b
     }
   }
   const auto [d0, d1] = udp.from(codif ? codif::kHeaderBytes : 0);
-  if (w.raw) check(w.raw->write_frame(header, d0, d1));
-  if (w.codifhdr) check(w.codifhdr->write_frame(header));
+  if (w.raw) {
+    w.raw->set_next_index(m.frame_index);
+    check(w.raw->write_frame(header, d0, d1));
+  }
+  if (w.codifhdr) {
+    w.codifhdr->set_next_index(m.frame_index);
+    check(w.codifhdr->write_frame(header));
+  }
   count_frame(s, m);
 }
 
@@ -235,8 +241,14 @@ void CaptureWriter::write_fill(std::size_t s,
   }
   const codif::Header first_missing = codif::at_index(h, t, from);
   StreamWriters& w = per_stream_[s];
-  if (w.raw) check(w.raw->write_fill(first_missing, t, count));
-  if (w.codifhdr) check(w.codifhdr->write_fill(first_missing, t, count));
+  if (w.raw) {
+    w.raw->set_next_index(from);
+    check(w.raw->write_fill(first_missing, t, count));
+  }
+  if (w.codifhdr) {
+    w.codifhdr->set_next_index(from);
+    check(w.codifhdr->write_fill(first_missing, t, count));
+  }
 }
 
 void CaptureWriter::take_gap_events(std::size_t s) {
@@ -249,6 +261,14 @@ void CaptureWriter::take_gap_events(std::size_t s) {
       ++st.gaps_not_listed;
     }
   }
+}
+
+void CaptureWriter::check_unlinked() {
+  for (StreamWriters& w : per_stream_) {
+    if (w.raw) check(w.raw->check_unlinked());
+    if (w.codifhdr) check(w.codifhdr->check_unlinked());
+  }
+  if (pcap_) check(pcap_->check_unlinked());
 }
 
 void CaptureWriter::request_rotation() noexcept {

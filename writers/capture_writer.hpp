@@ -82,6 +82,9 @@ class CaptureWriter {
   std::size_t poll();
   // Every writer starts a new file at its next record (SIGHUP).
   void request_rotation() noexcept;
+  // Reports (once per file) every open file that was unlinked under the writer: a few fstat()
+  // calls, for the writer loop to run about once a second, never per frame.
+  void check_unlinked();
   // Closes every file (flush + fsync); each failure also goes to the error reporter.
   // The first error, if any.
   Status close();

@@ -22,9 +22,7 @@ Status CodifHeaderWriter::write_fill(const codif::Header& first_missing,
   for (uint64_t i = 0; i < count; ++i) {
     codif::encode(fill_header(first_missing, timing, i), header);
     const std::array<Piece, 1> pieces{bytes_piece(header)};
-    bool written = false;
-    Status s = out_.write(pieces, &written);
-    if (written) ++out_.stats().fill_frames;
+    Status s = out_.write(pieces, RecordKind::fill);
     if (!s.ok() && first_error.ok()) first_error = std::move(s);
   }
   return first_error;

@@ -1,6 +1,7 @@
 #include "writers/output_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,10 +16,17 @@
 namespace rocecap::writers {
 namespace {
 
+testing::WriteFunction g_write = nullptr;
+
+ssize_t do_write(int fd, const void* data, std::size_t n) {
+  if (g_write != nullptr) return g_write(fd, data, n);
+  return ::write(fd, data, n);
+}
+
 int open_excl(const std::filesystem::path& path) {
   int fd;
   do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kOutputFileMode);
   } while (fd < 0 && errno == EINTR);
   return fd;
 }
@@ -37,6 +45,15 @@ bool aligned(std::span<std::byte> s) {
 
 }  // namespace
 
+void testing::set_write_function(WriteFunction f) noexcept {
+  g_write = f;
+}
+
+bool OutputFile::unlinked() const noexcept {
+  struct stat st {};
+  return fd_ >= 0 && ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
+}
+
 OutputFile::~OutputFile() {
   (void)close();
 }
@@ -52,8 +69,10 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
       flushed_(o.flushed_),
       last_mark_(o.last_mark_),
       records_(o.records_),
+      fills_(o.fills_),
       safe_mark_(o.safe_mark_),
       safe_records_(o.safe_records_),
+      safe_fills_(o.safe_fills_),
       round_(o.round_),
       segment_shift_(o.segment_shift_),
       marks_(o.marks_) {}
@@ -73,7 +92,7 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   direct_ = direct;
   fsync_ = options.fsync_on_close;
   fill_ = 0;
-  pos_ = flushed_ = last_mark_ = records_ = safe_mark_ = safe_records_ = 0;
+  pos_ = flushed_ = last_mark_ = records_ = fills_ = safe_mark_ = safe_records_ = safe_fills_ = 0;
   ++round_;
   segment_shift_ = 0;
   while ((staging.size() >> segment_shift_) > kSegments)
@@ -117,13 +136,14 @@ Status OutputFile::flush_full() {
   // last completed record ends at or before what is now on disk.
   safe_mark_ = last_mark_;
   safe_records_ = records_;
+  safe_fills_ = fills_;
   ++round_;
   return {};
 }
 
 Status OutputFile::write_all(const std::byte* data, std::size_t n) {
   while (n > 0) {
-    const ssize_t w = ::write(fd_, data, n);
+    const ssize_t w = do_write(fd_, data, n);
     if (w < 0) {
       if (errno == EINTR) continue;
       return sys_error(errno, "write", path_);
@@ -137,9 +157,11 @@ Status OutputFile::write_all(const std::byte* data, std::size_t n) {
 }
 
 // The last record end at or before flushed_, while the staging buffer is being written.
-void OutputFile::find_last_mark_on_disk(uint64_t& at, uint64_t& records) const noexcept {
+void OutputFile::find_last_mark_on_disk(uint64_t& at, uint64_t& records,
+                                        uint64_t& fills) const noexcept {
   at = safe_mark_;
   records = safe_records_;
+  fills = safe_fills_;
   const uint64_t buffer_start = pos_ - fill_;
   if (flushed_ < buffer_start) return;
   const uint64_t on_disk = flushed_ - buffer_start;
@@ -148,6 +170,7 @@ void OutputFile::find_last_mark_on_disk(uint64_t& at, uint64_t& records) const n
     if (m.round == round_ && m.at <= on_disk) {
       at = buffer_start + m.at;
       records = m.records;
+      fills = m.fills;
       return;
     }
   }
@@ -157,7 +180,8 @@ void OutputFile::find_last_mark_on_disk(uint64_t& at, uint64_t& records) const n
 Status OutputFile::fail(Status error) {
   uint64_t keep = 0;
   uint64_t keep_records = 0;
-  find_last_mark_on_disk(keep, keep_records);
+  uint64_t keep_fills = 0;
+  find_last_mark_on_disk(keep, keep_records, keep_fills);
   std::string message = error.message();
   if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
     message += "; truncating to the last whole record failed: ";
@@ -168,6 +192,7 @@ Status OutputFile::fail(Status error) {
   close_fd();
   pos_ = flushed_ = last_mark_ = safe_mark_ = keep;
   records_ = safe_records_ = keep_records;
+  fills_ = safe_fills_ = keep_fills;
   fill_ = 0;
   ++round_;
   return Status::error(error.code(), std::move(message), error.path());

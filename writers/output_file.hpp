@@ -18,6 +18,8 @@
 // Linux 6.6, some FUSE), the file stays buffered; direct() tells which mode is in effect.
 #pragma once
 
+#include <sys/types.h>
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -50,8 +52,10 @@ class OutputFile {
 
   Status append(std::span<const std::byte> bytes);
   Status append_zeros(std::size_t count);
-  void end_record() noexcept {
+  // `fill`: the record is a fill frame (counted apart, so a cut can tell what it removed).
+  void end_record(bool fill = false) noexcept {
     ++records_;
+    fills_ += fill ? 1 : 0;
     mark();
   }
   // A boundary that is not a record (a file header such as pcap's).
@@ -65,6 +69,9 @@ class OutputFile {
   bool direct() const noexcept { return direct_; }
   uint64_t size() const noexcept { return pos_; }  // bytes accepted (or left after failure)
   uint64_t records() const noexcept { return records_; }
+  uint64_t fill_records() const noexcept { return fills_; }  // of records()
+  // The open file was unlinked (fstat st_nlink 0): everything written to it is lost with it.
+  bool unlinked() const noexcept;
   const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
@@ -73,14 +80,15 @@ class OutputFile {
     uint64_t round = 0;
     uint64_t at = 0;  // offset in the buffer
     uint64_t records = 0;
+    uint64_t fills = 0;
   };
   static constexpr std::size_t kSegments = 64;
 
   void mark() noexcept {
     last_mark_ = pos_;
-    marks_[fill_ >> segment_shift_] = {round_, fill_, records_};
+    marks_[fill_ >> segment_shift_] = {round_, fill_, records_, fills_};
   }
-  void find_last_mark_on_disk(uint64_t& at, uint64_t& records) const noexcept;
+  void find_last_mark_on_disk(uint64_t& at, uint64_t& records, uint64_t& fills) const noexcept;
   Status flush_full();
   Status write_all(const std::byte* data, std::size_t n);
   Status fail(Status error);
@@ -96,11 +104,24 @@ class OutputFile {
   uint64_t flushed_ = 0;    // bytes handed to write() successfully
   uint64_t last_mark_ = 0;  // last record boundary
   uint64_t records_ = 0;    // records up to last_mark_
+  uint64_t fills_ = 0;      // fill records among them
   uint64_t safe_mark_ = 0;  // a boundary <= flushed_: on disk for sure
   uint64_t safe_records_ = 0;
+  uint64_t safe_fills_ = 0;
   uint64_t round_ = 1;  // staging buffer generation: marks of older rounds are stale
   unsigned segment_shift_ = 0;
   std::array<Mark, kSegments + 1> marks_{};  // + 1: a mark at fill_ == staging size
 };
+
+// Mode of every output file, before the process umask: owner read-write, group read (the
+// analysis group reads the run; nobody else). Directories: kOutputDirMode (output_path.hpp).
+inline constexpr unsigned kOutputFileMode = 0640;
+
+namespace testing {
+// Fault seam for tests: replaces ::write() for every OutputFile (nullptr restores it), so a test
+// can make the file system answer EIO without a failing device. Not thread-safe; tests only.
+using WriteFunction = ssize_t (*)(int fd, const void* data, std::size_t n);
+void set_write_function(WriteFunction f) noexcept;
+}  // namespace testing
 
 }  // namespace rocecap::writers

@@ -1,6 +1,7 @@
 #include "writers/output_path.hpp"
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cerrno>
 #include <string_view>
@@ -36,6 +37,40 @@ bool inside(const std::filesystem::path& dir, const std::filesystem::path& root)
 
 }  // namespace
 
+Status make_directories(const std::filesystem::path& dir) {
+  std::error_code ec;
+  if (dir.empty() || std::filesystem::is_directory(dir, ec)) return {};
+  if (dir.has_parent_path() && dir.parent_path() != dir) {
+    if (Status s = make_directories(dir.parent_path()); !s) return s;
+  }
+  if (::mkdir(dir.c_str(), kOutputDirMode) != 0 && errno != EEXIST) {
+    return sys_error(errno, "create directory", dir);
+  }
+  if (!std::filesystem::is_directory(dir, ec)) {
+    return Status::error(ENOTDIR, "create directory " + dir.string() + ": not a directory", dir);
+  }
+  return {};
+}
+
+bool resolves_inside(const std::filesystem::path& path, const std::filesystem::path& root,
+                     std::string& why) {
+  std::error_code ec;
+  const auto real_root = std::filesystem::canonical(root, ec);
+  if (ec) {
+    why = "cannot resolve " + root.string() + ": " + ec.message();
+    return false;
+  }
+  const auto real = std::filesystem::canonical(path, ec);
+  if (ec) {
+    why = "cannot resolve " + path.string() + ": " + ec.message();
+    return false;
+  }
+  if (inside(real, real_root)) return true;
+  why = fmt::format("{} resolves to {}, outside the output directory {}", path.string(),
+                    real.string(), real_root.string());
+  return false;
+}
+
 Status place_in_directory(const std::filesystem::path& out_dir, const std::string& relative,
                           std::filesystem::path& out) {
   if (const std::string why = component_problem(relative); !why.empty()) {
@@ -43,9 +78,8 @@ Status place_in_directory(const std::filesystem::path& out_dir, const std::strin
                          out_dir / relative);
   }
   const std::filesystem::path path = out_dir / relative;
+  if (Status s = make_directories(path.parent_path()); !s) return s;
   std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  if (ec) return sys_error(ec.value(), "create directory", path.parent_path());
   const auto real_root = std::filesystem::canonical(out_dir, ec);
   if (ec) return sys_error(ec.value(), "resolve output directory", out_dir);
   const auto real_parent = std::filesystem::canonical(path.parent_path(), ec);

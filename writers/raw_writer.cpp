@@ -27,17 +27,15 @@ Status RawWriter::write_fill(const codif::Header& first_missing, const codif::Ti
   Status first_error;
   std::array<std::byte, codif::kHeaderBytes> header{};
   for (uint64_t i = 0; i < count; ++i) {
-    bool written = false;
     Status s;
     if (options_.strip_headers) {
       const std::array<Piece, 1> pieces{zeros_piece(data_bytes)};
-      s = out_.write(pieces, &written);
+      s = out_.write(pieces, RecordKind::fill);
     } else {
       codif::encode(fill_header(first_missing, timing, i), header);
       const std::array<Piece, 2> pieces{bytes_piece(header), zeros_piece(data_bytes)};
-      s = out_.write(pieces, &written);
+      s = out_.write(pieces, RecordKind::fill);
     }
-    if (written) ++out_.stats().fill_frames;
     if (!s.ok() && first_error.ok()) first_error = std::move(s);
   }
   return first_error;

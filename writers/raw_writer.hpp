@@ -40,6 +40,9 @@ class RawWriter {
 
   Status close() { return out_.close(); }
   void request_rotation() noexcept { out_.request_rotation(); }
+  // Frame index of the next frame or fill frame (write-error gaps are listed by index).
+  void set_next_index(uint64_t index) noexcept { out_.set_next_index(index); }
+  Status check_unlinked() { return out_.check_unlinked(); }
   const WriterStats& stats() const noexcept { return out_.stats(); }
   const std::vector<FileRecord>& files() { return out_.files(); }
 

@@ -8,12 +8,21 @@
 //
 // Errors. A failed open or write is counted, kept in stats().last_error and returned once (the
 // caller logs it). The broken file is closed with its on-disk bytes valid (OutputFile). The
-// writer then drops records (counted in frames_dropped) until the point where the next rotation
-// would have happened had nothing failed, and opens the next sequence number there: file N still
-// covers the same span of the stream, so raw files stay time-aligned with their neighbours.
-// With max_bytes = 0 there is no next rotation: the stream stops writing for the rest of the run.
+// writer then drops records, counting each in stats().write_loss (reason write_error: received
+// and fill records apart, and the frame indices as ranges), and retries after a bounded
+// exponential back-off (RetryOptions: 100 ms doubling to 2 s by default) by opening the NEXT
+// sequence number: a new file boundary, never an append to the broken file. The new file starts
+// with the first record after the retry; the missing indices are in write_loss.gaps, so file
+// offsets stay a function of time within each file and the gaps between files are listed.
+// Dropping never blocks: the caller (the ring consumer) keeps releasing slots while the disk is
+// full, so the capture side never stalls on the storage.
+//
+// Frame indices. Each record has an index, by default the previous one + 1; the caller sets it
+// with set_next_index() where the stream jumps (resync, first frame). Records a failure cut from
+// the end of a file are reckoned back from the record being written.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -32,6 +41,19 @@ namespace rocecap::writers {
 // place_in_directory), creating directories as needed.
 using PathMaker = std::function<Status(uint64_t seq, std::filesystem::path& out)>;
 
+// After a write error: wait `first`, then twice as long after each failed retry, at most `max`.
+// A retry whose file took whole records starts the back-off again from `first`.
+struct RetryOptions {
+  std::chrono::nanoseconds first = std::chrono::milliseconds(100);
+  std::chrono::nanoseconds max = std::chrono::seconds(2);
+};
+
+// Monotonic nanoseconds; read only while a writer waits to retry (never per written record).
+using MonotonicClock = int64_t (*)();
+int64_t monotonic_ns() noexcept;
+
+enum class RecordKind : uint8_t { received, fill };
+
 struct RotationOptions {
   uint64_t max_bytes = 0;  // rotate before exceeding this; 0 = never
   // Staging buffer, one write() per buffer. 1 MiB rather than 8: the buffers of all streams
@@ -40,6 +62,9 @@ struct RotationOptions {
   std::size_t buffer_bytes = 1u << 20;
   uint64_t first_seq = 0;
   OutputOptions output;
+  RetryOptions retry;
+  MonotonicClock clock = monotonic_ns;   // tests substitute their own
+  std::size_t max_gaps_listed = 100000;  // WriteLoss::gaps bound
 };
 
 // One piece of a record: bytes, or (data == nullptr) `size` zero bytes.
@@ -78,9 +103,12 @@ class RotatingFile {
   RotatingFile& operator=(RotatingFile&&) = delete;
 
   // Writes one whole record. Returns an error once per failure event; records dropped while
-  // suspended after an error return ok (they are counted). `written`, when given, says whether
-  // the record went into a file.
-  Status write(std::span<const Piece> pieces, bool* written = nullptr);
+  // waiting to retry after an error return ok (they are counted in stats().write_loss).
+  Status write(std::span<const Piece> pieces, RecordKind kind = RecordKind::received);
+  // Frame index of the next record (default: the previous one + 1, from 0).
+  void set_next_index(uint64_t index) noexcept { next_index_ = index; }
+  // Whether the open file was unlinked; counted (storage_errors) and returned once per file.
+  Status check_unlinked();
   // Final: flushes, fsyncs and closes the current file; later records are counted as dropped.
   Status close();
   // The next record starts a new file (SIGHUP), unless the current file is still empty.
@@ -94,9 +122,13 @@ class RotatingFile {
  private:
   bool rotate_requested_ = false;
   Status start_file(uint64_t seq);
-  Status finish_file();
-  Status append(std::span<const Piece> pieces);
+  Status finish_file(uint64_t index);
+  Status append(std::span<const Piece> pieces, RecordKind kind, uint64_t index);
   void record_error(const Status& s);
+  void suspend(bool progressed);
+  bool retry_due();
+  void lose_cut(uint64_t index, uint64_t records, uint64_t fills);
+  void lose(uint64_t first, uint64_t count, uint64_t fills);
   void forget_if_empty();  // after an error: a file left without a whole record is removed
   void sync_current() noexcept;
 
@@ -109,8 +141,13 @@ class RotatingFile {
   WriterStats stats_;
   bool started_ = false;
   bool closed_ = false;
+  bool suspended_ = false;  // after an error, until the retry opens a file
+  bool unlink_reported_ = false;
+  int64_t retry_at_ns_ = 0;
+  std::chrono::nanoseconds backoff_{0};
+  uint64_t next_index_ = 0;
   uint64_t seq_ = 0;
-  uint64_t virtual_bytes_ = 0;  // size file seq_ would have, errors or not
+  uint64_t virtual_bytes_ = 0;  // size of file seq_ (its records accepted so far)
   uint64_t virtual_records_ = 0;
 };
 

@@ -35,4 +35,11 @@ class Status {
 // "<op> <path>: <strerror(err)>", e.g. "write /data/run1/a.0001.codif: No space left on device".
 Status sys_error(int err, std::string_view op, const std::filesystem::path& path);
 
+// Errors that mean the storage itself is gone or failing rather than full: EIO (the device
+// failed), EROFS (the file system was remounted read-only, as ext4 errors=remount-ro does),
+// ENOENT (a file or directory vanished under the writer), ESTALE, ENODEV, ENXIO. A run that met
+// one could not be recorded as asked (rocecapd exit 5). ENOSPC, EDQUOT and EFBIG are "full":
+// the writer retries and the run goes on.
+bool is_storage_loss(int err) noexcept;
+
 }  // namespace rocecap::writers

@@ -4,17 +4,32 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace rocecap::writers {
+
+// Records that a write error kept out of the files: the loss with reason "write_error".
+struct WriteLoss {
+  uint64_t frames = 0;  // received frames (pcap: records) not in any file
+  uint64_t fills = 0;   // fill frames not in any file
+  // [first frame index, count] of every record missing from the files, fill frames included,
+  // adjacent ranges merged; bounded (RotationOptions::max_gaps_listed), the rest counted.
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;
+  uint64_t gaps_not_listed = 0;
+};
 
 struct WriterStats {
   uint64_t bytes_written = 0;   // bytes in the files (file headers included), net of truncation
   uint64_t frames_written = 0;  // frames / pcap records in the files, fill frames included
-  uint64_t fill_frames = 0;     // fill frames handed to the file (raw, codifhdr)
-  uint64_t frames_dropped = 0;  // not in any file because of a write or open error
+  uint64_t fill_frames = 0;     // fill frames in the files (raw, codifhdr), net of truncation
+  uint64_t frames_dropped = 0;  // not in any file: write_loss.frames + .fills, or after close()
   uint64_t files_opened = 0;
-  uint64_t write_errors = 0;  // failed open / write / close events
-  std::string last_error;     // message of the latest error (path + strerror); empty if none
+  uint64_t write_errors = 0;    // failed open / write / close events
+  uint64_t storage_errors = 0;  // of those, storage lost (is_storage_loss) or a file unlinked
+  uint64_t retries = 0;         // new files opened after an error
+  std::string last_error;       // message of the latest error (path + strerror); empty if none
+  WriteLoss write_loss;
 };
 
 }  // namespace rocecap::writers

@@ -180,6 +180,7 @@ void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& st
 void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
                  const WriterLoopOptions& options) noexcept {
   auto next_manifest = Clock::now() + options.manifest_interval;
+  auto next_unlink_check = Clock::now() + std::chrono::seconds(1);
   for (;;) {
     // Read before draining: what a finished loop published is then seen by this pass.
     bool all_done = true;
@@ -194,6 +195,11 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
     if (rotate.exchange(false)) {
       for (const auto& ir : rt.interfaces)
         ir->writer->request_rotation();
+    }
+    if (Clock::now() >= next_unlink_check) {  // files deleted under us: storage lost
+      next_unlink_check = Clock::now() + std::chrono::seconds(1);
+      for (const auto& ir : rt.interfaces)
+        ir->writer->check_unlinked();
     }
     if (options.write_manifest && Clock::now() >= next_manifest) {
       next_manifest += options.manifest_interval;

@@ -20,6 +20,25 @@ nlohmann::json files_json(const std::vector<ManifestFile>& list) {
   return files;
 }
 
+nlohmann::json pairs_json(const std::vector<std::pair<uint64_t, uint64_t>>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [first, count] : list)
+    out.push_back({first, count});
+  return out;
+}
+
+// {"raw": {"frames", "fill_frames", "gaps", "gaps_not_listed"}, "codifhdr": {...}}
+nlohmann::json write_loss_json(const std::vector<ManifestWriteLoss>& list) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& l : list) {
+    out[l.format] = {{"frames", l.frames},
+                     {"fill_frames", l.fill_frames},
+                     {"gaps", pairs_json(l.gaps)},
+                     {"gaps_not_listed", l.gaps_not_listed}};
+  }
+  return out;
+}
+
 nlohmann::json stream_json(const ManifestStream& s) {
   const nlohmann::json files = files_json(s.files);
   nlohmann::json gaps = nlohmann::json::array();
@@ -40,6 +59,7 @@ nlohmann::json stream_json(const ManifestStream& s) {
           {"resync", s.resync},
           {"fill_frames", s.fill_frames},
           {"write_errors", s.write_errors},
+          {"write_error_lost", write_loss_json(s.write_error_lost)},
           {"qp_recoveries", s.qp_recoveries},
           {"first_frame", frame_time(s.first_frame)},
           {"last_frame", frame_time(s.last_frame)},
@@ -83,6 +103,7 @@ nlohmann::json to_json(const Manifest& m) {
                           {"nic_drops", i.nic_drops},
                           {"ring_full_drops", i.ring_full_drops},
                           {"write_errors", i.write_errors},
+                          {"write_error_lost", i.write_error_lost},
                           {"rejected", i.rejected},
                           {"files", files_json(i.files)},
                           {"verbs", verbs_json(i.verbs)}});

@@ -25,6 +25,15 @@ struct ManifestFrameTime {
   int64_t unix_ns = 0;  // frame start time
 };
 
+// What write errors kept out of one format's files of a stream (loss reason "write_error").
+struct ManifestWriteLoss {
+  std::string format;                               // raw, codifhdr
+  uint64_t frames = 0;                              // received frames missing from the files
+  uint64_t fill_frames = 0;                         // fill frames missing from the files
+  std::vector<std::pair<uint64_t, uint64_t>> gaps;  // [first frame index, count], fills included
+  uint64_t gaps_not_listed = 0;
+};
+
 struct ManifestStream {
   std::string interface, group, antenna, source;
   uint16_t port = 0;
@@ -35,6 +44,7 @@ struct ManifestStream {
   std::vector<std::pair<uint64_t, uint64_t>> gaps;  // [first missing index, count]
   uint64_t gaps_not_listed = 0;                     // gap events beyond the bounded list
   std::vector<ManifestFile> files;
+  std::vector<ManifestWriteLoss> write_error_lost;  // one per format written
 };
 
 // The verbs backend's device-level view of an interface.
@@ -49,9 +59,10 @@ struct ManifestVerbs {
 
 struct ManifestInterface {
   std::string name;
-  uint64_t nic_drops = 0;        // out_of_buffer (verbs) or kernel/libpcap drops (pcap)
-  uint64_t ring_full_drops = 0;  // frames that found no free slot in their stream's ring
-  uint64_t write_errors = 0;     // failed writes of the per-interface output (pcap)
+  uint64_t nic_drops = 0;         // out_of_buffer (verbs) or kernel/libpcap drops (pcap)
+  uint64_t ring_full_drops = 0;   // frames that found no free slot in their stream's ring
+  uint64_t write_errors = 0;      // failed writes of the per-interface output (pcap)
+  uint64_t write_error_lost = 0;  // pcap records not written because of write errors
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
   std::vector<ManifestFile> files;           // per-interface output (pcap)
   std::optional<ManifestVerbs> verbs;        // backend verbs only

@@ -1,36 +1,62 @@
 #include "daemon/lib/manifest_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
+
+#include "daemon/lib/atomic_file.hpp"
+
 namespace rocecap::daemon {
+namespace {
+
+constexpr const char* kManifestName = "manifest.json";
+constexpr const char* kReserveName = ".manifest-reserve";
+
+}  // namespace
 
 ManifestFile::ManifestFile(const std::filesystem::path& run_dir, std::size_t reserve_bytes)
-    : path_(run_dir / "manifest.json"), reserve_(run_dir / ".manifest-reserve") {
-  ::unlink(reserve_.c_str());  // a reserve left by a killed run is ours to reuse
-  const int fd = ::open(reserve_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    : path_(run_dir / kManifestName), reserve_(run_dir / kReserveName) {
+  dirfd_ = ::open(run_dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dirfd_ < 0) {
+    open_error_ = "cannot open the run directory " + run_dir.string() + ": " + std::strerror(errno);
+    struct stat st {};
+    // O_NOFOLLOW|O_DIRECTORY on a symlink fails with ENOTDIR (or ELOOP): say which it was.
+    if (::lstat(run_dir.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+      open_error_ += " (it is a symlink: refused, the manifest stays inside the run directory)";
+    }
+    return;
+  }
+  ::unlinkat(dirfd_, kReserveName, 0);  // a reserve left by a killed run is ours to reuse
+  const int fd =
+      ::openat(dirfd_, kReserveName, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return;  // no reserve: the manifest is written as usual, without the promise
   // posix_fallocate really takes the blocks (tmpfs and ext4 alike); a sparse file would not.
   reserved_ =
       reserve_bytes == 0 || ::posix_fallocate(fd, 0, static_cast<off_t>(reserve_bytes)) == 0;
   ::close(fd);
-  if (!reserved_) ::unlink(reserve_.c_str());
+  if (!reserved_) ::unlinkat(dirfd_, kReserveName, 0);
 }
 
 ManifestFile::~ManifestFile() {
   release_reserve();
+  if (dirfd_ >= 0) ::close(dirfd_);
 }
 
 void ManifestFile::release_reserve() noexcept {
-  if (reserved_) ::unlink(reserve_.c_str());
+  if (reserved_) ::unlinkat(dirfd_, kReserveName, 0);
   reserved_ = false;
 }
 
 std::string ManifestFile::write(const Manifest& m, bool final) {
-  std::string err = write_manifest(path_.string(), m);
+  if (dirfd_ < 0) return open_error_;
+  const std::string text = to_json(m).dump(2) + "\n";
+  std::string err = replace_file_atomically_at(dirfd_, kManifestName, text, path_.string());
   if (err.empty() || !final || !reserved_) return err;
   release_reserve();
-  err = write_manifest(path_.string(), m);
+  err = replace_file_atomically_at(dirfd_, kManifestName, text, path_.string());
   return err;
 }
 

@@ -19,6 +19,9 @@ class ManifestFile {
   // 1 MiB holds the manifest of a large run with thousands of gaps listed.
   static constexpr std::size_t kDefaultReserve = std::size_t{1} << 20;
 
+  // Opens run_dir itself (O_DIRECTORY|O_NOFOLLOW): every later write goes into that directory,
+  // never through a symlink put in its place. A run_dir that is a symlink cannot be opened;
+  // each write then fails, naming it.
   explicit ManifestFile(const std::filesystem::path& run_dir,
                         std::size_t reserve_bytes = kDefaultReserve);
   ~ManifestFile();  // gives the reserve back
@@ -37,6 +40,8 @@ class ManifestFile {
 
   std::filesystem::path path_;
   std::filesystem::path reserve_;
+  int dirfd_ = -1;
+  std::string open_error_;
   bool reserved_ = false;
 };
 

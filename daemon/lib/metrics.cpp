@@ -223,6 +223,15 @@ void add_writers(Exposition& e, const Runtime& rt) {
       {"rocecap_files_opened_total", "Output files opened", &FormatCounters::files_opened},
       {"rocecap_write_errors_total", "Failed open, write or close events",
        &FormatCounters::write_errors},
+      {"rocecap_write_error_lost_frames_total",
+       "Received frames (pcap: packets) not in any file because of a write error "
+       "(loss reason write_error; fill frames not counted)",
+       &FormatCounters::write_error_lost_frames},
+      {"rocecap_storage_errors_total",
+       "Write errors meaning the storage is lost: EIO, EROFS, a file or directory removed",
+       &FormatCounters::storage_errors},
+      {"rocecap_write_retries_total", "New files opened to retry after a write error",
+       &FormatCounters::retries},
   };
   for (const Item& item : items) {
     auto& f = e.family(item.name, item.help, MetricType::Counter);
@@ -308,6 +317,11 @@ std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
   }
   add_interfaces(e, rt_);
   add_writers(e, rt_);
+  add(e.family("rocecap_storage_lost",
+               "1 once the run's storage is lost (run directory removed or replaced, a file "
+               "deleted, EIO): the run stops and rocecapd exits 5",
+               MetricType::Gauge),
+      {}, rt_.storage.lost() ? 1 : 0);
   add_staging(e, rt_);
   return e.take();
 }

@@ -5,22 +5,28 @@
 namespace rocecap::daemon {
 namespace {
 
-void add_stats(std::array<uint64_t, 6>& sum, const writers::WriterStats& w) noexcept {
+void add_stats(std::array<uint64_t, 9>& sum, const writers::WriterStats& w) noexcept {
   sum[0] += w.bytes_written;
   sum[1] += w.frames_written;
   sum[2] += w.fill_frames;
   sum[3] += w.frames_dropped;
   sum[4] += w.files_opened;
   sum[5] += w.write_errors;
+  sum[6] += w.write_loss.frames;
+  sum[7] += w.storage_errors;
+  sum[8] += w.retries;
 }
 
-void store(FormatCounters& c, const std::array<uint64_t, 6>& sum) noexcept {
+void store(FormatCounters& c, const std::array<uint64_t, 9>& sum) noexcept {
   c.bytes_written.set(sum[0]);
   c.frames_written.set(sum[1]);
   c.fill_frames.set(sum[2]);
   c.frames_dropped.set(sum[3]);
   c.files_opened.set(sum[4]);
   c.write_errors.set(sum[5]);
+  c.write_error_lost_frames.set(sum[6]);
+  c.storage_errors.set(sum[7]);
+  c.retries.set(sum[8]);
 }
 
 }  // namespace
@@ -55,7 +61,7 @@ void publish_capture(InterfaceRuntime& ir, int64_t now_ns) noexcept {
 }
 
 void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept {
-  std::array<uint64_t, 6> raw{}, hdr{}, pcap{};
+  std::array<uint64_t, 9> raw{}, hdr{}, pcap{};
   for (std::size_t s = 0; s < ir.streams.size(); ++s) {
     writers::StreamWriters& w = ir.writer->writers(s);
     if (w.raw) add_stats(raw, w.raw->stats());

@@ -29,6 +29,9 @@ struct FormatCounters {
   capture::RelaxedCounter frames_dropped;
   capture::RelaxedCounter files_opened;
   capture::RelaxedCounter write_errors;
+  capture::RelaxedCounter write_error_lost_frames;  // received frames / records (write_error)
+  capture::RelaxedCounter storage_errors;
+  capture::RelaxedCounter retries;
 };
 
 // GPU->host payload staging of one interface (writers/staging/payload_stager.hpp); written by

@@ -56,6 +56,8 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
       m.files.push_back({relative_path(f.path, cfg.output.directory), format, f.bytes});
     }
     m.write_errors += writer.stats().write_errors;
+    const writers::WriteLoss& l = writer.stats().write_loss;
+    m.write_error_lost.push_back({format, l.frames, l.fills, l.gaps, l.gaps_not_listed});
   };
   if (writers.raw) {
     add_files(*writers.raw, "raw");
@@ -93,6 +95,7 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   }
   if (auto* pcap = ir.writer->pcap()) {
     m.write_errors = pcap->stats().write_errors;
+    m.write_error_lost = pcap->stats().write_loss.frames;
     for (const auto& f : pcap->files()) {
       m.files.push_back({relative_path(f.path, rt.config->output.directory), "pcap", f.bytes});
     }

@@ -33,12 +33,26 @@ RunIdentity identity() {
   return {iso8601_utc(unix_now_ns()), host, ROCECAP_VERSION};
 }
 
-void save_manifest(Runtime& rt, ManifestFile& file, const RunIdentity& id, const std::string& state,
-                   spdlog::logger& log) {
+// Empty when written, else the error (logged). `failure` overrides the manifest's failure.
+std::string save_manifest(Runtime& rt, ManifestFile& file, const RunIdentity& id,
+                          const std::string& state, spdlog::logger& log,
+                          const std::string& failure = {}) {
   const bool last = state == "stopped" || state == "failed";
-  if (const std::string err = file.write(snapshot(rt, id, state), last); !err.empty()) {
-    log.error("manifest: {}", err);
+  Manifest m = snapshot(rt, id, state);
+  if (!failure.empty()) m.failure = failure;
+  std::string err = file.write(m, last);
+  if (!err.empty()) log.error("manifest: {}", err);
+  return err;
+}
+
+// Storage loss (issue 16): the writer thread reports EIO and deleted files; the run directory
+// itself is checked here, twice a second.
+bool storage_lost(Runtime& rt, Clock::time_point now, Clock::time_point& next_check) {
+  if (now >= next_check) {
+    next_check = now + std::chrono::milliseconds(500);
+    if (std::string why = rt.run_directory->check(); !why.empty()) rt.storage.report(why);
   }
+  return rt.storage.lost();
 }
 
 void pin_or_warn(std::optional<unsigned> cpu, const char* what, spdlog::logger& log) {
@@ -68,6 +82,7 @@ std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>
   spdlog::logger& log = *o.log;
   const auto start = Clock::now();
   auto last_status = start;
+  auto next_storage_check = start;
   StatusTotals totals;
   for (;;) {
     switch (signals.wait(std::chrono::milliseconds(100))) {
@@ -83,6 +98,7 @@ std::string wait_for_stop(Runtime& rt, SignalWatcher& signals, std::atomic<bool>
     const auto now = Clock::now();
     notifier.tick(rt, now);
     log_source_events(rt, log);
+    if (storage_lost(rt, now, next_storage_check)) return "storage lost";
     if (all_capture_done(rt)) return "capture ended";
     if (rt.config->run.duration && now - start >= *rt.config->run.duration) return "duration";
     if (now - last_status >= o.status_interval) {
@@ -98,6 +114,20 @@ void linger(MetricsServer& metrics, SignalWatcher& signals, std::chrono::millise
   while (Clock::now() < until) {
     if (signals.wait(std::chrono::milliseconds(100)) == SignalWatcher::Event::stop) return;
   }
+}
+
+// Received frames and pcap records that write errors kept out of every file of their format.
+uint64_t write_error_lost(Runtime& rt) {
+  uint64_t n = 0;
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s) {
+      const writers::StreamWriters& w = ir->writer->writers(s);
+      if (w.raw) n += w.raw->stats().write_loss.frames;
+      if (w.codifhdr) n += w.codifhdr->stats().write_loss.frames;
+    }
+    if (const auto* pcap = ir->writer->pcap()) n += pcap->stats().write_loss.frames;
+  }
+  return n;
 }
 
 }  // namespace
@@ -173,9 +203,35 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     }
   }
   log_final_summary(*rt, log);
-  save_manifest(*rt, manifest, id, failed ? "failed" : "stopped", log);
+  // --- storage loss (issue 16): a run that could not be recorded never ends "complete" ---
+  auto never = Clock::time_point{};
+  const bool lost = storage_lost(*rt, Clock::now(), never);
+  const std::string failure = lost ? "storage lost: " + rt->storage.why() : std::string();
+  const std::string manifest_error =
+      save_manifest(*rt, manifest, id, failed || lost ? "failed" : "stopped", log, failure);
+  if (lost || !manifest_error.empty()) {
+    log.critical(
+        "run {} NOT recorded as asked: {}; manifest {}", cfg.run.name,
+        lost ? failure : "the final manifest could not be written",
+        !manifest_error.empty()
+            ? "not written (" + manifest_error + ")"
+            : "written into the run directory as opened at the start (not necessarily at " +
+                  manifest.path().string() + " any more)");
+    if (metrics) linger(*metrics, signals, o.metrics_linger);
+    return kExitStorageLost;
+  }
+  if (const uint64_t n = write_error_lost(*rt); n != 0 && !failed) {
+    // Recorded, but not whole: not called "complete" (exit 0: the run ended as configured).
+    log.warn(
+        "run {} ended with {} received frames not written (write_error; listed per stream "
+        "in the manifest); manifest {}",
+        cfg.run.name, n, manifest.path().string());
+    if (metrics) linger(*metrics, signals, o.metrics_linger);
+    return kExitOk;
+  }
+  // --- end storage loss ---
   log.info("run {} {}; manifest {}", cfg.run.name, failed ? "failed" : "complete",
-           (rt->run_dir / "manifest.json").string());
+           manifest.path().string());
   if (metrics) linger(*metrics, signals, o.metrics_linger);
   return failed ? kExitCaptureFailed : kExitOk;
 }

@@ -18,6 +18,10 @@ inline constexpr int kExitUsage = 1;          // bad command line
 inline constexpr int kExitConfig = 2;         // the run file has problems (all of them printed)
 inline constexpr int kExitStartup = 3;        // could not start: interface, file, permissions
 inline constexpr int kExitCaptureFailed = 4;  // a capture loop failed during the run
+// The run could not be recorded as asked: the run directory was removed or replaced, an open
+// file was deleted, the storage answered EIO (or EROFS, ENOENT...), or the final manifest could
+// not be written. Restarting would not help (systemd: RestartPreventExitStatus).
+inline constexpr int kExitStorageLost = 5;
 
 struct RunOptions {
   std::shared_ptr<spdlog::logger> log;

@@ -9,6 +9,7 @@
 #include "capture/memory/nic_numa.hpp"
 #include "capture/privileges.hpp"
 #include "config/name_template.hpp"
+#include "daemon/lib/run.hpp"
 #include "writers/output_path.hpp"
 #include "writers/staging/engine_factory.hpp"
 #ifdef ROCECAP_HAVE_VERBS
@@ -102,7 +103,15 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
   opts.staging.cuda_device = rt.payload.gpu;  // where GpuMemory puts the payload slabs
   // Runs on the writer thread, once per broken file.
   auto on_error = [&rt, log](const writers::Status& s) {
-    log->error("write error: {} (capture goes on; files written before stay valid)", s.message());
+    if (writers::is_storage_loss(s.code())) {
+      log->critical("storage lost: {} (the run stops; exit {})", s.message(), kExitStorageLost);
+      rt.storage.report(s.message());
+    } else {
+      log->error(
+          "write error: {} (capture goes on; the writer retries into a new file; "
+          "files written before stay valid)",
+          s.message());
+    }
     if (rt.write_errors.errors.size() < WriteErrors::kMaxListed) {
       rt.write_errors.errors.push_back({s.path().string(), s.message()});
     } else {
@@ -330,9 +339,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
   if (rt->payload.kind == capture::MemoryKind::gpu) capture::verbs::disable_cqe_scatter();
 #endif
   rt->run_dir = fs::path(cfg.output.directory) / cfg.run.name;
-  std::error_code ec;
-  fs::create_directories(rt->run_dir, ec);
-  if (ec) throw std::runtime_error("cannot create " + rt->run_dir.string() + ": " + ec.message());
+  rt->run_directory = std::make_unique<RunDirectory>(cfg.output.directory, rt->run_dir);
 
   const auto refs = config::enumerate_streams(cfg);
   const bool record_arrivals = config::has_format(cfg.output, OutputFormat::pcap);

@@ -24,6 +24,7 @@
 #include "config/run_config.hpp"
 #include "daemon/lib/manifest.hpp"
 #include "daemon/lib/published.hpp"
+#include "daemon/lib/run_directory.hpp"
 #include "writers/capture_writer.hpp"
 
 namespace rocecap::daemon {
@@ -63,7 +64,9 @@ struct WriteErrors {
 
 struct Runtime {
   const config::RunConfig* config = nullptr;
-  std::filesystem::path run_dir;  // output.directory / run.name
+  std::filesystem::path run_dir;                // output.directory / run.name
+  std::unique_ptr<RunDirectory> run_directory;  // run_dir, held open (containment, loss check)
+  StorageLoss storage;                          // set when the storage is gone (exit 5)
   // Where the payload slabs live and why (capture.payload_memory): log, manifest, build info.
   capture::memory::PayloadChoice payload{capture::MemoryKind::host, "not decided"};
   std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;

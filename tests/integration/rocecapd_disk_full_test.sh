@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# Integration: rocecapd's output file system fills up during a live capture.
+# Integration: rocecapd's output file system fills up for 5 s during a live capture, then frees.
 #
-# output.directory is an 8 MiB tmpfs (mounted for this test only, lazily unmounted at exit);
-# `rocecap gen` sends 3 antennas x 2 groups of clean CODIF frames over a veth for ~8 s.
+# output.directory is a 192 MiB tmpfs (mounted for this test only, lazily unmounted at exit);
+# `rocecap gen` sends 3 antennas x 2 groups of clean CODIF frames over a veth for ~14 s; 2 s in,
+# a filler file takes every free block, and 5 s later it is removed (issue 16, item 3).
 # Expected: the first write that does not fit is logged as an error naming the file and the
 # cause; rocecapd does not crash and exits 0; capture goes on (the packets counted at the end
-# are every datagram sent, and the status lines rise); every file left on the tmpfs is whole
-# (raw and codifhdr a whole number of frames whose CODIF headers `rocecap inspect` reads
-# without rejects, pcap files read by tshark to their end) and none is empty; the manifest
-# reports the write errors (as many listed as counted) and lists the files as they are.
+# are every datagram sent, and the status lines rise); writing RESUMES after the space frees
+# (new files with the next sequence numbers, holding the last frames of every stream); per
+# stream and format, frames in the files + frames counted write_error_lost = frames received,
+# and the write_error gaps list them all, tiling with the raw files' frame ranges the stream's
+# [first, last] frames (a write error is a file boundary); every file left is whole (raw and codifhdr a whole
+# number of frames, each raw file one gap-free run of frames by `rocecap inspect`, pcap files
+# read by tshark to their end) and none is empty; the manifest reports the write errors (as
+# many listed as counted) and lists the files as they are.
 #
 # usage: rocecapd_disk_full_test.sh ROCECAPD ROCECAP   (as root; exits 77 otherwise)
 set -euo pipefail
@@ -33,28 +38,37 @@ finish() {
   fi
 }
 NETNS_CMD_TIMEOUT=120
-NETNS_MAX_SECONDS=200
+NETNS_MAX_SECONDS=270
 netns_up
 netns_on_exit finish
 
 mkdir "$work/out"
-mount -t tmpfs -o size=8m,mode=0755 rocecap-test "$work/out"
+mount -t tmpfs -o size=192m,mode=0755 rocecap-test "$work/out"
 # Lazy: still-open files cannot keep the test from cleaning up.
 netns_on_exit "cp -a '$work/out' '$work/out-copy' 2>/dev/null; umount -l '$work/out'"
 
-frames=16000 rate=2000
+frames=14000 rate=1000
 gen=(gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --frames "$frames"
   --payload-bytes "$E2E_PAYLOAD" --seed "$E2E_SEED")
 "$ROCECAP" "${gen[@]}" --pcap "$work/reference.pcap" --summary "$work/reference.json" >/dev/null
 total=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['datagrams'])" "$work/reference.json")
 
-E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$total E2E_ROTATE=1MiB \
+E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_PACKETS=$total E2E_ROTATE=4MiB \
   e2e_config "$work/run.yaml"
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
 netns_exec_sender "$ROCECAP" "${gen[@]}" --interface "$NETNS_SENDER_IF" --rate "$rate" \
-  >/dev/null 2>"$work/gen.err" || { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
+  >/dev/null 2>"$work/gen.err" &
+gen_pid=$!
+# The disk is full from 2 s to 7 s of a 14 s run (the writers retry at most 2 s apart).
+sleep 2
+dd if=/dev/zero of="$work/out/filler" bs=1M 2>/dev/null || true
+echo "disk full: $(df -k --output=avail "$work/out" | tail -1) KiB free"
+sleep 5
+rm -f "$work/out/filler"
+echo "disk freed: $(df -k --output=avail "$work/out" | tail -1) KiB free"
+wait "$gen_pid" || { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
 if ! e2e_wait_exit "$rocecapd" 30; then
   echo "FAIL: rocecapd did not count all $total datagrams within 30 s of the traffic's end:"
   tail -20 "$work/rocecapd.log"
@@ -122,6 +136,8 @@ echo "on the tmpfs: ${#raws[@]} raw files, ${#pcaps[@]} pcap files, $(du -sk "$w
 for f in "${raws[@]}"; do
   [ -s "$f" ] || continue
   "$ROCECAP" inspect --json "$f" >"$work/inspect.json" || bad "rocecap inspect $f failed"
+  mkdir -p "$work/inspected"
+  cp "$work/inspect.json" "$work/inspected/$(basename "$f").json"
   python3 - "$work/inspect.json" "$f" "$E2E_FRAME_BYTES" <<'PY' || fail=1
 import json, os, sys
 r, path, frame = json.load(open(sys.argv[1])), sys.argv[2], int(sys.argv[3])
@@ -156,6 +172,75 @@ for e in m["errors"]:
     if not e["path"] or e["path"] not in e["message"]:
         sys.exit(f"FAIL: error without its file's path: {e}")
 PY
+# Nothing lost silently: per stream and format, written + write_error_lost = received; the
+# write_error gaps name every missing frame; writing resumed after the disk freed.
+python3 - "$manifest" "$E2E_FRAME_BYTES" <<'PY' || fail=1
+import json, sys
+m, frame = json.load(open(sys.argv[1])), int(sys.argv[2])
+bad = []
+for s in m["streams"]:
+    name = f"{s['group']} {s['antenna']}"
+    if s["lost"] or s["fill_frames"]:
+        bad.append(f"{name}: {s['lost']} lost on the network: the sums below assume none")
+    wel = s.get("write_error_lost")
+    if not isinstance(wel, dict) or set(wel) != {"raw", "codifhdr"}:
+        bad.append(f"{name}: no write_error_lost per format: {wel!r}")
+        continue
+    for fmt, size in (("raw", frame), ("codifhdr", 64)):
+        files = [f for f in s["files"] if f["format"] == fmt]
+        in_files = sum(f["bytes"] for f in files) // size
+        w = wel[fmt]
+        gap_frames = sum(c for _, c in w["gaps"])
+        print(f"{name} {fmt}: {in_files} in {len(files)} files + {w['frames']} write_error_lost"
+              f" = {in_files + w['frames']} of {s['packets']} received; gaps {w['gaps'][:4]}")
+        if in_files + w["frames"] != s["packets"]:
+            bad.append(f"{name} {fmt}: {in_files} written + {w['frames']} lost != {s['packets']}")
+        # codifhdr: 14000 headers stay under one 1 MiB staging buffer until the close.
+        if fmt == "raw" and w["frames"] == 0:
+            bad.append(f"{name} {fmt}: nothing lost: the disk never filled for this stream")
+        if w["gaps_not_listed"] == 0 and gap_frames != w["frames"] + w["fill_frames"]:
+            bad.append(f"{name} {fmt}: gaps hold {gap_frames} frames, {w['frames']} lost")
+        last_gap_end = max((a + c for a, c in w["gaps"]), default=0)
+        resumed = s["last_frame"]["index"] + 1 - last_gap_end
+        if resumed < 1000:
+            bad.append(f"{name} {fmt}: only {resumed} frames written after the last gap: "
+                       "writing did not resume when the disk freed")
+for b in bad:
+    print("FAIL: " + b)
+sys.exit(1 if bad else 0)
+PY
+# Time alignment across a write error: per stream, the raw files' frame ranges (by their CODIF
+# headers) and the write_error gaps tile [first frame, last frame] exactly, in file order.
+python3 - "$manifest" "$work/inspected" <<'PY' || fail=1
+import json, os, sys
+m, inspected = json.load(open(sys.argv[1])), sys.argv[2]
+bad = []
+for s in m["streams"]:
+    name = f"{s['group']} {s['antenna']}"
+    pieces = []
+    for f in s["files"]:
+        if f["format"] != "raw":
+            continue
+        r = json.load(open(os.path.join(inspected, os.path.basename(f["path"]) + ".json")))
+        st = r["streams"][0]
+        pieces.append((st["first_index"], st["last_index"] - st["first_index"] + 1, f["path"]))
+    pieces += [(a, c, "write_error gap") for a, c in s["write_error_lost"]["raw"]["gaps"]]
+    pieces.sort()
+    at = s["first_frame"]["index"]
+    for first, count, what in pieces:
+        if first != at:
+            bad.append(f"{name}: {what} starts at frame {first}, expected {at}")
+            break
+        at = first + count
+    else:
+        if at != s["last_frame"]["index"] + 1:
+            bad.append(f"{name}: files and gaps end at {at - 1}, last frame {s['last_frame']['index']}")
+    print(f"{name}: {len(pieces)} files and write_error gaps tile frames "
+          f"{s['first_frame']['index']}..{s['last_frame']['index']}")
+for b in bad:
+    print("FAIL: " + b)
+sys.exit(1 if bad else 0)
+PY
 # Every file the manifest lists is there with the size it gives.
 python3 - "$here" "$manifest" <<'PY' || fail=1
 import json, os, sys
@@ -167,5 +252,9 @@ n = len(run_check.check_files_listed(m, os.path.dirname(os.path.dirname(sys.argv
 sys.exit(run_check.report(fail, f"the manifest's {n} files exist with their listed sizes"))
 PY
 grep "manifest" "$work/rocecapd.log" | grep -iv "complete" || true
+# Frames were lost: the run is not called complete, and the last line says how many.
+grep -q "run e2e complete" "$work/rocecapd.log" && bad "a run that lost frames is called complete"
+grep -q "run e2e ended with [1-9][0-9]* received frames not written (write_error" \
+  "$work/rocecapd.log" || bad "the final log line does not count the frames not written"
 [ "$fail" = 0 ] || exit 1
 passed=1

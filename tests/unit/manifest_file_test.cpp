@@ -63,5 +63,40 @@ TEST(ManifestFile, AFailingFinalWriteSpendsTheReserveAndReportsTheError) {
   EXPECT_FALSE(fs::exists(dir.path / ".manifest-reserve"));
 }
 
+// Issue 16, item 8: the manifest never follows a symlink out of the run directory.
+TEST(ManifestFile, ARunDirectoryThatIsASymlinkIsNotWrittenThrough) {
+  TempDir dir;
+  fs::create_directories(dir.path / "outside");
+  fs::create_directory_symlink(dir.path / "outside", dir.path / "run");
+  ManifestFile f(dir.path / "run", 4096);
+  const std::string err = f.write(sample(), true);
+  EXPECT_NE(err.find("symlink"), std::string::npos) << err;
+  EXPECT_TRUE(fs::is_empty(dir.path / "outside"));
+}
+
+TEST(ManifestFile, StaysInTheDirectoryOpenedEvenIfItsPathIsSwappedForASymlink) {
+  TempDir dir;
+  fs::create_directories(dir.path / "run");
+  fs::create_directories(dir.path / "outside");
+  ManifestFile f(dir.path / "run", 0);
+  fs::rename(dir.path / "run", dir.path / "moved");
+  fs::create_directory_symlink(dir.path / "outside", dir.path / "run");
+  EXPECT_EQ(f.write(sample(), true), "");
+  EXPECT_TRUE(fs::exists(dir.path / "moved" / "manifest.json"));
+  EXPECT_TRUE(fs::is_empty(dir.path / "outside"));
+}
+
+TEST(ManifestFile, IsCreated0640WhateverTheUmask) {
+  TempDir dir;
+  const mode_t old = ::umask(0);
+  ManifestFile f(dir.path, 0);
+  const std::string err = f.write(sample(), false);
+  ::umask(old);
+  ASSERT_EQ(err, "");
+  struct stat st {};
+  ASSERT_EQ(::stat((dir.path / "manifest.json").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
 }  // namespace
 }  // namespace rocecap::daemon

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -20,6 +21,7 @@
 #include "config/loader.hpp"
 #include "daemon/lib/report.hpp"
 #include "test_frames.hpp"
+#include "writers/output_file.hpp"
 
 namespace rocecap {
 namespace {
@@ -201,6 +203,32 @@ TEST_F(Metrics, StreamCountersMatchTheFramesFed) {
                    1'800'000'001.0);
   EXPECT_EQ(s[m("rocecap_ring_fill_ratio", kA)], 0);  // the writer released every slot
   EXPECT_EQ(s[m("rocecap_writer_backlog_frames", kA)], 0);
+}
+
+TEST_F(Metrics, WriteErrorLossAndStorageLossAreExported) {
+  feed(test::frame(test::kSrcA, 0));
+  settle();
+  auto s = scrape();
+  const auto raw = R"({format="raw",interface="rec0"})";
+  EXPECT_EQ(s.count(m("rocecap_write_error_lost_frames_total", raw)), 1u);
+  EXPECT_EQ(s[m("rocecap_write_error_lost_frames_total", raw)], 0);
+  EXPECT_EQ(s[m("rocecap_storage_errors_total", raw)], 0);
+  EXPECT_EQ(s[m("rocecap_write_retries_total", raw)], 0);
+  EXPECT_EQ(s.count("rocecap_storage_lost"), 1u);
+  EXPECT_EQ(s["rocecap_storage_lost"], 0);
+  // The disk answers EIO (fault seam in OutputFile): the closing flush fails, the runtime's
+  // error reporter calls it a storage loss (rocecapd then stops the run and exits 5).
+  writers::testing::set_write_function(
+      [](int, const void*, std::size_t) -> ssize_t { return errno = EIO, -1; });
+  const writers::Status closed = rec0().writer->close();
+  writers::testing::set_write_function(nullptr);
+  EXPECT_EQ(closed.code(), EIO);
+  daemon::publish_writer(rec0(), 1'800'000'002'000'000'000);
+  s = scrape();
+  EXPECT_EQ(s["rocecap_storage_lost"], 1);
+  EXPECT_GE(s[m("rocecap_storage_errors_total", raw)], 1);
+  EXPECT_EQ(s[m("rocecap_write_error_lost_frames_total", raw)], 1) << "frame 0 never reached disk";
+  EXPECT_NE(rt_->storage.why().find("Input/output error"), std::string::npos) << rt_->storage.why();
 }
 
 TEST_F(Metrics, BuildInfoStartTimeAndRunState) {
