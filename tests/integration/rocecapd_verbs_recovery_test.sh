@@ -16,15 +16,25 @@
 #             manifest name the raw-clock path; every pcap record timestamp lies within the
 #             wall-clock span of the traffic (+-0.2 s) and they never decrease.
 #   noclock   SOFTVERBS_CLOCK=none: software time, said in log and manifest; same timestamp checks.
+#   taiclock  SOFTVERBS_CLOCK=wallclock,tai,ppm=500: the PHC is TAI (37 s ahead of UTC) and
+#             drifts; WALLCLOCK values are corrected to UTC: the same timestamp checks, the
+#             manifest's and the metric's nic_clock_offset ~37 s, the log says "looks like TAI".
+#   rtclock   SOFTVERBS_CLOCK=realtime,tai: real-time clock mode, WALLCLOCK values are
+#             seconds << 32 | ns: decoded (manifest nic_clock_encoding), then as taiclock.
+#   cqoverrun SOFTVERBS_INJECT_CQ_OVERRUN=after=1000: the CQ overruns (IBV_EVENT_CQ_ERR only,
+#             as libmlx5's poll cannot see it): the run fails, exit 4, log and manifest say the
+#             completion queue overran.
+#   cqmax     SOFTVERBS_MAX_CQE=4095, 6 streams x 1024 slots: rocecapd refuses to start (exit 3)
+#             naming the 6144 entries, the 8191 libmlx5 would make of them and max_cqe 4095.
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: $0 recover|bound|rawclock|noclock ROCECAPD ROCECAP SOFTVERBS_LIB_DIR"
+usage="usage: $0 recover|bound|rawclock|noclock|taiclock|rtclock|cqoverrun|cqmax ROCECAPD ROCECAP SOFTVERBS_LIB_DIR"
 mode=${1:?$usage}
 ROCECAPD_BIN=${2:?$usage}
 ROCECAP=${3:?$usage}
 SV_LIB=${4:?$usage}
-case $mode in recover | bound | rawclock | noclock) ;; *)
+case $mode in recover | bound | rawclock | noclock | taiclock | rtclock | cqoverrun | cqmax) ;; *)
   echo "$usage"
   exit 2
   ;;
@@ -54,6 +64,10 @@ case $mode in
   bound) SV_ENV=(SOFTVERBS_INJECT_WC_ERROR=after=300,every=200,status=loc_qp_op) ;;
   rawclock) SV_ENV=(SOFTVERBS_CLOCK=raw) ;;
   noclock) SV_ENV=(SOFTVERBS_CLOCK=none) ;;
+  taiclock) SV_ENV=(SOFTVERBS_CLOCK=wallclock,tai,ppm=500) ;;
+  rtclock) SV_ENV=(SOFTVERBS_CLOCK=realtime,tai) ;;
+  cqoverrun) SV_ENV=(SOFTVERBS_INJECT_CQ_OVERRUN=after=1000) ;;
+  cqmax) SV_ENV=(SOFTVERBS_MAX_CQE=4095) ;;
 esac
 
 make_wrapper() {
@@ -86,6 +100,20 @@ make_wrapper
 E2E_BACKEND=verbs E2E_DEVICE=sv0 E2E_RING_DEPTH=1024 E2E_POLL_MODE=event
 E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_FORMATS="raw, codifhdr, pcap"
 e2e_config "$work/run.yaml"
+# Metrics inside the receiver's namespace (its own loopback): scraped by the clock modes.
+sed -i 's/^  enabled: false$/  listen: 127.0.0.1:9464/' "$work/run.yaml"
+
+if [ "$mode" = cqmax ]; then
+  rc=0
+  netns_exec_receiver "$ROCECAPD" --config "$work/run.yaml" 2>"$work/rocecapd.log" || rc=$?
+  cat "$work/rocecapd.log"
+  [ "$rc" = 3 ] || { echo "FAIL: exit $rc with a CQ beyond max_cqe (expected 3, cannot start)"; exit 1; }
+  want="RDMA device sv0: a CQ of 6144 entries (the sum of the receive queue depths) needs 8191 (libmlx5 rounds 6144 + 1 up to a power of two), more than the device's max_cqe 4095"
+  grep -qF "$want" "$work/rocecapd.log" || { echo "FAIL: the error does not name both numbers"; exit 1; }
+  passed=1
+  exit 0
+fi
+
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
@@ -97,6 +125,24 @@ netns_exec_sender "$ROCECAP" "${gen_args[@]}" --interface "$NETNS_SENDER_IF" --r
   { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
 t_end=$(date +%s.%N)
 manifest=$work/out/e2e/manifest.json
+
+if [ "$mode" = cqoverrun ]; then
+  e2e_wait_exit "$rocecapd" 20 || { tail -20 "$work/rocecapd.log"; exit 1; }
+  cat "$work/rocecapd.log"
+  [ "$E2E_RC" = 4 ] || { echo "FAIL: exit $E2E_RC, expected 4 (capture failed)"; exit 1; }
+  reason="RDMA device sv0 ($NETNS_RECEIVER_IF): async event IBV_EVENT_CQ_ERR: the completion queue (8191 entries) overran or failed and reports no more completions"
+  grep -qF "capture on $NETNS_RECEIVER_IF failed: $reason" "$work/rocecapd.log" ||
+    { echo "FAIL: the log does not say the CQ overran"; exit 1; }
+  python3 - "$manifest" "$reason" <<'PY'
+import json, sys
+m, reason = json.load(open(sys.argv[1])), sys.argv[2]
+if m["state"] != "failed" or reason not in (m["failure"] or ""):
+    sys.exit(f"FAIL: state {m['state']}, failure {m['failure']!r}")
+print("ok: the overrun failed the run with the reason in log and manifest")
+PY
+  passed=1
+  exit 0
+fi
 
 if [ "$mode" = bound ]; then
   # The run ends by itself: the capture loop failed.
@@ -124,6 +170,9 @@ PY
 fi
 
 sleep 1  # the last frames through softverbs and the capture thread
+netns_exec_receiver python3 -c 'import urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=5).read().decode())' \
+  >"$work/metrics.txt" || { echo "FAIL: no metrics"; exit 1; }
 kill -TERM "$rocecapd"
 e2e_wait_exit "$rocecapd" 30 || { tail -20 "$work/rocecapd.log"; exit 1; }
 [ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
@@ -180,18 +229,37 @@ PY
   exit 0
 fi
 
-# rawclock / noclock
-want_source=$([ "$mode" = rawclock ] && echo nic-raw-clock || echo software)
-want_log=$([ "$mode" = rawclock ] && echo "raw HCA clock, converted with a fit" || echo "software receive time")
+# rawclock / noclock / taiclock / rtclock
+case $mode in
+  rawclock) want_source=nic-raw-clock want_log="raw HCA clock, converted with a fit" ;;
+  noclock) want_source=software want_log="software receive time" ;;
+  *) want_source=nic-wallclock want_log="the NIC clock looks like TAI: 37.0" ;;
+esac
 grep -q "$want_log" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: the log does not name '$want_log'"; exit 1; }
-python3 - "$manifest" "$work/out" "$t_start" "$t_end" "$want_source" <<'PY'
-import json, os, struct, sys
+grep "NIC clock" "$work/rocecapd.log" || true
+python3 - "$manifest" "$work/out" "$t_start" "$t_end" "$want_source" "$mode" "$work/metrics.txt" <<'PY'
+import json, os, re, struct, sys
 m, root = json.load(open(sys.argv[1])), sys.argv[2]
-t0, t1, want = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+t0, t1, want, mode = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
+metrics = open(sys.argv[7]).read()
 tolerance = 0.2
 fails = []
-src = m["interfaces"][0]["verbs"]["time_source"]
+v = m["interfaces"][0]["verbs"]
+src = v["time_source"]
 if src != want: fails.append(f"time_source {src}, expected {want}")
+offset = v["nic_clock_offset_seconds"]
+scraped = re.findall(r'^rocecap_nic_clock_offset_seconds\{[^}]*\} (\S+)$', metrics, re.M)
+if want == "nic-wallclock":
+    if offset is None or abs(offset - 37) > 0.05:
+        fails.append(f"manifest nic_clock_offset_seconds {offset}, expected 37 +- 0.05 (TAI)")
+    if len(scraped) != 1 or abs(float(scraped[0]) - 37) > 0.05:
+        fails.append(f"metric rocecap_nic_clock_offset_seconds {scraped}, expected ~37")
+    enc = "seconds<<32|ns" if mode == "rtclock" else "ns"
+    if v["nic_clock_encoding"] != enc:
+        fails.append(f"nic_clock_encoding {v['nic_clock_encoding']}, expected {enc}")
+    print(f"NIC clock offset {offset} s (metric {scraped}), encoding {v['nic_clock_encoding']}")
+elif offset is not None or scraped:
+    fails.append(f"a NIC clock offset ({offset}, {scraped}) without nic-wallclock")
 pcaps = [f for f in m["interfaces"][0]["files"] if f["format"] == "pcap"]
 stamps = []
 for f in pcaps:
