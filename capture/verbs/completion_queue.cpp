@@ -9,17 +9,14 @@
 namespace rocecap::capture::verbs {
 
 // Refused here, with both numbers, rather than by ibv_create_cq_ex's bare EINVAL.
-void VerbsSource::check_cq_size(uint64_t entries, uint64_t depth_sum, bool configured,
-                                uint64_t max_cqe) const {
+void VerbsSource::check_cq_size(uint64_t entries, uint64_t depth_sum, uint64_t max_cqe) const {
   if (cq_fits(entries, max_cqe)) return;
-  const std::string what =
-      configured ? "capture.cq_size " + std::to_string(entries)
-                 : std::to_string(entries) + " entries (the sum of the receive queue depths)";
   throw VerbsError(
-      "RDMA device " + device_ + ": a CQ of " + what + " needs " +
-          std::to_string(mlx5_cq_entries(entries)) + " (libmlx5 rounds " + std::to_string(entries) +
-          " + 1 up to a power of two), more than the device's max_cqe " + std::to_string(max_cqe) +
-          "; the receive queues need " + std::to_string(depth_sum) +
+      "RDMA device " + device_ + ": a CQ of " + std::to_string(entries) +
+          " entries (capture.cq_size; the receive queues need " + std::to_string(depth_sum) +
+          ") needs " + std::to_string(mlx5_cq_entries(entries)) + " (libmlx5 rounds " +
+          std::to_string(entries) + " + 1 up to a power of two), more than the device's max_cqe " +
+          std::to_string(max_cqe) +
           ": lower capture.ring_depth or spread the groups over more devices",
       0);
 }

@@ -65,7 +65,7 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
     throw VerbsError("RDMA device " + device_ + ": ibv_query_device_ex", rc);
   }
   const uint64_t entries = o.cq_size != 0 ? o.cq_size : depth_sum;
-  check_cq_size(entries, depth_sum, o.cq_size != 0, static_cast<uint64_t>(dev.orig_attr.max_cqe));
+  check_cq_size(entries, depth_sum, static_cast<uint64_t>(dev.orig_attr.max_cqe));
   create_cq(static_cast<uint32_t>(entries), dev);
   streams_.resize(ingest_.streams().size());
   recoveries_ = std::make_unique<RelaxedCounter[]>(streams_.size());

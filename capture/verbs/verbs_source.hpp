@@ -124,7 +124,7 @@ class VerbsSource {
   struct StreamQp;
   static constexpr std::size_t kPostBatch = 64;
 
-  void check_cq_size(uint64_t entries, uint64_t depth_sum, bool configured, uint64_t max_cqe) const;
+  void check_cq_size(uint64_t entries, uint64_t depth_sum, uint64_t max_cqe) const;
   void create_cq(uint32_t entries, const ibv_device_attr_ex& dev);
   void build_stream(uint32_t index, StreamPipeline& sp);
   void handle_completion(int64_t now_ns) noexcept;
@@ -136,6 +136,7 @@ class VerbsSource {
   int64_t batch_now() noexcept;
   int64_t completion_time(int64_t now_ns, uint32_t& flags) noexcept;
   void refresh_wallclock();
+  void steer_wallclock() noexcept;
   void report_offset(double offset_s);
   void on_fatal_event(ibv_event_type type) noexcept;
   bool repost(uint32_t index) noexcept;
@@ -164,6 +165,7 @@ class VerbsSource {
   std::atomic<bool> nic_offset_known_{false};
   std::optional<OffsetClass> logged_class_;  // async thread: what the log said last
   int64_t next_sample_ns_ = 0;               // async thread: when to ask for the next sample
+  ClockMap fitted_;                          // async thread: the latest fit (nic-wallclock)
   uint64_t out_of_buffer_start_ = 0;
   EventLog on_event_;
   // Creation order; destroyed in reverse (QPs and flows before CQ, MRs, PD, context).

@@ -2,6 +2,7 @@
 // pairs a completion with a host clock read now and then and converts each completion with
 // the published map; the async event thread fits the map, detects the value encoding and says
 // what the offset looks like (TAI, UTC, free-running).
+#include <cmath>
 #include <cstdlib>
 
 #include "capture/verbs/qp_state.hpp"
@@ -13,6 +14,11 @@ namespace {
 // A sample this far from the current map means the PHC was stepped (ptp4l's first step to
 // TAI, a settime): the fit starts over instead of averaging across the step for 16 s.
 constexpr int64_t kClockStepNs = 50'000'000;
+// Smaller differences between the published map and a new fit are slewed, not stepped: the
+// published map turns towards the fitted line so as to meet it this far ahead, re-aimed on
+// every turn of the async thread. Stepping would move timestamps back by the sampling noise
+// (up to a few hundred us on a loaded host) whenever a new sample lowers the line.
+constexpr int64_t kSlewNs = 1'000'000'000;
 
 }  // namespace
 
@@ -65,23 +71,42 @@ void VerbsSource::refresh_wallclock() {
       encoding_.store(static_cast<int>(enc), std::memory_order_relaxed);
     }
     const uint64_t nic = decode_wallclock(v, enc);
-    if (fit_->samples() != 0 && std::llabs(clock_.load().to_ns(nic) - host) > kClockStepNs) {
+    if (fit_->samples() != 0 && std::llabs(fitted_.to_ns(nic) - host) > kClockStepNs) {
       fit_.emplace(nic_ns_fit());
     }
     fit_->add(nic, host);
-    const ClockMap m = fit_->map();
-    clock_.publish(m);
+    fitted_ = fit_->map();
+    steer_wallclock();  // published before the offset counts as known (batch_now)
+    const ClockMap& m = fitted_;
     const auto offset = static_cast<int64_t>(m.base_ticks - static_cast<uint64_t>(m.base_ns));
     nic_offset_ns_.store(offset, std::memory_order_relaxed);
     nic_offset_known_.store(true, std::memory_order_release);
     // The first sample is a single batch's: wait for one taken over several before saying.
     if (fit_->samples() >= 2) report_offset(static_cast<double>(offset) / 1e9);
     next_sample_ns_ = monotonic_ns() + kClockRefreshNs;
+  } else if (fitted_.mult != 0) {
+    steer_wallclock();
   }
   if (!samples_.pending() && monotonic_ns() >= next_sample_ns_) {
     samples_.request(nic_offset_known_.load(std::memory_order_relaxed) ? kWallclockSampleBatches
                                                                        : 1);
   }
+}
+
+// Publishes a map that continues the current one at the NIC's present time and meets the
+// fitted line kSlewNs later, or the fitted line itself for a first map or a step.
+void VerbsSource::steer_wallclock() noexcept {
+  const ClockMap old = clock_.load();
+  const int64_t host_now = wall_ns();
+  const uint64_t nic_now = fitted_.base_ticks + static_cast<uint64_t>(host_now - fitted_.base_ns);
+  const int64_t from = old.to_ns(nic_now);
+  if (old.mult == 0 || std::llabs(fitted_.to_ns(nic_now) - from) > kClockStepNs) {
+    return clock_.publish(fitted_);
+  }
+  const int64_t to = fitted_.to_ns(nic_now + kSlewNs);
+  const double slope = static_cast<double>(to - from) / static_cast<double>(kSlewNs);
+  clock_.publish(
+      {nic_now, from, static_cast<uint64_t>(std::ldexp(slope, ClockMap::kShift)), fitted_.mask});
 }
 
 // Logged once, and again when what the offset looks like changes.

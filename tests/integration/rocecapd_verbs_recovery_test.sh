@@ -108,7 +108,7 @@ if [ "$mode" = cqmax ]; then
   netns_exec_receiver "$ROCECAPD" --config "$work/run.yaml" 2>"$work/rocecapd.log" || rc=$?
   cat "$work/rocecapd.log"
   [ "$rc" = 3 ] || { echo "FAIL: exit $rc with a CQ beyond max_cqe (expected 3, cannot start)"; exit 1; }
-  want="RDMA device sv0: a CQ of 6144 entries (the sum of the receive queue depths) needs 8191 (libmlx5 rounds 6144 + 1 up to a power of two), more than the device's max_cqe 4095"
+  want="RDMA device sv0: a CQ of 6144 entries (capture.cq_size; the receive queues need 6144) needs 8191 (libmlx5 rounds 6144 + 1 up to a power of two), more than the device's max_cqe 4095"
   grep -qF "$want" "$work/rocecapd.log" || { echo "FAIL: the error does not name both numbers"; exit 1; }
   passed=1
   exit 0
@@ -233,9 +233,9 @@ fi
 case $mode in
   rawclock) want_source=nic-raw-clock want_log="raw HCA clock, converted with a fit" ;;
   noclock) want_source=software want_log="software receive time" ;;
-  *) want_source=nic-wallclock want_log="the NIC clock looks like TAI: 37.0" ;;
+  *) want_source=nic-wallclock want_log="the NIC clock looks like TAI: 3(6\.9|7\.0)[0-9]* s ahead" ;;
 esac
-grep -q "$want_log" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: the log does not name '$want_log'"; exit 1; }
+grep -Eq "$want_log" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: the log does not name '$want_log'"; exit 1; }
 grep "NIC clock" "$work/rocecapd.log" || true
 python3 - "$manifest" "$work/out" "$t_start" "$t_end" "$want_source" "$mode" "$work/metrics.txt" <<'PY'
 import json, os, re, struct, sys
