@@ -7,8 +7,8 @@
 //   fault_test clock K  with SOFTVERBS_CLOCK=K (wallclock|realtime|raw|none): what
 //                       query_device_ex, ibv_create_cq_ex and ibv_query_rt_values_ex offer, and
 //                       that raw ticks advance at hca_core_clock.
-//   fault_test phc tai  with SOFTVERBS_CLOCK=wallclock,tai,ppm=10000: WALLCLOCK values are the
-//                       PHC, 37 s ahead of CLOCK_REALTIME, and gain 10 ms per second.
+//   fault_test phc tai  with SOFTVERBS_CLOCK=wallclock,tai,ppm=50000: WALLCLOCK values are the
+//                       PHC, 37 s ahead of CLOCK_REALTIME, and gain 50 ms per second.
 //   fault_test phc realtime  with SOFTVERBS_CLOCK=realtime,tai: WALLCLOCK alone reads
 //                       seconds << 32 | ns (37 s ahead); with COMPLETION_TIMESTAMP too, ns.
 //   fault_test cq       with SOFTVERBS_MAX_CQE=1023: max_cqe, and CQ sizes rounded to
@@ -160,10 +160,10 @@ uint64_t host_ns() {
 // The wallclock value of the next completion and the host time right after it was found;
 // every other completion already queued is consumed too.
 bool next_wallclock(ibv_cq_ex* cq, uint64_t& v, uint64_t& host) {
-  for (int i = 0; i < 5000; ++i) {
+  for (int i = 0; i < 50000; ++i) {
     ibv_poll_cq_attr pa{};
     if (ibv_start_poll(cq, &pa) != 0) {
-      usleep(1000);
+      usleep(100);
       continue;
     }
     host = host_ns();
@@ -180,7 +180,7 @@ bool next_wallclock(ibv_cq_ex* cq, uint64_t& v, uint64_t& host) {
 constexpr double kTaiNs = 37e9;
 
 int phc(const std::string& kind) {
-  if (kind == "tai") {  // SOFTVERBS_CLOCK=wallclock,tai,ppm=10000
+  if (kind == "tai") {  // SOFTVERBS_CLOCK=wallclock,tai,ppm=50000
     Rig rig;
     ibv_cq_ex* cq = nullptr;
     if (int rc = open_qp_ex(rig, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, cq)) return rc;
@@ -188,15 +188,15 @@ int phc(const std::string& kind) {
     if (!next_wallclock(cq, v1, h1)) return 1;
     const double off1 = static_cast<double>(v1) - static_cast<double>(h1);
     expect(off1 > kTaiNs - 50e6 && off1 < kTaiNs + 50e6, "WALLCLOCK is the PHC: 37 s ahead (TAI)");
-    usleep(1000000);
+    usleep(2000000);
     expect(rig.post(0) == 0, "post_recv");
     if (!next_wallclock(cq, v2, h2)) return 1;
     const double gain = (static_cast<double>(v2) - static_cast<double>(h2)) - off1;
-    const double want = static_cast<double>(h2 - h1) * 0.01;  // 10000 ppm
-    if (gain < want - 3e6 || gain > want + 3e6)
+    const double want = static_cast<double>(h2 - h1) * 0.05;  // 50000 ppm
+    if (gain < want - 10e6 || gain > want + 10e6)
       fprintf(stderr, "PHC gained %.0f ns over %.0f ns, expected %.0f\n", gain,
               static_cast<double>(h2 - h1), want);
-    expect(gain > want - 3e6 && gain < want + 3e6, "the PHC drifts by ppm=10000");
+    expect(gain > want - 10e6 && gain < want + 10e6, "the PHC drifts by ppm=50000");
   } else if (kind == "realtime") {  // SOFTVERBS_CLOCK=realtime,tai
     for (const bool with_ts : {false, true}) {
       Rig rig;
