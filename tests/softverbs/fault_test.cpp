@@ -179,23 +179,41 @@ bool next_wallclock(ibv_cq_ex* cq, uint64_t& v, uint64_t& host) {
 
 constexpr double kTaiNs = 37e9;
 
+// PHC minus host time of one frame at a time, the least late of 20 (a loaded host may leave a
+// completion unpolled for milliseconds); `host` gets that sample's host time.
+double least_late_offset(Rig& rig, ibv_cq_ex* cq, double& host) {
+  double best = -1e30;
+  for (uint32_t i = 0; i < 20; ++i) {
+    uint64_t v = 0, h = 0;
+    expect(rig.post(i) == 0, "post_recv");
+    if (!next_wallclock(cq, v, h)) break;
+    const double off = static_cast<double>(v) - static_cast<double>(h);
+    if (off > best) {
+      best = off;
+      host = static_cast<double>(h);
+    }
+  }
+  return best;
+}
+
 int phc(const std::string& kind) {
-  if (kind == "tai") {  // SOFTVERBS_CLOCK=wallclock,tai,ppm=50000
+  if (kind == "tai") {                                 // SOFTVERBS_CLOCK=wallclock,tai,ppm=50000
+    const double t0 = static_cast<double>(host_ns());  // before softverbs' first clock read
     Rig rig;
     ibv_cq_ex* cq = nullptr;
     if (int rc = open_qp_ex(rig, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, cq)) return rc;
-    uint64_t v1 = 0, h1 = 0, v2 = 0, h2 = 0;
-    if (!next_wallclock(cq, v1, h1)) return 1;
-    const double off1 = static_cast<double>(v1) - static_cast<double>(h1);
-    expect(off1 > kTaiNs - 50e6 && off1 < kTaiNs + 50e6, "WALLCLOCK is the PHC: 37 s ahead (TAI)");
+    uint64_t v = 0, h = 0;
+    if (!next_wallclock(cq, v, h)) return 1;  // the WRs filled at once: drained
+    double h1 = 0, h2 = 0;
+    const double off1 = least_late_offset(rig, cq, h1);
+    // 37 s, plus what the PHC gained since softverbs first read it (after t0).
+    expect(off1 > kTaiNs - 50e6 && off1 < kTaiNs + (h1 - t0) * 0.05 + 50e6,
+           "WALLCLOCK is the PHC: 37 s ahead (TAI)");
     usleep(2000000);
-    expect(rig.post(0) == 0, "post_recv");
-    if (!next_wallclock(cq, v2, h2)) return 1;
-    const double gain = (static_cast<double>(v2) - static_cast<double>(h2)) - off1;
-    const double want = static_cast<double>(h2 - h1) * 0.05;  // 50000 ppm
+    const double gain = least_late_offset(rig, cq, h2) - off1;
+    const double want = (h2 - h1) * 0.05;  // 50000 ppm
     if (gain < want - 10e6 || gain > want + 10e6)
-      fprintf(stderr, "PHC gained %.0f ns over %.0f ns, expected %.0f\n", gain,
-              static_cast<double>(h2 - h1), want);
+      fprintf(stderr, "PHC gained %.0f ns over %.0f ns, expected %.0f\n", gain, h2 - h1, want);
     expect(gain > want - 10e6 && gain < want + 10e6, "the PHC drifts by ppm=50000");
   } else if (kind == "realtime") {  // SOFTVERBS_CLOCK=realtime,tai
     for (const bool with_ts : {false, true}) {
