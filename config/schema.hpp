@@ -12,7 +12,12 @@ inline constexpr uint32_t kMinHeaderSplit = 64;  // libmlx5 may inline smaller S
 inline constexpr uint32_t kCodifHeadersBytes = 14 + 20 + 8 + 64;  // Ethernet+IPv4+UDP+CODIF
 inline constexpr uint32_t kMaxRingDepth = 65536;
 inline constexpr uint32_t kMaxVerbsRingDepth = 32768;  // mlx5 max_qp_wr
-inline constexpr uint32_t kMaxCqSize = 4194304;        // mlx5 max_cqe
+// The largest CQ a ConnectX makes (max_cqe 2^22 - 1): libmlx5 asks the kernel for
+// roundup_pow2(cq_size + 1) entries (providers/mlx5/verbs.c create_cq, align_queue_size), which
+// must not exceed 2^22, so 4194304 would need 2^23. A bound on cq_size itself says the same as
+// checking the rounded value and reads plainly in the error; start-up checks the real device's
+// max_cqe with the same rounding (capture/verbs/cq_size.hpp).
+inline constexpr uint32_t kMaxCqSize = 4194303;
 inline constexpr uint32_t kMaxReorderWindow = 1024;
 inline constexpr std::size_t kMaxSyncWords = 4;  // codif::SyncSet::kMaxSyncs
 inline constexpr unsigned kMaxCpuId = 4095;

@@ -60,7 +60,13 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
                          std::to_string(depth_sum) + "); a CQ overrun stops the capture",
                      0);
   }
-  create_cq(static_cast<uint32_t>(o.cq_size != 0 ? o.cq_size : depth_sum));
+  ibv_device_attr_ex dev{};
+  if (const int rc = ibv_query_device_ex(ctx_.get(), nullptr, &dev); rc != 0) {
+    throw VerbsError("RDMA device " + device_ + ": ibv_query_device_ex", rc);
+  }
+  const uint64_t entries = o.cq_size != 0 ? o.cq_size : depth_sum;
+  check_cq_size(entries, depth_sum, static_cast<uint64_t>(dev.orig_attr.max_cqe));
+  create_cq(static_cast<uint32_t>(entries), dev);
   streams_.resize(ingest_.streams().size());
   recoveries_ = std::make_unique<RelaxedCounter[]>(streams_.size());
   for (uint32_t i = 0; i < streams_.size(); ++i)
@@ -76,44 +82,6 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
 }
 
 VerbsSource::~VerbsSource() = default;
-
-void VerbsSource::create_cq(uint32_t entries) {
-  ibv_device_attr_ex dev{};
-  const bool have_clock =
-      ibv_query_device_ex(ctx_.get(), nullptr, &dev) == 0 && dev.completion_timestamp_mask != 0;
-  ibv_cq_init_attr_ex a{};
-  a.cqe = entries;
-  a.channel = channel_.get();
-  a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
-  if (have_clock) {
-    // libmlx5 converts HCA ticks to wall-clock ns itself when the device offers clock info.
-    a.wc_flags |= IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
-    cq_.reset(ibv_create_cq_ex(ctx_.get(), &a));
-    hw_timestamps_ = static_cast<bool>(cq_);
-    if (cq_) time_source_ = TimeSource::nic_wallclock;
-  }
-  if (!cq_ && have_clock && dev.hca_core_clock != 0) {
-    // A free-running clock (libmlx5 refuses WALLCLOCK): raw ticks, converted here.
-    fit_.emplace(dev.hca_core_clock, dev.completion_timestamp_mask);
-    for (int i = 0; i < 20 && fit_->samples() == 0; ++i)  // a busy host may spoil a few
-      refresh_clock();
-    if (fit_->samples() != 0) {  // ibv_query_rt_values_ex works: the clock can be fitted
-      a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP;
-      cq_.reset(ibv_create_cq_ex(ctx_.get(), &a));
-    }
-    raw_clock_ = hw_timestamps_ = static_cast<bool>(cq_);
-    if (cq_) time_source_ = TimeSource::nic_raw_clock;
-  }
-  if (!cq_) {
-    a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN;
-    cq_.reset(ibv_create_cq_ex(ctx_.get(), &a));
-  }
-  if (!cq_) {
-    throw VerbsError("RDMA device " + device_ + ": ibv_create_cq_ex with " +
-                         std::to_string(entries) + " entries",
-                     errno);
-  }
-}
 
 void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
   StreamQp& s = streams_[index];
@@ -202,7 +170,7 @@ int VerbsSource::poll(int max) noexcept {
   int rc = ibv_start_poll(cq, &attr);
   int n = 0;
   if (rc == 0) {
-    const int64_t now = hw_timestamps_ ? 0 : wall_ns();  // one clock read per batch
+    const int64_t now = batch_now();  // at most one clock read per batch
     do {
       handle_completion(now);
       ++n;
@@ -234,12 +202,9 @@ void VerbsSource::handle_completion(int64_t now_ns) noexcept {
   --s.outstanding;
   if (cq->status == IBV_WC_SUCCESS) {
     const uint32_t len = ibv_wc_read_byte_len(cq);
-    if (hw_timestamps_) {
-      const int64_t ts = raw_clock_ ? clock_.to_ns(ibv_wc_read_completion_ts(cq))
-                                    : static_cast<int64_t>(ibv_wc_read_completion_wallclock_ns(cq));
-      return ingest_.on_slot(stream, slot, len, ts, kSlotHwTimestamp);
-    }
-    return ingest_.on_slot(stream, slot, len, now_ns, 0);
+    uint32_t flags = 0;
+    const int64_t ts = completion_time(now_ns, flags);
+    return ingest_.on_slot(stream, slot, len, ts, flags);
   }
   s.pipeline->ring().give_back(slot);  // consumed by the NIC: posted again with the next batch
   // The QP's own flush after its error: the slot is back, nothing new went wrong.
@@ -333,6 +298,7 @@ void VerbsSource::async_events(const std::stop_token& stop) {
       refresh_clock();
       next_refresh += kClockRefreshNs;
     }
+    if (time_source_ == TimeSource::nic_wallclock) refresh_wallclock();
     pollfd p{ctx_->async_fd, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     ibv_async_event ev{};
@@ -344,7 +310,7 @@ void VerbsSource::async_events(const std::stop_token& stop) {
                        type == IBV_EVENT_QP_ACCESS_ERR;
     const std::string msg = "RDMA device " + device_ + " (" + interface_ + ") port " +
                             std::to_string(port_) + ": async event " + ibv_event_type_str(type);
-    if (fatal) fail(ibv_event_type_str(type), 0);
+    if (fatal) on_fatal_event(type);
     if (on_event_) on_event_(msg, fatal);
   }
 }

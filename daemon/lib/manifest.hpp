@@ -55,6 +55,10 @@ struct ManifestVerbs {
   uint64_t qp_recoveries = 0;
   std::string first_wc_error;  // the first one (oversize included) with its context; empty: none
   uint64_t oversize = 0;       // IBV_WC_LOC_LEN_ERR completions: QP errors of reason oversize
+  // nic-wallclock: the NIC clock minus CLOCK_REALTIME (37 s for a PHC on TAI), once measured,
+  // and how the driver encodes its values ("ns" or "seconds<<32|ns").
+  std::optional<double> nic_clock_offset_seconds;
+  std::string nic_clock_encoding;
 };
 
 struct ManifestInterface {

@@ -156,6 +156,10 @@ void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runt
                          "1 for where the interface's receive timestamps come from: "
                          "nic-wallclock, nic-raw-clock or software",
                          MetricType::Gauge);
+  auto& offset = e.family("rocecap_nic_clock_offset_seconds",
+                          "The NIC's PTP hardware clock minus CLOCK_REALTIME (37 for a PHC on "
+                          "TAI), as measured for nic-wallclock timestamps; absent until measured",
+                          MetricType::Gauge);
   auto& recoveries = e.family("rocecap_qp_recoveries_total",
                               "Times the stream's receive QP was taken from the error state back "
                               "to receiving",
@@ -171,6 +175,8 @@ void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runt
         {{"interface", ir->name},
          {"source", capture::verbs::time_source_name(ir->verbs->time_source())}},
         1);
+    if (const auto off = ir->verbs->nic_clock_offset_seconds())
+      add(offset, {{"interface", ir->name}}, *off);
     for (std::size_t s = 0; s < ir->streams.size(); ++s) {
       add(recoveries, stream_labels(rt, *ir, s),
           double(ir->verbs->qp_recoveries(static_cast<uint32_t>(s))));

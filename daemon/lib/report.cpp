@@ -74,12 +74,18 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
 std::optional<ManifestVerbs> verbs_entry(const InterfaceRuntime& ir) {
   if (!ir.verbs) return std::nullopt;
   const capture::verbs::VerbsStats v = ir.verbs->stats();
-  return ManifestVerbs{ir.verbs->device(),
-                       capture::verbs::time_source_name(ir.verbs->time_source()),
-                       v.wc_errors,
-                       v.qp_recoveries,
-                       ir.verbs->first_error(),
-                       v.oversize};
+  ManifestVerbs m;
+  m.device = ir.verbs->device();
+  m.time_source = capture::verbs::time_source_name(ir.verbs->time_source());
+  m.wc_errors = v.wc_errors;
+  m.qp_recoveries = v.qp_recoveries;
+  m.first_wc_error = ir.verbs->first_error();
+  m.nic_clock_offset_seconds = ir.verbs->nic_clock_offset_seconds();
+  if (const auto e = ir.verbs->wallclock_encoding();
+      e != capture::verbs::WallclockEncoding::unknown)
+    m.nic_clock_encoding = capture::verbs::encoding_name(e);
+  m.oversize = v.oversize;
+  return m;
 }
 #endif
 

@@ -36,6 +36,12 @@ SignalWatcher::SignalWatcher() {
 }
 
 SignalWatcher::~SignalWatcher() {
+  // A stop signal that came twice (GNU timeout forwards SIGTERM to the child and again to its
+  // process group) is still pending here: taken from the fd, it does not kill the process with
+  // status 143 after a clean stop once the mask is lifted.
+  signalfd_siginfo info{};
+  while (::read(fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
+  }
   ::close(fd_);
   const sigset_t set = watched();
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);

@@ -25,15 +25,25 @@
 #             stream's lost = sent - received, the recovered stream's raw file holds frames
 #             after its gaps up to the last one sent; the first error (oversize) logged once.
 #   oversize_continue  the same with SOFTVERBS_LOC_LEN=continue (a device whose QP goes on).
+#   taiclock  SOFTVERBS_CLOCK=wallclock,tai,ppm=500: the PHC is TAI (37 s ahead of UTC) and
+#             drifts; WALLCLOCK values are corrected to UTC: the same timestamp checks, the
+#             manifest's and the metric's nic_clock_offset ~37 s, the log says "looks like TAI".
+#   rtclock   SOFTVERBS_CLOCK=realtime,tai: real-time clock mode, WALLCLOCK values are
+#             seconds << 32 | ns: decoded (manifest nic_clock_encoding), then as taiclock.
+#   cqoverrun SOFTVERBS_INJECT_CQ_OVERRUN=after=1000: the CQ overruns (IBV_EVENT_CQ_ERR only,
+#             as libmlx5's poll cannot see it): the run fails, exit 4, log and manifest say the
+#             completion queue overran.
+#   cqmax     SOFTVERBS_MAX_CQE=4095, 6 streams x 1024 slots: rocecapd refuses to start (exit 3)
+#             naming the 6144 entries, the 8191 libmlx5 would make of them and max_cqe 4095.
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: $0 recover|bound|rawclock|noclock|oversize|oversize_continue ROCECAPD ROCECAP SOFTVERBS_LIB_DIR"
+usage="usage: $0 recover|bound|rawclock|noclock|oversize|oversize_continue|taiclock|rtclock|cqoverrun|cqmax ROCECAPD ROCECAP SOFTVERBS_LIB_DIR"
 mode=${1:?$usage}
 ROCECAPD_BIN=${2:?$usage}
 ROCECAP=${3:?$usage}
 SV_LIB=${4:?$usage}
-case $mode in recover | bound | rawclock | noclock | oversize | oversize_continue) ;; *)
+case $mode in recover | bound | rawclock | noclock | oversize | oversize_continue | taiclock | rtclock | cqoverrun | cqmax) ;; *)
   echo "$usage"
   exit 2
   ;;
@@ -65,6 +75,10 @@ case $mode in
   noclock) SV_ENV=(SOFTVERBS_CLOCK=none) ;;
   oversize) SV_ENV=(SOFTVERBS_LOC_LEN=error SOFTVERBS_MODIFY_QP_US=20000) ;;
   oversize_continue) SV_ENV=(SOFTVERBS_LOC_LEN=continue SOFTVERBS_MODIFY_QP_US=20000) ;;
+  taiclock) SV_ENV=(SOFTVERBS_CLOCK=wallclock,tai,ppm=500) ;;
+  rtclock) SV_ENV=(SOFTVERBS_CLOCK=realtime,tai) ;;
+  cqoverrun) SV_ENV=(SOFTVERBS_INJECT_CQ_OVERRUN=after=1000) ;;
+  cqmax) SV_ENV=(SOFTVERBS_MAX_CQE=4095) ;;
 esac
 oversize=0
 [[ $mode == oversize* ]] && oversize=3
@@ -118,6 +132,20 @@ if [ "$oversize" != 0 ]; then
   E2E_MAX_FRAME=1536
 fi
 e2e_config "$work/run.yaml"
+# Metrics inside the receiver's namespace (its own loopback): scraped by the NIC clock modes.
+case $mode in taiclock | rtclock) sed -i 's/^  enabled: false$/  listen: 127.0.0.1:9464/' "$work/run.yaml" ;; esac
+
+if [ "$mode" = cqmax ]; then
+  rc=0
+  netns_exec_receiver "$ROCECAPD" --config "$work/run.yaml" 2>"$work/rocecapd.log" || rc=$?
+  cat "$work/rocecapd.log"
+  [ "$rc" = 3 ] || { echo "FAIL: exit $rc with a CQ beyond max_cqe (expected 3, cannot start)"; exit 1; }
+  want="RDMA device sv0: a CQ of 6144 entries (capture.cq_size; the receive queues need 6144) needs 8191 (libmlx5 rounds 6144 + 1 up to a power of two), more than the device's max_cqe 4095"
+  grep -qF "$want" "$work/rocecapd.log" || { echo "FAIL: the error does not name both numbers"; exit 1; }
+  passed=1
+  exit 0
+fi
+
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
@@ -148,6 +176,24 @@ t_end=$(date +%s.%N)
 [ -z "$helper" ] || wait "$helper" || { echo "FAIL: the oversize sender failed"; exit 1; }
 manifest=$work/out/e2e/manifest.json
 
+if [ "$mode" = cqoverrun ]; then
+  e2e_wait_exit "$rocecapd" 20 || { tail -20 "$work/rocecapd.log"; exit 1; }
+  cat "$work/rocecapd.log"
+  [ "$E2E_RC" = 4 ] || { echo "FAIL: exit $E2E_RC, expected 4 (capture failed)"; exit 1; }
+  reason="RDMA device sv0 ($NETNS_RECEIVER_IF): async event IBV_EVENT_CQ_ERR: the completion queue (8191 entries) overran or failed and reports no more completions"
+  grep -qF "capture on $NETNS_RECEIVER_IF failed: $reason" "$work/rocecapd.log" ||
+    { echo "FAIL: the log does not say the CQ overran"; exit 1; }
+  python3 - "$manifest" "$reason" <<'PY'
+import json, sys
+m, reason = json.load(open(sys.argv[1])), sys.argv[2]
+if m["state"] != "failed" or reason not in (m["failure"] or ""):
+    sys.exit(f"FAIL: state {m['state']}, failure {m['failure']!r}")
+print("ok: the overrun failed the run with the reason in log and manifest")
+PY
+  passed=1
+  exit 0
+fi
+
 if [ "$mode" = bound ]; then
   # The run ends by itself: the capture loop failed.
   e2e_wait_exit "$rocecapd" 20 || { tail -20 "$work/rocecapd.log"; exit 1; }
@@ -174,6 +220,12 @@ PY
 fi
 
 sleep 1  # the last frames through softverbs and the capture thread
+: >"$work/metrics.txt"
+if [ "$mode" = taiclock ] || [ "$mode" = rtclock ]; then
+  netns_exec_receiver python3 -c 'import urllib.request
+print(urllib.request.urlopen("http://127.0.0.1:9464/metrics", timeout=5).read().decode())' \
+    >"$work/metrics.txt" || { echo "FAIL: no metrics"; exit 1; }
+fi
 kill -TERM "$rocecapd"
 e2e_wait_exit "$rocecapd" 30 || { tail -20 "$work/rocecapd.log"; exit 1; }
 [ "$E2E_RC" = 0 ] || { cat "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
@@ -243,18 +295,37 @@ PY
   exit 0
 fi
 
-# rawclock / noclock
-want_source=$([ "$mode" = rawclock ] && echo nic-raw-clock || echo software)
-want_log=$([ "$mode" = rawclock ] && echo "raw HCA clock, converted with a fit" || echo "software receive time")
-grep -q "$want_log" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: the log does not name '$want_log'"; exit 1; }
-python3 - "$manifest" "$work/out" "$t_start" "$t_end" "$want_source" <<'PY'
-import json, os, struct, sys
+# rawclock / noclock / taiclock / rtclock
+case $mode in
+  rawclock) want_source=nic-raw-clock want_log="raw HCA clock, converted with a fit" ;;
+  noclock) want_source=software want_log="software receive time" ;;
+  *) want_source=nic-wallclock want_log="the NIC clock looks like TAI: 3(6\.9|7\.0)[0-9]* s ahead" ;;
+esac
+grep -Eq "$want_log" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: the log does not name '$want_log'"; exit 1; }
+grep "NIC clock" "$work/rocecapd.log" || true
+python3 - "$manifest" "$work/out" "$t_start" "$t_end" "$want_source" "$mode" "$work/metrics.txt" <<'PY'
+import json, os, re, struct, sys
 m, root = json.load(open(sys.argv[1])), sys.argv[2]
-t0, t1, want = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
+t0, t1, want, mode = float(sys.argv[3]), float(sys.argv[4]), sys.argv[5], sys.argv[6]
+metrics = open(sys.argv[7]).read()
 tolerance = 0.2
 fails = []
-src = m["interfaces"][0]["verbs"]["time_source"]
+v = m["interfaces"][0]["verbs"]
+src = v["time_source"]
 if src != want: fails.append(f"time_source {src}, expected {want}")
+offset = v["nic_clock_offset_seconds"]
+scraped = re.findall(r'^rocecap_nic_clock_offset_seconds\{[^}]*\} (\S+)$', metrics, re.M)
+if want == "nic-wallclock":
+    if offset is None or abs(offset - 37) > 0.05:
+        fails.append(f"manifest nic_clock_offset_seconds {offset}, expected 37 +- 0.05 (TAI)")
+    if len(scraped) != 1 or abs(float(scraped[0]) - 37) > 0.05:
+        fails.append(f"metric rocecap_nic_clock_offset_seconds {scraped}, expected ~37")
+    enc = "seconds<<32|ns" if mode == "rtclock" else "ns"
+    if v["nic_clock_encoding"] != enc:
+        fails.append(f"nic_clock_encoding {v['nic_clock_encoding']}, expected {enc}")
+    print(f"NIC clock offset {offset} s (metric {scraped}), encoding {v['nic_clock_encoding']}")
+elif offset is not None or scraped:
+    fails.append(f"a NIC clock offset ({offset}, {scraped}) without nic-wallclock")
 pcaps = [f for f in m["interfaces"][0]["files"] if f["format"] == "pcap"]
 stamps = []
 for f in pcaps:

@@ -4,18 +4,29 @@
 //                       is in ERR, every other posted WR is flushed in posting order, a WR
 //                       posted now is flushed too, nothing else completes until RESET, and
 //                       after RESET -> INIT -> RTR frames arrive again (with a gap).
-//   fault_test clock K  with SOFTVERBS_CLOCK=K (wallclock|raw|none): what query_device_ex,
-//                       ibv_create_cq_ex and ibv_query_rt_values_ex offer, and that raw ticks
-//                       advance at hca_core_clock.
+//   fault_test clock K  with SOFTVERBS_CLOCK=K (wallclock|realtime|raw|none): what
+//                       query_device_ex, ibv_create_cq_ex and ibv_query_rt_values_ex offer, and
+//                       that raw ticks advance at hca_core_clock.
+//   fault_test phc tai  with SOFTVERBS_CLOCK=wallclock,tai,ppm=50000: WALLCLOCK values are the
+//                       PHC, 37 s ahead of CLOCK_REALTIME, and gain 50 ms per second.
+//   fault_test phc realtime  with SOFTVERBS_CLOCK=realtime,tai: WALLCLOCK alone reads
+//                       seconds << 32 | ns (37 s ahead); with COMPLETION_TIMESTAMP too, ns.
+//   fault_test cq       with SOFTVERBS_MAX_CQE=1023: max_cqe, and CQ sizes rounded to
+//                       2^k - 1 and refused (EINVAL) beyond it after rounding.
+//   fault_test overrun  with SOFTVERBS_INJECT_CQ_OVERRUN=after=50: the 50th completion
+//                       overruns the CQ: IBV_EVENT_CQ_ERR names it, the 49 before it are still
+//                       polled, nothing after.
 // Not conformance cases: real devices have no such knobs. Exit 0 pass, 1 fail, 77 no CAP_NET_RAW.
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -31,10 +42,7 @@ struct Flow {
   ibv_flow_spec_ipv4 ip;
 };
 
-int injected_error() {
-  Rig rig;
-  if (int rc = rig.open_qp(2 * kDepth)) return rc;
-  rig.arm();
+bool add_flow(Rig& rig) {
   Flow f{};
   f.attr.type = IBV_FLOW_ATTR_NORMAL;
   f.attr.size = sizeof f;
@@ -46,6 +54,14 @@ int injected_error() {
   f.ip.mask.dst_ip = 0xffffffff;
   rig.flow = ibv_create_flow(rig.qp, &f.attr);
   expect(rig.flow != nullptr, "create_flow");
+  return rig.flow != nullptr;
+}
+
+int injected_error() {
+  Rig rig;
+  if (int rc = rig.open_qp(2 * kDepth)) return rc;
+  rig.arm();
+  add_flow(rig);
   // Nothing re-posted: the 256 WRs complete as 99 frames, the error, 156 flushes.
   const std::vector<ibv_wc> wc = rig.poll(kDepth, 10000);
   expect(wc.size() == kDepth, "every posted WR completed");
@@ -93,9 +109,9 @@ int clock_kind(const std::string& kind) {
     if (cq) ibv_destroy_cq(ibv_cq_ex_to_cq(cq));
     return err;
   };
-  expect(cq_with(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) ==
-             (kind == "wallclock" ? 0 : EOPNOTSUPP),
-         "WALLCLOCK only with a real-time clock (else EOPNOTSUPP)");
+  const bool wall = kind == "wallclock" || kind == "realtime";
+  expect(cq_with(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) == (wall ? 0 : EOPNOTSUPP),
+         "WALLCLOCK only with a clock-info page or a real-time clock (else EOPNOTSUPP)");
   expect(cq_with(IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) == (any ? 0 : EOPNOTSUPP),
          "raw completion timestamps with any clock");
   ibv_values_ex v0{}, v1{};
@@ -112,12 +128,166 @@ int clock_kind(const std::string& kind) {
   return failures ? 1 : 0;
 }
 
+// Like Rig::open_qp with an extended CQ asking for `flags`; the Rig owns and destroys it.
+int open_qp_ex(Rig& rig, uint64_t flags, ibv_cq_ex*& cqx) {
+  if (!rig.open_device()) return 1;
+  ibv_cq_init_attr_ex a{};
+  a.cqe = kDepth;
+  a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | flags;
+  cqx = ibv_create_cq_ex(rig.ctx, &a);
+  if (!cqx) return fprintf(stderr, "FAIL: create_cq_ex: %s\n", strerror(errno)), 1;
+  rig.cq = ibv_cq_ex_to_cq(cqx);
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = rig.cq;
+  qa.qp_type = IBV_QPT_RAW_PACKET;
+  qa.cap.max_recv_wr = kDepth;
+  qa.cap.max_recv_sge = 2;
+  rig.qp = ibv_create_qp(rig.pd, &qa);
+  if (!rig.qp && errno == EPERM) return printf("SKIP: raw QPs need CAP_NET_RAW\n"), 77;
+  rig.hmr = ibv_reg_mr(rig.pd, rig.hdr.data(), rig.hdr.size(), kLocalWrite);
+  rig.pmr = ibv_reg_mr(rig.pd, rig.pl.data(), rig.pl.size(), kLocalWrite);
+  if (!rig.qp || !rig.hmr || !rig.pmr) return fprintf(stderr, "FAIL: setup\n"), 1;
+  rig.arm();
+  return add_flow(rig) ? 0 : 1;
+}
+
+uint64_t host_ns() {
+  timespec t{};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000ULL + static_cast<uint64_t>(t.tv_nsec);
+}
+
+// The wallclock value of the next completion and the host time right after it was found;
+// every other completion already queued is consumed too.
+bool next_wallclock(ibv_cq_ex* cq, uint64_t& v, uint64_t& host) {
+  for (int i = 0; i < 50000; ++i) {
+    ibv_poll_cq_attr pa{};
+    if (ibv_start_poll(cq, &pa) != 0) {
+      usleep(100);
+      continue;
+    }
+    host = host_ns();
+    v = ibv_wc_read_completion_wallclock_ns(cq);
+    while (ibv_next_poll(cq) == 0) {
+    }
+    ibv_end_poll(cq);
+    return true;
+  }
+  expect(false, "a completion within 5 s");
+  return false;
+}
+
+constexpr double kTaiNs = 37e9;
+
+// PHC minus host time of one frame at a time, the least late of 20 (a loaded host may leave a
+// completion unpolled for milliseconds); `host` gets that sample's host time.
+double least_late_offset(Rig& rig, ibv_cq_ex* cq, double& host) {
+  double best = -1e30;
+  for (uint32_t i = 0; i < 20; ++i) {
+    uint64_t v = 0, h = 0;
+    expect(rig.post(i) == 0, "post_recv");
+    if (!next_wallclock(cq, v, h)) break;
+    const double off = static_cast<double>(v) - static_cast<double>(h);
+    if (off > best) {
+      best = off;
+      host = static_cast<double>(h);
+    }
+  }
+  return best;
+}
+
+int phc(const std::string& kind) {
+  if (kind == "tai") {                                 // SOFTVERBS_CLOCK=wallclock,tai,ppm=50000
+    const double t0 = static_cast<double>(host_ns());  // before softverbs' first clock read
+    Rig rig;
+    ibv_cq_ex* cq = nullptr;
+    if (int rc = open_qp_ex(rig, IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, cq)) return rc;
+    uint64_t v = 0, h = 0;
+    if (!next_wallclock(cq, v, h)) return 1;  // the WRs filled at once: drained
+    double h1 = 0, h2 = 0;
+    const double off1 = least_late_offset(rig, cq, h1);
+    // 37 s, plus what the PHC gained since softverbs first read it (after t0).
+    expect(off1 > kTaiNs - 50e6 && off1 < kTaiNs + (h1 - t0) * 0.05 + 50e6,
+           "WALLCLOCK is the PHC: 37 s ahead (TAI)");
+    usleep(2000000);
+    const double gain = least_late_offset(rig, cq, h2) - off1;
+    const double want = (h2 - h1) * 0.05;  // 50000 ppm
+    if (gain < want - 10e6 || gain > want + 10e6)
+      fprintf(stderr, "PHC gained %.0f ns over %.0f ns, expected %.0f\n", gain, h2 - h1, want);
+    expect(gain > want - 10e6 && gain < want + 10e6, "the PHC drifts by ppm=50000");
+  } else if (kind == "realtime") {  // SOFTVERBS_CLOCK=realtime,tai
+    for (const bool with_ts : {false, true}) {
+      Rig rig;
+      ibv_cq_ex* cq = nullptr;
+      const uint64_t flags = IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK |
+                             (with_ts ? uint64_t{IBV_WC_EX_WITH_COMPLETION_TIMESTAMP} : 0);
+      if (int rc = open_qp_ex(rig, flags, cq)) return rc;
+      uint64_t v = 0, h = 0;
+      if (!next_wallclock(cq, v, h)) return 1;
+      const uint64_t ns = with_ts ? v : (v >> 32) * 1000000000ULL + (v & 0xffffffffULL);
+      const double off = static_cast<double>(ns) - static_cast<double>(h);
+      if (!with_ts) expect((v & 0xffffffffULL) < 1000000000ULL, "low word: nanoseconds");
+      expect(off > kTaiNs - 50e6 && off < kTaiNs + 50e6,
+             with_ts ? "with COMPLETION_TIMESTAMP too: PHC ns (clock-info conversion)"
+                     : "WALLCLOCK alone: seconds << 32 | ns of the PHC");
+    }
+  } else {
+    return fprintf(stderr, "phc tai|realtime\n"), 2;
+  }
+  return failures ? 1 : 0;
+}
+
+int cq_sizes() {  // SOFTVERBS_MAX_CQE=1023
+  Rig rig;
+  if (!rig.open_device()) return 1;
+  ibv_device_attr a{};
+  expect(ibv_query_device(rig.ctx, &a) == 0 && a.max_cqe == 1023, "max_cqe from the knob");
+  auto entries = [&](int n) {
+    ibv_cq* cq = ibv_create_cq(rig.ctx, n, nullptr, nullptr, 0);
+    const int got = cq ? cq->cqe : -errno;
+    if (cq) ibv_destroy_cq(cq);
+    return got;
+  };
+  expect(entries(5) == 7, "5 -> 7 (2^3 - 1)");
+  expect(entries(511) == 511, "511 fits exactly");
+  expect(entries(512) == 1023, "512 -> 1023");
+  expect(entries(1023) == 1023, "max_cqe itself");
+  expect(entries(1024) == -EINVAL, "1024 needs 2047 > max_cqe: EINVAL");
+  return failures ? 1 : 0;
+}
+
+int overrun() {  // SOFTVERBS_INJECT_CQ_OVERRUN=after=50
+  Rig rig;
+  if (int rc = rig.open_qp(kDepth)) return rc;
+  rig.arm();
+  add_flow(rig);
+  pollfd p{rig.ctx->async_fd, POLLIN, 0};
+  expect(poll(&p, 1, 5000) == 1, "an async event within 5 s");
+  ibv_async_event ev{};
+  expect(ibv_get_async_event(rig.ctx, &ev) == 0, "get_async_event");
+  expect(ev.event_type == IBV_EVENT_CQ_ERR, "IBV_EVENT_CQ_ERR");
+  expect(ev.element.cq == rig.cq, "the event names the CQ");
+  ibv_ack_async_event(&ev);
+  const std::vector<ibv_wc> wc = rig.poll(kDepth, 500);
+  expect(wc.size() == 49, "the 49 completions before the overrun are still polled");
+  for (std::size_t i = 0; i < wc.size(); ++i)
+    expect(wc[i].status == IBV_WC_SUCCESS && wc[i].wr_id == i, "in order, successful");
+  expect(rig.post(0) == 0, "post_recv");
+  expect(rig.poll(1, 300).empty(), "nothing completes on an overrun CQ");
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "error") return injected_error();
   if (mode == "clock" && argc > 2) return clock_kind(argv[2]);
-  fprintf(stderr, "usage: %s error | clock wallclock|raw|none\n", argv[0]);
+  if (mode == "phc" && argc > 2) return phc(argv[2]);
+  if (mode == "cq") return cq_sizes();
+  if (mode == "overrun") return overrun();
+  fprintf(stderr,
+          "usage: %s error | clock wallclock|realtime|raw|none | phc tai|realtime | cq | overrun\n",
+          argv[0]);
   return 2;
 }

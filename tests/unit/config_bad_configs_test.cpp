@@ -53,6 +53,9 @@ const BadCase kCases[] = {
      "capture.header_split", "cannot hold the Ethernet, IPv4, UDP and CODIF headers (106 bytes)"},
     {"cq_too_small", "  header_split: 128\n", "  header_split: 128\n  cq_size: 1024\n", 8,
      "capture.cq_size", "1024 is smaller than the 4096 receive slots on device mlx5_0"},
+    // libmlx5 rounds 4194304 + 1 up to 2^23 entries: more than any ConnectX's max_cqe.
+    {"cq_too_large", "  header_split: 128\n", "  header_split: 128\n  cq_size: 4194304\n", 8,
+     "capture.cq_size", "4194304 is too large (at most 4194303)"},
     {"group_not_multicast", "address: 239.1.0.1", "address: 10.0.0.1", 13,
      "capture.interfaces[0].groups[0].address", "10.0.0.1 is not a multicast group"},
     {"group_link_local", "address: 239.1.0.1", "address: 224.0.0.5", 13,

@@ -46,8 +46,14 @@ Manifest sample() {
 TEST(Manifest, VerbsSectionOnlyForVerbsInterfaces) {
   Manifest m = sample();
   m.streams[0].qp_recoveries = 2;
-  m.interfaces[0].verbs =
-      ManifestVerbs{"mlx5_0", "nic-raw-clock", 3, 2, "RDMA device mlx5_0 (veth1), stream x", 4};
+  ManifestVerbs v0;
+  v0.device = "mlx5_0";
+  v0.time_source = "nic-raw-clock";
+  v0.wc_errors = 3;
+  v0.qp_recoveries = 2;
+  v0.first_wc_error = "RDMA device mlx5_0 (veth1), stream x";
+  v0.oversize = 4;
+  m.interfaces[0].verbs = v0;
   const nlohmann::json j = to_json(m);
   const auto& v = j["interfaces"][0]["verbs"];
   EXPECT_EQ(v["device"], "mlx5_0");
@@ -60,6 +66,24 @@ TEST(Manifest, VerbsSectionOnlyForVerbsInterfaces) {
   EXPECT_TRUE(j["interfaces"][1]["verbs"].is_null());
   m.interfaces[0].verbs->first_wc_error.clear();
   EXPECT_TRUE(to_json(m)["interfaces"][0]["verbs"]["first_wc_error"].is_null());
+}
+
+// nic-wallclock: the measured NIC clock offset and the value encoding; null until measured
+// and for the other time sources.
+TEST(Manifest, VerbsNicClockOffsetAndEncoding) {
+  Manifest m = sample();
+  ManifestVerbs v0;
+  v0.device = "mlx5_0";
+  v0.time_source = "nic-wallclock";
+  m.interfaces[0].verbs = v0;
+  auto v = to_json(m)["interfaces"][0]["verbs"];
+  EXPECT_TRUE(v["nic_clock_offset_seconds"].is_null());
+  EXPECT_TRUE(v["nic_clock_encoding"].is_null());
+  m.interfaces[0].verbs->nic_clock_offset_seconds = 37.000012;
+  m.interfaces[0].verbs->nic_clock_encoding = "seconds<<32|ns";
+  v = to_json(m)["interfaces"][0]["verbs"];
+  EXPECT_DOUBLE_EQ(v["nic_clock_offset_seconds"].get<double>(), 37.000012);
+  EXPECT_EQ(v["nic_clock_encoding"], "seconds<<32|ns");
 }
 
 TEST(Manifest, RendersEveryRequiredField) {

@@ -1,5 +1,8 @@
 // Completion queues: a ring written by the device side and read by poll_cq / start_poll.
 // Overrun is fatal (IBV_EVENT_CQ_ERR), notification is one-shot per req_notify_cq.
+// Sizes and limits follow libmlx5 (providers/mlx5/verbs.c create_cq) and the kernel
+// (drivers/infiniband/hw/mlx5/cq.c mlx5_ib_create_cq); the PHC timestamp readers follow
+// providers/mlx5/cq.c mlx5_cq_fill_pfns (tests/softverbs/README.md, "Clocks and CQs").
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -26,10 +29,12 @@ void fire_comp_event(Cq& cq) {
 
 // ---- extended polling ----
 
+// An overrun CQ is not detected here: libmlx5 polls by CQE ownership alone (providers/mlx5/
+// cq.c get_sw_cqe), so the completions written before the overrun are still returned and then
+// nothing more; the overrun is reported only as IBV_EVENT_CQ_ERR (Cq::push).
 int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) {
   Cq& cq = *cq_of(c);
   if (attr && attr->comp_mask) return EINVAL;
-  if (cq.dead.load()) return EIO;
   cq.cons_lock.lock();
   const uint64_t h = cq.head.load(std::memory_order_relaxed);
   if (cq.tail.load(std::memory_order_acquire) == h) {
@@ -98,8 +103,16 @@ uint8_t read_dlid_path_bits(ibv_cq_ex*) {
 uint64_t read_completion_ts(ibv_cq_ex* c) {
   return ns_to_ticks(cq_of(c)->cur->ts_ns);
 }
+// mlx5_cq_read_wc_completion_wallclock_ns: the CQE's cycles through the clock-info page, i.e.
+// the PHC in ns (TAI under ptp4l, not CLOCK_REALTIME).
 uint64_t read_wallclock_ns(ibv_cq_ex* c) {
-  return cq_of(c)->cur->ts_ns;
+  return phc_ns(cq_of(c)->cur->ts_ns);
+}
+// Real-time clock mode, WALLCLOCK without COMPLETION_TIMESTAMP: libmlx5 installs
+// mlx5_cq_read_wc_completion_ts, the raw CQE field, which is seconds << 32 | nanoseconds.
+uint64_t read_wallclock_rt(ibv_cq_ex* c) {
+  const uint64_t ns = phc_ns(cq_of(c)->cur->ts_ns);
+  return (ns / 1000000000ULL) << 32 | (ns % 1000000000ULL);
 }
 uint16_t read_cvlan(ibv_cq_ex*) {
   return 0;
@@ -124,21 +137,30 @@ void install_readers(ibv_cq_ex& c, uint64_t f) {
   if (f & IBV_WC_EX_WITH_SL) c.read_sl = read_sl;
   if (f & IBV_WC_EX_WITH_DLID_PATH_BITS) c.read_dlid_path_bits = read_dlid_path_bits;
   if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) c.read_completion_ts = read_completion_ts;
-  if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK)
-    c.read_completion_wallclock_ns = read_wallclock_ns;
+  if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) {
+    const bool rt =
+        clock_mode() == ClockMode::realtime && !(f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+    c.read_completion_wallclock_ns = rt ? read_wallclock_rt : read_wallclock_ns;
+  }
   if (f & IBV_WC_EX_WITH_CVLAN) c.read_cvlan = read_cvlan;
   if (f & IBV_WC_EX_WITH_FLOW_TAG) c.read_flow_tag = read_flow_tag;
 }
 
 Cq* make_cq(ibv_context* ic, int cqe, void* cq_context, ibv_comp_channel* ch, uint32_t vector,
             uint64_t wc_flags) {
-  if (cqe < 1 || cqe > kMaxCqe || vector >= static_cast<uint32_t>(ic->num_comp_vectors)) {
+  if (cqe < 1 || vector >= static_cast<uint32_t>(ic->num_comp_vectors)) {
     errno = EINVAL;
     return nullptr;
   }
+  // libmlx5: ncqe = align_queue_size(cqe + 1), refused above 1 << 24; the kernel then refuses
+  // roundup_pow_of_two(ncqe - 1 + 1) > 1 << log_max_cq_sz, i.e. ncqe - 1 > max_cqe.
   uint64_t n = 1;
   while (n < static_cast<uint64_t>(cqe) + 1)
-    n <<= 1;  // mlx5: roundup_pow_of_two(cqe + 1)
+    n <<= 1;
+  if (n > (1u << 24) || n - 1 > static_cast<uint64_t>(max_cqe())) {
+    errno = EINVAL;
+    return nullptr;
+  }
   auto* cq = new Cq;
   cq->box.self = cq;
   cq->ctx = ctx_of(ic);
@@ -179,9 +201,10 @@ void fill_wc(const Cqe& e, ibv_wc& wc) {
 
 bool Cq::push(const Cqe& e) {
   std::lock_guard<Spin> g(prod_lock);
-  if (dead.load(std::memory_order_relaxed)) return false;
+  if (dead.load(std::memory_order_relaxed)) return false;  // no CQE is written after an overrun
   const uint64_t t = tail.load(std::memory_order_relaxed);
-  if (t - head.load(std::memory_order_acquire) >= capacity) {
+  const uint64_t inject = cq_overrun_after();
+  if (t - head.load(std::memory_order_acquire) >= capacity || ++pushed == inject) {
     dead.store(true);
     ctx->post_async(IBV_EVENT_CQ_ERR, &box.cq);
     return false;
@@ -213,8 +236,7 @@ void Cq::purge(uint32_t qp_num) {
 
 int poll_cq(ibv_cq* c, int n, ibv_wc* wc) {
   Cq& cq = *cq_of(c);
-  if (cq.dead.load(std::memory_order_relaxed)) return -1;
-  if (n <= 0) return 0;
+  if (n <= 0) return 0;  // an overrun CQ still returns what it holds (start_poll)
   std::lock_guard<Spin> g(cq.cons_lock);
   const uint64_t h = cq.head.load(std::memory_order_relaxed);
   const uint64_t avail = cq.tail.load(std::memory_order_acquire) - h;
@@ -249,11 +271,12 @@ ibv_cq_ex* create_cq_ex(ibv_context* ic, ibv_cq_init_attr_ex* a) {
     errno = EOPNOTSUPP;
     return nullptr;
   }
-  // libmlx5 converts to wall-clock ns only with a real-time clock (or its clock info page);
-  // a free-running clock offers raw ticks alone, and a device without one offers neither.
+  // libmlx5 offers WALLCLOCK with the kernel's clock-info page (PHC ns) or in real-time clock
+  // mode (the raw s << 32 | ns field), else EOPNOTSUPP (mlx5_cq_fill_pfns); a device without a
+  // clock offers no timestamps at all.
   const ClockMode clock = clock_mode();
-  if (((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) &&
-       clock != ClockMode::wallclock) ||
+  const bool wallclock = clock == ClockMode::wallclock || clock == ClockMode::realtime;
+  if (((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) && !wallclock) ||
       ((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) && clock == ClockMode::none)) {
     errno = EOPNOTSUPP;
     return nullptr;

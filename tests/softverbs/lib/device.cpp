@@ -103,7 +103,7 @@ void fill_device_attr(const Device& d, ibv_device_attr& a) {
   a.max_sge = kMaxSge;
   a.max_sge_rd = kMaxSge;
   a.max_cq = 16777216;
-  a.max_cqe = kMaxCqe;
+  a.max_cqe = max_cqe();
   a.max_mr = 16777216;
   a.max_pd = 16777216;
   a.max_qp_rd_atom = 16;

@@ -52,12 +52,111 @@ bool dmabuf_supported() {
   return m && std::string(m) == "ebadf";
 }
 
-ClockMode clock_mode() {
-  const char* m = getenv("SOFTVERBS_CLOCK");
-  const std::string v = m ? m : "";
-  if (v == "raw") return ClockMode::raw;
-  if (v == "none") return ClockMode::none;
-  return ClockMode::wallclock;
+namespace {
+
+bool clock_kind(const std::string& k, ClockMode& out) {
+  if (k == "wallclock")
+    out = ClockMode::wallclock;
+  else if (k == "realtime")
+    out = ClockMode::realtime;
+  else if (k == "raw")
+    out = ClockMode::raw;
+  else if (k == "none")
+    out = ClockMode::none;
+  else
+    return false;
+  return true;
+}
+
+// "KIND[,tai][,offset=S][,ppm=P]". Anything malformed leaves the default (wallclock, PHC =
+// CLOCK_REALTIME) and says so once on stderr.
+ClockConfig parse_clock(const char* spec) {
+  ClockConfig c;
+  if (!spec || !*spec) return c;
+  const std::string s = spec;
+  bool ok = true;
+  size_t pos = 0;
+  for (bool first = true; pos <= s.size() && ok; first = false) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq),
+                      val = eq == std::string::npos ? "" : item.substr(eq + 1);
+    char* rest = nullptr;
+    if (first) {
+      ok = clock_kind(item, c.mode);
+    } else if (item == "tai") {
+      c.offset_ns = 37'000'000'000;  // TAI - UTC since 2017-01-01
+    } else if (key == "offset" || key == "ppm") {
+      const double v = strtod(val.c_str(), &rest);
+      ok = !val.empty() && *rest == 0;
+      if (key == "offset")
+        c.offset_ns = static_cast<int64_t>(v * 1e9);
+      else
+        c.ppm = v;
+    } else {
+      ok = false;
+    }
+    pos = end + 1;
+  }
+  if (!ok) {
+    fprintf(stderr, "softverbs: SOFTVERBS_CLOCK=%s not understood\n", spec);
+    return ClockConfig{};
+  }
+  return c;
+}
+
+uint64_t env_u64(const char* name, uint64_t fallback) {
+  const char* v = getenv(name);
+  char* rest = nullptr;
+  const unsigned long long n = v && *v ? strtoull(v, &rest, 10) : 0;
+  if (!v || !*v) return fallback;
+  if (*rest != 0) {
+    fprintf(stderr, "softverbs: %s=%s not understood\n", name, v);
+    return fallback;
+  }
+  return n;
+}
+
+}  // namespace
+
+const ClockConfig& clock_config() {
+  static const ClockConfig c = parse_clock(getenv("SOFTVERBS_CLOCK"));
+  return c;
+}
+
+// The PHC: CLOCK_REALTIME plus the configured offset, running `ppm` fast from the process's
+// first clock read (a free-running oscillator; the kernel's mlx5 clock starts from
+// ktime_get_real at driver load, ptp4l then steps it to TAI and disciplines it).
+uint64_t phc_ns(uint64_t host_ns) {
+  static const uint64_t origin = realtime_ns();
+  const ClockConfig& c = clock_config();
+  const double drift = (static_cast<double>(host_ns) - static_cast<double>(origin)) * c.ppm * 1e-6;
+  return static_cast<uint64_t>(static_cast<int64_t>(host_ns) + c.offset_ns +
+                               static_cast<int64_t>(drift));
+}
+
+int max_cqe() {
+  static const int n = static_cast<int>(env_u64("SOFTVERBS_MAX_CQE", kMaxCqe));
+  return n;
+}
+
+// SOFTVERBS_INJECT_CQ_OVERRUN=after=N.
+uint64_t cq_overrun_after() {
+  static const uint64_t n = [] {
+    const char* v = getenv("SOFTVERBS_INJECT_CQ_OVERRUN");
+    if (!v || !*v) return uint64_t{0};
+    char* rest = nullptr;
+    const std::string s = v;
+    const unsigned long long after = s.rfind("after=", 0) == 0 ? strtoull(v + 6, &rest, 10) : 0;
+    if (after == 0 || *rest != 0) {
+      fprintf(stderr, "softverbs: SOFTVERBS_INJECT_CQ_OVERRUN=%s not understood\n", v);
+      return uint64_t{0};
+    }
+    return static_cast<uint64_t>(after);
+  }();
+  return n;
 }
 
 unsigned modify_qp_delay_us() {

@@ -100,14 +100,28 @@ bool is_device_pointer(const void* p);
 bool cuda_copy(void* dst, const void* src, size_t bytes);  // cudaMemcpy, direction inferred
 bool peer_memory_loaded();                                 // SOFTVERBS_PEERMEM=1
 
-// SOFTVERBS_CLOCK: which completion timestamps the device offers.
+// SOFTVERBS_CLOCK=KIND[,tai][,offset=S][,ppm=P]: which completion timestamps the device
+// offers and what its PTP hardware clock (PHC) reads.
 enum class ClockMode {
-  wallclock,  // real-time clock: raw ticks and libmlx5-converted wall-clock ns (default)
-  raw,        // free-running clock only: WALLCLOCK refused (EOPNOTSUPP), raw ticks offered
+  wallclock,  // clock-info page: raw ticks and libmlx5-converted PHC ns (default)
+  realtime,   // real-time clock mode: WALLCLOCK alone reads the raw CQE field, s << 32 | ns
+  raw,        // no clock-info page: WALLCLOCK refused (EOPNOTSUPP), raw ticks offered
   none,       // no clock: completion_timestamp_mask 0, both timestamp flags refused
 };
-ClockMode clock_mode();
-unsigned modify_qp_delay_us();  // SOFTVERBS_MODIFY_QP_US: how long ibv_modify_qp takes
+struct ClockConfig {
+  ClockMode mode = ClockMode::wallclock;
+  int64_t offset_ns = 0;  // PHC - CLOCK_REALTIME when the process first reads the clock
+  double ppm = 0;         // PHC rate error against CLOCK_REALTIME, parts per million
+};
+const ClockConfig& clock_config();
+inline ClockMode clock_mode() {
+  return clock_config().mode;
+}
+uint64_t phc_ns(uint64_t host_ns);  // the PHC's reading at CLOCK_REALTIME `host_ns`
+unsigned modify_qp_delay_us();      // SOFTVERBS_MODIFY_QP_US: how long ibv_modify_qp takes
+int max_cqe();                      // SOFTVERBS_MAX_CQE (default kMaxCqe)
+uint64_t cq_overrun_after();        // SOFTVERBS_INJECT_CQ_OVERRUN=after=N: the N-th completion of
+                                    // a CQ overruns it (0: never)
 
 // SOFTVERBS_INJECT_WC_ERROR: turn a receive completion into a QP-fatal error (README.md).
 struct WcErrorInjection {
@@ -164,6 +178,7 @@ struct Cq {
   std::atomic<bool> armed{false};
   std::atomic<bool> dead{false};
   std::atomic<int> users{0};       // QPs attached
+  uint64_t pushed = 0;             // completions written (under prod_lock): overrun injection
   uint32_t comp_events_read = 0;   // under box.cq.mutex: what ack_cq_events must match
   uint32_t async_events_read = 0;  // under box.cq.mutex
   const Cqe* cur = nullptr;        // entry being read between start_poll and end_poll
