@@ -16,9 +16,15 @@ constexpr const char* kExitCodes =
     "     manifest complete\n"
     "  1  bad command line\n"
     "  2  the run file has problems (every one is printed as file:line:column: key: what)\n"
-    "  3  could not start (interface, replay file, output directory, permissions)\n"
+    "  3  could not start (interface, replay file, output directory, permissions, or the run\n"
+    "     directory is locked by another rocecapd, whose PID is named); nothing is left\n"
+    "     behind: a run directory this start created is removed again\n"
     "  4  a capture loop failed during the run (files written so far are valid)\n"
-    "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files.";
+    "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files.\n"
+    "Restart: started on a run directory that already holds the run (after a crash, or a\n"
+    "finished run started again), rocecapd recovers it like `rocecap recover` and continues\n"
+    "it as the next attempt: new files after the highest sequence number in use, the\n"
+    "manifest keeping every attempt (\"attempts\").";
 
 }  // namespace
 

@@ -3,6 +3,9 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "daemon/lib/atomic_file.hpp"
+#include "rundir/attempts.hpp"
+
 namespace rocecap::daemon {
 
 ManifestFile::ManifestFile(const std::filesystem::path& run_dir, std::size_t reserve_bytes)
@@ -26,11 +29,20 @@ void ManifestFile::release_reserve() noexcept {
   reserved_ = false;
 }
 
+void ManifestFile::continue_run(nlohmann::json previous, int attempt) {
+  previous_ = std::move(previous);
+  attempt_ = attempt;
+}
+
 std::string ManifestFile::write(const Manifest& m, bool final) {
-  std::string err = write_manifest(path_.string(), m);
+  nlohmann::json j = to_json(m);
+  j["attempt"] = attempt_;
+  if (!previous_.is_null()) j = rundir::merge_attempts(previous_, j, attempt_);
+  const std::string text = j.dump(2) + "\n";
+  std::string err = replace_file_atomically(path_.string(), text);
   if (err.empty() || !final || !reserved_) return err;
   release_reserve();
-  err = write_manifest(path_.string(), m);
+  err = replace_file_atomically(path_.string(), text);
   return err;
 }
 

@@ -69,11 +69,15 @@ struct Runtime {
   std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;
   WriteErrors write_errors;          // writer thread while running
   std::atomic<uint64_t> packets{0};  // frames seen by every Ingest, for run.packets
+  int attempt = 1;                   // > 1: this process continues a run (run_directory.hpp)
 };
 
 // Builds rings, ingest, writers (no file is opened before the first frame) and opens the
 // sources and joins. Throws std::runtime_error naming what failed (interface, file, group).
+// Every writer's first file gets sequence number `first_seq` (a restarted run continues after
+// the files of its earlier attempts, never over them).
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& config,
-                                       const std::shared_ptr<spdlog::logger>& log);
+                                       const std::shared_ptr<spdlog::logger>& log,
+                                       uint64_t first_seq = 0);
 
 }  // namespace rocecap::daemon

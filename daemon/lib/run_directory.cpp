@@ -1,0 +1,57 @@
+#include "daemon/lib/run_directory.hpp"
+
+#include <unistd.h>
+
+#include <stdexcept>
+
+#include "rundir/attempts.hpp"
+#include "rundir/recover.hpp"
+
+namespace rocecap::daemon {
+namespace fs = std::filesystem;
+
+RunDirectory open_run_directory(const config::RunConfig& cfg, const std::string& version,
+                                spdlog::logger& log) {
+  RunDirectory rd;
+  rd.path = fs::path(cfg.output.directory) / cfg.run.name;
+  std::error_code ec;
+  rd.created = !fs::exists(rd.path, ec);
+  fs::create_directories(rd.path, ec);
+  if (ec) throw std::runtime_error("cannot create " + rd.path.string() + ": " + ec.message());
+  rd.lock = std::make_unique<rundir::RunDirLock>(rd.path, "rocecapd");
+  if (rd.created) return rd;
+  rundir::RecoverOptions ro;
+  ro.by = "rocecapd " + version;
+  const rundir::RecoveryResult r = rundir::recover_run(cfg, cfg.output.directory, rd.path, ro);
+  if (r.needed) {
+    log.warn(
+        "run directory {}: attempt {} did not end cleanly ({}): recovered {} files ({} cut to "
+        "their last whole record, {} bytes; {} not listed before; {} removed; {} missing)",
+        rd.path.string(), r.attempt, r.reason, r.files, r.trimmed, r.trimmed_bytes, r.unlisted,
+        r.removed, r.missing);
+    for (const std::string& n : r.notes)
+      log.info("recovery: {}", n);
+  }
+  rd.previous = r.manifest.contains("state") && r.manifest["state"] != "unknown" ? r.manifest
+                                                                                 : nlohmann::json();
+  rd.attempt = rundir::next_attempt(rd.previous);
+  rd.first_seq = r.next_seq;
+  if (rd.attempt > 1) {
+    log.warn(
+        "run {}: restart: continuing as attempt {} (attempt {} ended {}); new files from "
+        "sequence number {}; manifest keeps every attempt",
+        cfg.run.name, rd.attempt, rd.attempt - 1, rd.previous.value("state", "?"), rd.first_seq);
+  }
+  return rd;
+}
+
+void abandon_run_directory(RunDirectory& rd) noexcept {
+  if (!rd.created || rd.path.empty()) return;
+  std::error_code ec;
+  fs::remove(rd.path / rundir::kLockFileName, ec);
+  fs::remove(rd.path / ".manifest-reserve", ec);
+  rd.lock.reset();
+  fs::remove(rd.path, ec);  // only when empty: never removes what someone else put there
+}
+
+}  // namespace rocecap::daemon

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# Integration: a run whose rocecapd is killed, recovered and restarted (issue 16, items 1, 2, 5).
+#
+# rocecapd replays `rocecap gen --pcap` at the recorded pace (6 s of traffic), so it is mid-run
+# when it gets SIGKILL. Checked, with real rocecapd processes:
+#   lock     a second rocecapd on the same run directory exits 3 naming the first one's PID;
+#   recover  `rocecap recover` cuts every file to whole frames/records: capinfos and tshark read
+#            the pcap files, raw files are whole frames, codifhdr files whole headers, the
+#            manifest lists every file on disk with its size (state "recovered"), and
+#            `rocecap verify` accepts the run;
+#   restart  rocecapd on the same run file continues the run as attempt 2: files of attempt 1
+#            kept and listed, new files after them (no "File exists"), manifest "attempts";
+#            a third start on the finished run is attempt 3 and keeps both earlier ones;
+#   start    a start failure (exit 3) leaves no run directory behind.
+# Needs no privileges.
+#
+# usage: rocecapd_restart_test.sh ROCECAPD ROCECAP
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck disable=SC2034  # read by e2e_lib.sh
+ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP}
+ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP}
+# shellcheck source=e2e_lib.sh
+source "$here/e2e_lib.sh"
+
+work=$(mktemp -d /tmp/rocecap-restart-test.XXXXXX)
+passed=0
+pids=()
+finish() {
+  for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
+    rm -rf "$work"
+  else
+    echo "kept $work" >&2
+  fi
+}
+trap finish EXIT
+fail() {
+  echo "FAIL: $*"
+  exit 1
+}
+
+e2e_gen_args 6000
+"$ROCECAP" "${E2E_GEN[@]}" --rate 1000 --pcap "$work/sent.pcap" --summary "$work/summary.json" \
+  >/dev/null
+E2E_BACKEND=pcap-file E2E_PCAP_FILE=$work/sent.pcap E2E_IFACE=rec0 E2E_OUT=$work/out \
+  E2E_ROTATE=1MiB e2e_config "$work/run.yaml"
+sed -i 's|^  pcap_file: .*|&\n  replay_pace: recorded|' "$work/run.yaml"
+run=$work/out/e2e
+manifest=$run/manifest.json
+
+# --- attempt 1, and a second daemon on the same run directory ---
+e2e_start_rocecapd "" "$work/attempt1.log" "$work/run.yaml"
+first=$E2E_PID
+pids+=("$first")
+rc=0
+timeout 30 "$ROCECAPD" --config "$work/run.yaml" 2>"$work/second.log" || rc=$?
+[ "$rc" = 3 ] || fail "a second rocecapd on the same run directory exited $rc, expected 3: $(cat "$work/second.log")"
+grep -q "in use by PID $first" "$work/second.log" ||
+  fail "the refused rocecapd does not name PID $first: $(cat "$work/second.log")"
+echo "second rocecapd refused: $(grep -o 'run directory.*' "$work/second.log")"
+sleep 2.5
+kill -0 "$first" 2>/dev/null || fail "rocecapd ended before it could be killed mid-run"
+kill -9 "$first"
+wait "$first" 2>/dev/null || true
+grep -q '"state": "running"' "$manifest" || fail "the killed run's manifest is not a running one"
+
+# --- recover ---
+"$ROCECAP" recover "$run" | tee "$work/recover.txt"
+grep -q "recovered" "$work/recover.txt" || fail "rocecap recover reported nothing recovered"
+python3 - "$manifest" "$work/out" "$E2E_FRAME_BYTES" <<'PY'
+import json, os, sys
+m = json.load(open(sys.argv[1])); root = sys.argv[2]; frame = int(sys.argv[3])
+assert m["state"] == "recovered", m["state"]
+assert m["recovery"]["previous_state"] == "running", m["recovery"]
+listed = {}
+for owner in m["streams"] + m["interfaces"]:
+    for f in owner["files"]:
+        listed[f["path"]] = f
+on_disk = set()
+for d, _, names in os.walk(root):
+    for n in names:
+        p = os.path.relpath(os.path.join(d, n), root)
+        if p.endswith((".codif", ".chead", ".pcap")):
+            on_disk.add(p)
+assert on_disk == set(listed), (sorted(on_disk ^ set(listed)))
+for p, f in listed.items():
+    size = os.path.getsize(os.path.join(root, p))
+    assert size == f["bytes"], (p, size, f["bytes"])
+    if f["format"] == "raw":
+        assert size % frame == 0, (p, size)
+    if f["format"] == "codifhdr":
+        assert size % 64 == 0, (p, size)
+print(f"recovered manifest: {len(listed)} files, all listed with their sizes; "
+      f"{m['recovery']['files_trimmed']} cut, {m['recovery']['files_added']} added")
+PY
+for p in "$work"/out/e2e/*.pcap; do
+  capinfos "$p" >/dev/null || fail "capinfos cannot read the recovered $p"
+  tshark -r "$p" >/dev/null || fail "tshark cannot read the recovered $p"
+done
+"$ROCECAP" verify --manifest "$manifest" --expect "$work/summary.json" >"$work/verify1.txt" ||
+  { cat "$work/verify1.txt"; fail "rocecap verify refused the recovered run"; }
+grep -q "placed frames captured" "$work/verify1.txt" || fail "verify did not report the windows"
+
+# --- attempt 2: the same run file again (systemd Restart=on-failure) ---
+e2e_start_rocecapd "" "$work/attempt2.log" "$work/run.yaml"
+pids+=("$E2E_PID")
+e2e_wait_exit "$E2E_PID" 60
+[ "$E2E_RC" = 0 ] || { cat "$work/attempt2.log"; fail "attempt 2 exited $E2E_RC"; }
+grep -q "File exists" "$work/attempt2.log" && fail "attempt 2 could not open its files"
+grep -q "continuing as attempt 2" "$work/attempt2.log" || fail "the restart is not logged"
+check_attempts() {
+  python3 - "$manifest" "$work/out" "$1" <<'PY'
+import json, os, sys
+m = json.load(open(sys.argv[1])); root = sys.argv[2]; n = int(sys.argv[3])
+assert m["state"] == "stopped", m["state"]
+assert m["attempt"] == n and len(m["attempts"]) == n, (m["attempt"], len(m["attempts"]))
+assert m["attempts"][0]["state"] == "recovered", m["attempts"][0]
+per_attempt = {}
+for s in m["streams"]:
+    paths = [f["path"] for f in s["files"]]
+    assert len(paths) == len(set(paths)), "a file listed twice"
+    for f in s["files"]:
+        per_attempt.setdefault(f["attempt"], 0)
+        per_attempt[f["attempt"]] += 1
+        assert os.path.getsize(os.path.join(root, f["path"])) == f["bytes"], f
+    assert s["packets"] > 0
+assert sorted(per_attempt) == list(range(1, n + 1)), per_attempt
+print(f"attempt {n}: files per attempt {per_attempt}")
+PY
+}
+check_attempts 2 || fail "attempt 2's manifest"
+"$ROCECAP" verify --manifest "$manifest" --expect "$work/summary.json" >"$work/verify2.txt" ||
+  { cat "$work/verify2.txt"; fail "rocecap verify refused the restarted run"; }
+
+# --- attempt 3: a finished run started again keeps what it had ---
+e2e_start_rocecapd "" "$work/attempt3.log" "$work/run.yaml"
+pids+=("$E2E_PID")
+e2e_wait_exit "$E2E_PID" 60
+[ "$E2E_RC" = 0 ] || { cat "$work/attempt3.log"; fail "attempt 3 exited $E2E_RC"; }
+check_attempts 3 || fail "attempt 3's manifest"
+
+# --- a start failure leaves nothing ---
+sed -e 's|^  name: e2e|  name: never|' -e "s|pcap_file: .*|pcap_file: $work/sent.pcap|" \
+  -e 's|^    - name: rec0|    - name: rec0\n    - name: rec1\n      groups: [239.17.0.9:36009]|' \
+  "$work/run.yaml" >"$work/bad.yaml"
+rc=0
+"$ROCECAPD" --config "$work/bad.yaml" 2>"$work/bad.log" || rc=$?
+[ "$rc" = 3 ] || { cat "$work/bad.log"; fail "the failing start exited $rc, expected 3"; }
+[ ! -e "$work/out/never" ] || fail "a failed start left $(ls -A "$work/out/never")"
+passed=1
+echo "PASS"
