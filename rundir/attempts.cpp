@@ -121,7 +121,10 @@ json merge_attempts(const json& previous, const json& current, int attempt) {
   if (previous.contains("attempts") && previous["attempts"].is_array() &&
       !previous["attempts"].empty()) {
     history = previous["attempts"];
-    history.back() = summary(previous, prev_attempt);  // its final (or recovered) state
+    // Its final (or recovered) state; its start stays (the top level's is the run's first).
+    for (const char* k : {"stopped", "state", "failure", "recovery"}) {
+      if (previous.contains(k)) history.back()[k] = previous[k];
+    }
   } else {
     history.push_back(summary(previous, prev_attempt));
   }

@@ -150,7 +150,9 @@ json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t
   if (scan_out != nullptr) *scan_out = s;
   e["bytes"] = s.bytes_whole;
   e["records"] = s.records;
-  if (!listed) {
+  if (s.records == 0) {
+    // removed by the caller (one note there)
+  } else if (!listed) {
     ++w.r.unlisted;
     w.r.notes.push_back(rel + ": not in the manifest; added (" + std::to_string(s.records) +
                         " whole records)");
@@ -235,6 +237,13 @@ void stream_from_files(json& s, const std::vector<FileScan>& scans, const char* 
 
 std::vector<WriterFiles> writers_of(const config::RunConfig& cfg, json& m) {
   using config::OutputFormat;
+  // Every entry first: adding one may move the others, whose addresses are kept below.
+  for (const config::StreamRef& ref : config::enumerate_streams(cfg))
+    (void)stream_entry(m, cfg, ref);
+  if (config::has_format(cfg.output, OutputFormat::pcap)) {
+    for (const auto& ic : cfg.capture.interfaces)
+      (void)interface_entry(m, ic.name);
+  }
   std::vector<WriterFiles> out;
   const bool udp = cfg.streams.format == config::StreamFormat::udp;
   const bool stripped = cfg.output.strip_headers || udp;
@@ -275,6 +284,16 @@ void collect_listed(const json& m, std::map<std::string, json>& listed) {
         listed[f.value("path", "")] = f;
     }
   }
+}
+
+// The manifest lists at most this many notes (a run of many streams has many files).
+constexpr std::size_t kMaxNotes = 256;
+
+json capped(const std::vector<std::string>& notes) {
+  if (notes.size() <= kMaxNotes) return notes;
+  json out(std::vector<std::string>(notes.begin(), notes.begin() + kMaxNotes));
+  out.push_back("... and " + std::to_string(notes.size() - kMaxNotes) + " more");
+  return out;
 }
 
 std::string mtime_iso(const fs::path& p) {
@@ -390,7 +409,7 @@ RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_
       {"files_added", r.unlisted},
       {"files_removed", r.removed},
       {"files_missing", r.missing},
-      {"notes", r.notes},
+      {"notes", capped(r.notes)},
       {"recomputed",
        "from the files: every file's size and whole records (frames, headers or pcap records), "
        "per stream frames_in_files and last_frame (when the files hold later frames than the "

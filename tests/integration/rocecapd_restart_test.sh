@@ -43,8 +43,10 @@ fail() {
 e2e_gen_args 6000
 "$ROCECAP" "${E2E_GEN[@]}" --rate 1000 --pcap "$work/sent.pcap" --summary "$work/summary.json" \
   >/dev/null
+# Rotation at 3 MiB: the killed attempt has closed files and open ones flushed mid-frame (the
+# writers flush 1 MiB buffers; a 1088-byte frame straddles every buffer boundary).
 E2E_BACKEND=pcap-file E2E_PCAP_FILE=$work/sent.pcap E2E_IFACE=rec0 E2E_OUT=$work/out \
-  E2E_ROTATE=1MiB e2e_config "$work/run.yaml"
+  E2E_ROTATE=3MiB e2e_config "$work/run.yaml"
 sed -i 's|^  pcap_file: .*|&\n  replay_pace: recorded|' "$work/run.yaml"
 run=$work/out/e2e
 manifest=$run/manifest.json
@@ -59,11 +61,15 @@ timeout 30 "$ROCECAPD" --config "$work/run.yaml" 2>"$work/second.log" || rc=$?
 grep -q "in use by PID $first" "$work/second.log" ||
   fail "the refused rocecapd does not name PID $first: $(cat "$work/second.log")"
 echo "second rocecapd refused: $(grep -o 'run directory.*' "$work/second.log")"
-sleep 2.5
+sleep 4.5
 kill -0 "$first" 2>/dev/null || fail "rocecapd ended before it could be killed mid-run"
 kill -9 "$first"
 wait "$first" 2>/dev/null || true
 grep -q '"state": "running"' "$manifest" || fail "the killed run's manifest is not a running one"
+
+torn=0
+for p in "$run"/*.pcap; do capinfos "$p" >/dev/null 2>&1 || torn=$((torn + 1)); done
+echo "after SIGKILL: $torn pcap file(s) capinfos cannot read"
 
 # --- recover ---
 "$ROCECAP" recover "$run" | tee "$work/recover.txt"
@@ -91,6 +97,8 @@ for p, f in listed.items():
         assert size % frame == 0, (p, size)
     if f["format"] == "codifhdr":
         assert size % 64 == 0, (p, size)
+assert m["recovery"]["files_trimmed"] >= 1, "no file was cut: the kill did not tear one"
+assert m["recovery"]["files_added"] >= 1, "no unlisted file: the test does not cover them"
 print(f"recovered manifest: {len(listed)} files, all listed with their sizes; "
       f"{m['recovery']['files_trimmed']} cut, {m['recovery']['files_added']} added")
 PY
@@ -141,8 +149,9 @@ e2e_wait_exit "$E2E_PID" 60
 check_attempts 3 || fail "attempt 3's manifest"
 
 # --- a start failure leaves nothing ---
-sed -e 's|^  name: e2e|  name: never|' -e "s|pcap_file: .*|pcap_file: $work/sent.pcap|" \
-  -e 's|^    - name: rec0|    - name: rec0\n    - name: rec1\n      groups: [239.17.0.9:36009]|' \
+# A second interface passes the run file checks but not the pcap-file backend's start.
+sed -e 's|^  name: e2e|  name: never|' \
+  -e 's|^        - 239.17.0.2:36002|&\n    - name: rec1\n      groups:\n        - 239.17.0.9:36009|' \
   "$work/run.yaml" >"$work/bad.yaml"
 rc=0
 "$ROCECAPD" --config "$work/bad.yaml" 2>"$work/bad.log" || rc=$?

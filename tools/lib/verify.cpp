@@ -234,6 +234,19 @@ class RecordChecker {
   std::map<std::tuple<uint32_t, uint16_t, uint32_t>, std::size_t> index_;
 };
 
+std::vector<std::vector<ListedFile>> pcap_files_by_attempt(const json& files,
+                                                           const fs::path& root) {
+  std::vector<std::vector<ListedFile>> out;
+  int attempt = 0;
+  for (const json& f : files) {
+    if (f.value("format", "") != "pcap") continue;
+    if (out.empty() || f.value("attempt", 1) != attempt) out.emplace_back();
+    attempt = f.value("attempt", 1);
+    out.back().push_back({f.at("path").get<std::string>(), root / f.at("path").get<std::string>()});
+  }
+  return out;
+}
+
 void check_interfaces(const json& manifest, std::vector<Judged>& streams,
                       const FrameBuilder& frames, const RunSettings& run, const fs::path& root,
                       bool partial, VerifyResult& r) {
@@ -254,7 +267,14 @@ void check_interfaces(const json& manifest, std::vector<Judged>& streams,
     for (const Judged& s : streams) {
       if (s.m.at("interface").get<std::string>() == name) expected += s.expect.placed();
     }
-    const PcapFilesResult p = check_pcap_files(pcaps, std::ref(checker));
+    // After a restart each attempt's pcap files start again from that attempt's first frame.
+    PcapFilesResult p;
+    for (const auto& group : partial ? pcap_files_by_attempt(i.at("files"), root)
+                                     : std::vector<std::vector<ListedFile>>{pcaps}) {
+      const PcapFilesResult g = check_pcap_files(group, std::ref(checker));
+      p.records += g.records;
+      if (p.problem.empty()) p.problem = g.problem;
+    }
     if (!p.problem.empty()) r.run_problems.push_back("interface " + name + " pcap: " + p.problem);
     if (p.records != expected && !partial) {
       r.run_problems.push_back("interface " + name + " pcap: " + std::to_string(p.records) +
@@ -372,6 +392,7 @@ VerifyResult verify_run(const fs::path& manifest_path, const fs::path& summary_p
     if (options.strip_headers) run.strip_headers = *options.strip_headers;
     if (options.reorder_window) run.reorder_window = *options.reorder_window;
     const bool partial = is_partial_run(manifest);
+    r.partial = partial;
     check_run_state(manifest, partial, r);
     std::vector<Judged> streams = match_streams(manifest, summary, run.reorder_window, r);
     for (Judged& s : streams) {

@@ -43,7 +43,8 @@ std::vector<Group> groups_by_attempt(const PartialFiles& in) {
 }
 
 // One attempt's window: the files must be whole frames from index `first` to `last`.
-void compare_window(const PartialFiles& in, const Group& g, PartialVerdict& v) {
+void compare_window(const PartialFiles& in, const Group& g, std::vector<bool>& covered,
+                    PartialVerdict& v) {
   const StreamExpectation& e = *in.spec.expect;
   const std::size_t frame = in.spec.frames->frame_bytes();
   const std::size_t stride = in.spec.data ? frame : codif::kHeaderBytes;
@@ -80,8 +81,8 @@ void compare_window(const PartialFiles& in, const Group& g, PartialVerdict& v) {
     v.problems.push_back("attempt " + std::to_string(g.attempt) + ": " + p);
     return;
   }
-  for (const Slot s : w.slots)
-    v.captured += s != Slot::missing;
+  for (uint64_t i = *first; i <= *last; ++i)  // windows of replayed attempts may overlap
+    covered[i - e.first] = true;
   v.checked += (v.checked.empty() ? "" : ", ") + std::string("attempt ") +
                std::to_string(g.attempt) + " frames [" + std::to_string(*first) + ", " +
                std::to_string(*last) + "]";
@@ -104,14 +105,18 @@ PartialVerdict compare_partial(const PartialFiles& in) {
                 ": headers stripped: the files do not say which frames they hold; not compared";
     return v;
   }
+  std::vector<bool> covered(e.slots.size(), false);
   for (const Group& g : groups_by_attempt(in)) {
-    if (!g.files.empty()) compare_window(in, g, v);
+    if (!g.files.empty()) compare_window(in, g, covered, v);
   }
+  for (std::size_t k = 0; k < e.slots.size(); ++k)
+    v.captured += covered[k] && e.slots[k] != Slot::missing;
   if (v.problems.empty()) {
-    v.checked = std::string(in.format) + ": " + (v.checked.empty() ? "no files" : v.checked) +
-                " byte-identical; " + std::to_string(v.captured) + " of " +
-                std::to_string(v.expected) + " placed frames captured, " +
-                std::to_string(v.expected - v.captured) + " not (process killed or restarted)";
+    v.checked = std::string(in.format) + ": " +
+                (v.checked.empty() ? "no files" : v.checked + " byte-identical") + "; " +
+                std::to_string(v.captured) + " of " + std::to_string(v.expected) +
+                " placed frames captured, " + std::to_string(v.expected - v.captured) +
+                " not (process killed or restarted)";
   }
   return v;
 }
