@@ -149,13 +149,19 @@ e2e_wait_exit "$E2E_PID" 60
 check_attempts 3 || fail "attempt 3's manifest"
 
 # --- a start failure leaves nothing ---
-# A second interface passes the run file checks but not the pcap-file backend's start.
-sed -e 's|^  name: e2e|  name: never|' \
-  -e 's|^        - 239.17.0.2:36002|&\n    - name: rec1\n      groups:\n        - 239.17.0.9:36009|' \
+# The metrics port is taken: rocecapd fails after it has made the run directory.
+exec 3< <(python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen()
+print(s.getsockname()[1], flush=True); time.sleep(60)')
+holder=$!
+pids+=("$holder")
+read -r port <&3
+sed -e 's|^  name: e2e|  name: never|' -e "s|^  enabled: false|  listen: 127.0.0.1:$port|" \
   "$work/run.yaml" >"$work/bad.yaml"
 rc=0
 "$ROCECAPD" --config "$work/bad.yaml" 2>"$work/bad.log" || rc=$?
+kill "$holder" 2>/dev/null || true
 [ "$rc" = 3 ] || { cat "$work/bad.log"; fail "the failing start exited $rc, expected 3"; }
-[ ! -e "$work/out/never" ] || fail "a failed start left $(ls -A "$work/out/never")"
+[ ! -e "$work/out/never" ] || fail "a failed start left $work/out/never: $(ls -A "$work/out/never")"
 passed=1
 echo "PASS"
