@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <optional>
 #include <stdexcept>
 
 #include "rundir/attempts.hpp"
@@ -22,7 +23,18 @@ RunDirectory open_run_directory(const config::RunConfig& cfg, const std::string&
   if (rd.created) return rd;
   rundir::RecoverOptions ro;
   ro.by = "rocecapd " + version;
-  const rundir::RecoveryResult r = rundir::recover_run(cfg, cfg.output.directory, rd.path, ro);
+  // The earlier attempt's files are named by its own run file (the manifest's snapshot), which
+  // may differ from this one's; without a usable snapshot, by this one.
+  std::optional<config::RunConfig> earlier;
+  try {
+    const nlohmann::json found = rundir::read_manifest(rd.path);
+    if (!found.is_null()) earlier = rundir::config_from_manifest(found);
+  } catch (const std::exception& e) {
+    log.warn("run directory {}: {}; recovering with this run file's names", rd.path.string(),
+             e.what());
+  }
+  const rundir::RecoveryResult r =
+      rundir::recover_run(earlier ? *earlier : cfg, cfg.output.directory, rd.path, ro);
   if (r.needed) {
     log.warn(
         "run directory {}: attempt {} did not end cleanly ({}): recovered {} files ({} cut to "
