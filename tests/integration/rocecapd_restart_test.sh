@@ -8,9 +8,11 @@
 #            the pcap files, raw files are whole frames, codifhdr files whole headers, the
 #            manifest lists every file on disk with its size (state "recovered"), and
 #            `rocecap verify` accepts the run;
-#   restart  rocecapd on the same run file continues the run as attempt 2: files of attempt 1
-#            kept and listed, new files after them (no "File exists"), manifest "attempts";
-#            a third start on the finished run is attempt 3 and keeps both earlier ones;
+#   restart  rocecapd on the same run file continues the run as attempt 2: new files after
+#            those of attempt 1 (no "File exists"); killed too, attempt 3 recovers it itself
+#            and runs to the end: every file of the three attempts listed with its size, raw
+#            files whole frames, manifest "attempts", verify accepts it; a fourth start on the
+#            finished run keeps all earlier attempts;
 #   start    a start failure (exit 3) leaves no run directory behind.
 # Needs no privileges.
 #
@@ -61,6 +63,10 @@ timeout 30 "$ROCECAPD" --config "$work/run.yaml" 2>"$work/second.log" || rc=$?
 grep -q "in use by PID $first" "$work/second.log" ||
   fail "the refused rocecapd does not name PID $first: $(cat "$work/second.log")"
 echo "second rocecapd refused: $(grep -o 'run directory.*' "$work/second.log")"
+rc=0
+"$ROCECAP" recover "$run" >/dev/null 2>"$work/recover-busy.log" || rc=$?
+[ "$rc" = 3 ] && grep -q "in use by PID $first" "$work/recover-busy.log" ||
+  fail "rocecap recover on a running run exited $rc: $(cat "$work/recover-busy.log")"
 sleep 4.5
 kill -0 "$first" 2>/dev/null || fail "rocecapd ended before it could be killed mid-run"
 kill -9 "$first"
@@ -110,43 +116,63 @@ done
   { cat "$work/verify1.txt"; fail "rocecap verify refused the recovered run"; }
 grep -q "placed frames captured" "$work/verify1.txt" || fail "verify did not report the windows"
 
-# --- attempt 2: the same run file again (systemd Restart=on-failure) ---
+# --- attempt 2: the same run file again (systemd Restart=on-failure), killed mid-run too ---
 e2e_start_rocecapd "" "$work/attempt2.log" "$work/run.yaml"
-pids+=("$E2E_PID")
-e2e_wait_exit "$E2E_PID" 60
-[ "$E2E_RC" = 0 ] || { cat "$work/attempt2.log"; fail "attempt 2 exited $E2E_RC"; }
+second=$E2E_PID
+pids+=("$second")
 grep -q "File exists" "$work/attempt2.log" && fail "attempt 2 could not open its files"
 grep -q "continuing as attempt 2" "$work/attempt2.log" || fail "the restart is not logged"
-check_attempts() {
-  python3 - "$manifest" "$work/out" "$1" <<'PY'
-import json, os, sys
-m = json.load(open(sys.argv[1])); root = sys.argv[2]; n = int(sys.argv[3])
-assert m["state"] == "stopped", m["state"]
-assert m["attempt"] == n and len(m["attempts"]) == n, (m["attempt"], len(m["attempts"]))
-assert m["attempts"][0]["state"] == "recovered", m["attempts"][0]
-per_attempt = {}
-for s in m["streams"]:
-    paths = [f["path"] for f in s["files"]]
-    assert len(paths) == len(set(paths)), "a file listed twice"
-    for f in s["files"]:
-        per_attempt.setdefault(f["attempt"], 0)
-        per_attempt[f["attempt"]] += 1
-        assert os.path.getsize(os.path.join(root, f["path"])) == f["bytes"], f
-    assert s["packets"] > 0
-assert sorted(per_attempt) == list(range(1, n + 1)), per_attempt
-print(f"attempt {n}: files per attempt {per_attempt}")
-PY
-}
-check_attempts 2 || fail "attempt 2's manifest"
-"$ROCECAP" verify --manifest "$manifest" --expect "$work/summary.json" >"$work/verify2.txt" ||
-  { cat "$work/verify2.txt"; fail "rocecap verify refused the restarted run"; }
+sleep 3
+kill -0 "$second" 2>/dev/null || fail "attempt 2 ended before it could be killed mid-run"
+kill -9 "$second"
+wait "$second" 2>/dev/null || true
 
-# --- attempt 3: a finished run started again keeps what it had ---
+# --- attempt 3: rocecapd recovers attempt 2 itself, then runs to the end ---
 e2e_start_rocecapd "" "$work/attempt3.log" "$work/run.yaml"
 pids+=("$E2E_PID")
 e2e_wait_exit "$E2E_PID" 60
 [ "$E2E_RC" = 0 ] || { cat "$work/attempt3.log"; fail "attempt 3 exited $E2E_RC"; }
-check_attempts 3 || fail "attempt 3's manifest"
+grep -q "File exists" "$work/attempt3.log" && fail "attempt 3 could not open its files"
+grep -q "attempt 2 did not end cleanly" "$work/attempt3.log" ||
+  fail "attempt 3 did not recover attempt 2: $(cat "$work/attempt3.log")"
+check_attempts() { # $1: this attempt, then the states of the attempts in order
+  python3 - "$manifest" "$work/out" "$E2E_FRAME_BYTES" "$@" <<'PY'
+import json, os, sys
+m = json.load(open(sys.argv[1])); root = sys.argv[2]; frame = int(sys.argv[3])
+n = int(sys.argv[4]); states = sys.argv[5:]
+assert m["state"] == "stopped", m["state"]
+assert m["attempt"] == n and len(m["attempts"]) == n, (m["attempt"], len(m["attempts"]))
+assert [a["state"] for a in m["attempts"]] == states, [a["state"] for a in m["attempts"]]
+per_attempt = {}
+for owner in m["streams"] + m["interfaces"]:
+    paths = [f["path"] for f in owner["files"]]
+    assert len(paths) == len(set(paths)), "a file listed twice"
+    for f in owner["files"]:
+        per_attempt[f["attempt"]] = per_attempt.get(f["attempt"], 0) + 1
+        size = os.path.getsize(os.path.join(root, f["path"]))
+        assert size == f["bytes"], f
+        assert f["format"] != "raw" or size % frame == 0, f
+for s in m["streams"]:
+    assert s["packets"] > 0
+assert sorted(per_attempt) == list(range(1, n + 1)), per_attempt
+print(f"attempt {n}: states {states}, files per attempt {per_attempt}")
+PY
+}
+check_attempts 3 recovered recovered stopped || fail "attempt 3's manifest"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['attempts'][1]['recovery']; \
+assert r['by'].startswith('rocecapd'), r" "$manifest" || fail "attempt 2's recovery is not rocecapd's"
+for p in "$run"/*.pcap; do
+  capinfos "$p" >/dev/null || fail "capinfos cannot read $p after the restarts"
+done
+"$ROCECAP" verify --manifest "$manifest" --expect "$work/summary.json" >"$work/verify3.txt" ||
+  { cat "$work/verify3.txt"; fail "rocecap verify refused the restarted run"; }
+
+# --- attempt 4: a finished run started again keeps what it had ---
+e2e_start_rocecapd "" "$work/attempt4.log" "$work/run.yaml"
+pids+=("$E2E_PID")
+e2e_wait_exit "$E2E_PID" 60
+[ "$E2E_RC" = 0 ] || { cat "$work/attempt4.log"; fail "attempt 4 exited $E2E_RC"; }
+check_attempts 4 recovered recovered stopped stopped || fail "attempt 4's manifest"
 
 # --- a start failure leaves nothing ---
 # The metrics port is taken: rocecapd fails after it has made the run directory.
