@@ -7,8 +7,11 @@
 #include <fstream>
 
 #include "codif_test_util.hpp"
+#include "config/loader.hpp"
+#include "config/name_template.hpp"
 #include "rundir/attempts.hpp"
 #include "rundir/file_scan.hpp"
+#include "rundir/recover.hpp"
 #include "rundir/run_lock.hpp"
 
 namespace rocecap::rundir {
@@ -124,6 +127,82 @@ TEST_F(RundirTest, SecondLockIsRefusedNamingTheHolder) {
 TEST_F(RundirTest, LockIsFreeAgainOnceReleased) {
   { RunDirLock first(dir_, "rocecapd"); }
   EXPECT_NO_THROW(RunDirLock again(dir_, "rocecapd"));
+}
+
+TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNumber) {
+  const std::string yaml =
+      "run: {name: r}\n"
+      "capture:\n"
+      "  backend: pcap-file\n"
+      "  pcap_file: /nonexistent.pcap\n"
+      "  interfaces: [{name: rec0, groups: [239.1.1.1:4000]}]\n"
+      "streams: {antennas: [{name: a1, source: 192.0.2.1}]}\n"
+      "output: {directory: " +
+      dir_.string() +
+      ", formats: [raw]}\n"
+      "metrics: {enabled: false}\n";
+  config::HostChecks host;
+  host.check_filesystem = false;
+  const auto loaded = config::load_string(yaml, "t.yaml", host);
+  ASSERT_TRUE(loaded.ok()) << loaded.problems.front().message;
+  const config::RunConfig& cfg = *loaded.config;
+  const config::StreamRef ref = config::enumerate_streams(cfg).front();
+  const auto name = [&](uint64_t seq) {
+    return config::stream_file_name(cfg, ref, config::OutputFormat::raw, seq);
+  };
+  fs::create_directories(dir_ / "r");
+  // The killed run's last snapshot: running, seq 0 listed with an old size, seq 3 not at all.
+  const json snapshot = {
+      {"state", "running"},
+      {"config", {{"text", yaml}}},
+      {"streams",
+       json::array(
+           {{{"interface", "rec0"},
+             {"group", "239.1.1.1"},
+             {"port", 4000},
+             {"antenna", "a1"},
+             {"packets", 2},
+             {"last_frame", nullptr},
+             {"files", json::array({{{"path", name(0)}, {"format", "raw"}, {"bytes", 10}}})}}})},
+      {"interfaces", json::array()}};
+  std::ofstream(dir_ / "r" / "manifest.json") << snapshot.dump();
+  const auto three = frames(3, false);
+  write(dir_ / name(0), three);
+  auto torn = three;
+  torn.resize(three.size() + 500);
+  write(dir_ / name(3), torn);  // seq 1 and 2 failed to open (a full disk): a gap in the numbers
+  RecoverOptions dry;
+  dry.apply = false;
+  RecoveryResult r = recover_run(cfg, dir_, dir_ / "r", dry);
+  EXPECT_TRUE(r.needed);
+  EXPECT_EQ(r.trimmed, 1u);
+  EXPECT_EQ(fs::file_size(dir_ / name(3)), torn.size()) << "a dry run cut a file";
+  EXPECT_EQ(read_manifest(dir_ / "r")["state"], "running") << "a dry run wrote the manifest";
+
+  RecoverOptions apply;
+  apply.by = "test";
+  r = recover_run(cfg, dir_, dir_ / "r", apply);
+  EXPECT_EQ(r.next_seq, 4u);
+  EXPECT_EQ(r.unlisted, 1u);
+  EXPECT_EQ(r.trimmed_bytes, 500u);
+  EXPECT_EQ(fs::file_size(dir_ / name(3)), three.size());
+  const json m = read_manifest(dir_ / "r");
+  EXPECT_EQ(m["state"], "recovered");
+  EXPECT_EQ(m["recovery"]["previous_state"], "running");
+  EXPECT_EQ(m["recovery"]["by"], "test");
+  const json& files = m["streams"][0]["files"];
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0]["bytes"], three.size());
+  EXPECT_EQ(files[1]["path"], name(3));
+  EXPECT_EQ(files[1]["seq"], 3u);
+  EXPECT_EQ(files[1]["records"], 3u);
+  EXPECT_EQ(files[1]["recovered"]["trimmed_bytes"], 500u);
+  EXPECT_EQ(m["streams"][0]["recovered"]["frames_in_files"], 6u);
+  EXPECT_FALSE(m["streams"][0]["last_frame"].is_null());
+  EXPECT_EQ(m["streams"][0]["packets"], 2u) << "a counter that cannot be recomputed is kept";
+  // Recovered once, nothing more to do.
+  r = recover_run(cfg, dir_, dir_ / "r", apply);
+  EXPECT_FALSE(r.needed);
 }
 
 json stream(uint64_t packets, uint64_t lost, uint64_t first, uint64_t last, const char* file) {
