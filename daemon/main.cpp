@@ -23,8 +23,9 @@ constexpr const char* kExitCodes =
     "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files.\n"
     "Restart: started on a run directory that already holds the run (after a crash, or a\n"
     "finished run started again), rocecapd recovers it like `rocecap recover` and continues\n"
-    "it as the next attempt: new files after the highest sequence number in use, the\n"
-    "manifest keeping every attempt (\"attempts\").";
+    "it as the next attempt: each writer's files continue its sequence numbers, the\n"
+    "manifest keeps every attempt (\"attempts\"). A second rocecapd on the same run\n"
+    "directory exits 3 naming the first one's PID.";
 
 }  // namespace
 

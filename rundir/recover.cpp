@@ -194,16 +194,19 @@ json walk_writer(Walk& w, const WriterFiles& wf, uint64_t record_bytes,
     FileScan scan;
     json e = scan_entry(w, wf, rel, seq, record_bytes, &scan);
     ++w.r.files;
-    w.max_seq = std::max(w.max_seq, seq);
-    w.any = true;
     if (e.value("records", uint64_t{1}) == 0 && e.contains("records")) {
       ++w.r.removed;
       w.r.notes.push_back(rel + ": no whole record; " +
                           (w.opts.apply ? "removed" : "would remove"));
-      if (w.opts.apply) fs::remove(w.out_dir / rel, ec);
       w.r.needed = true;
-      continue;
+      // Removed, its number is free again; kept (dry run, or not removable), it stays in use.
+      if (w.opts.apply && fs::remove(w.out_dir / rel, ec)) continue;
     }
+    w.max_seq = std::max(w.max_seq, seq);
+    uint64_t& next = w.r.next_seq[wf.name(0)];
+    next = std::max(next, seq + 1);
+    w.any = true;
+    if (e.value("records", uint64_t{1}) == 0 && e.contains("records")) continue;
     scans.push_back(scan);
     files.push_back(std::move(e));
   }
@@ -386,7 +389,7 @@ RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_
   collect_listed(m, w.listed);
   if (!final_state(r.previous_state)) r.needed = true;
   walk_all(w, m);
-  r.next_seq = w.any ? w.max_seq + 1 : 0;
+  r.next_seq_any = w.any ? w.max_seq + 1 : 0;
   if (!had_manifest && !w.any) r.needed = false;  // an empty run directory: nothing to say
   if (r.needed) {
     r.reason = !had_manifest                    ? "no manifest"

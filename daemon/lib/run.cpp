@@ -117,7 +117,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   std::unique_ptr<MetricsServer> metrics;  // after rt: it reads rt until destroyed
   try {
     dir = open_run_directory(cfg, ROCECAP_VERSION, log);
-    rt = build_runtime(cfg, o.log, dir.first_seq);
+    rt = build_runtime(cfg, o.log, [&dir](const std::string& f) { return dir.first_seq(f); });
     rt->attempt = dir.attempt;
     metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
   } catch (const std::exception& e) {

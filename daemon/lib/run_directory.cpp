@@ -47,12 +47,15 @@ RunDirectory open_run_directory(const config::RunConfig& cfg, const std::string&
   rd.previous = r.manifest.contains("state") && r.manifest["state"] != "unknown" ? r.manifest
                                                                                  : nlohmann::json();
   rd.attempt = rundir::next_attempt(rd.previous);
-  rd.first_seq = r.next_seq;
+  rd.next_seq = r.next_seq;
+  rd.next_seq_any = r.next_seq_any;
   if (rd.attempt > 1) {
     log.warn(
-        "run {}: restart: continuing as attempt {} (attempt {} ended {}); new files from "
-        "sequence number {}; manifest keeps every attempt",
-        cfg.run.name, rd.attempt, rd.attempt - 1, rd.previous.value("state", "?"), rd.first_seq);
+        "run {}: restart: continuing as attempt {} (attempt {} ended {}); each writer's new "
+        "files follow its earlier ones (sequence numbers up to {} in use); the manifest keeps "
+        "every attempt",
+        cfg.run.name, rd.attempt, rd.attempt - 1, rd.previous.value("state", "?"),
+        rd.next_seq_any == 0 ? 0 : rd.next_seq_any - 1);
   }
   return rd;
 }

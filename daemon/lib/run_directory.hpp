@@ -7,8 +7,10 @@
 #include <spdlog/logger.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "config/run_config.hpp"
 #include "rundir/run_lock.hpp"
@@ -21,7 +23,15 @@ struct RunDirectory {
   bool created = false;     // this start created it
   nlohmann::json previous;  // the run's manifest before this attempt; null: first attempt
   int attempt = 1;          // 1 + the attempts before
-  uint64_t first_seq = 0;   // this attempt's first file sequence number
+  // This attempt's first file sequence number per writer (keyed by its file 0's name): each
+  // writer continues after its own files; a writer without any starts at 0 (its names are
+  // free; were they not, O_EXCL refuses the file, which is counted, never overwritten).
+  std::map<std::string, uint64_t> next_seq;
+  uint64_t next_seq_any = 0;
+  uint64_t first_seq(const std::string& file0) const {
+    const auto it = next_seq.find(file0);
+    return it != next_seq.end() ? it->second : 0;
+  }
 };
 
 // Throws std::runtime_error (a start failure): the directory cannot be created, another

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,10 +75,12 @@ struct Runtime {
 
 // Builds rings, ingest, writers (no file is opened before the first frame) and opens the
 // sources and joins. Throws std::runtime_error naming what failed (interface, file, group).
-// Every writer's first file gets sequence number `first_seq` (a restarted run continues after
-// the files of its earlier attempts, never over them).
+// A writer's first file gets the sequence number `first_seq` gives for the name of its file 0
+// (a restarted run continues after the files of its earlier attempts, never over them); none:
+// 0 for every writer.
+using FirstSeq = std::function<uint64_t(const std::string& file0)>;
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& config,
                                        const std::shared_ptr<spdlog::logger>& log,
-                                       uint64_t first_seq = 0);
+                                       const FirstSeq& first_seq = {});
 
 }  // namespace rocecap::daemon

@@ -152,6 +152,10 @@ for owner in m["streams"] + m["interfaces"]:
         size = os.path.getsize(os.path.join(root, f["path"]))
         assert size == f["bytes"], f
         assert f["format"] != "raw" or size % frame == 0, f
+    # Each writer continues its own numbering: its files are 0, 1, 2, ... across attempts.
+    for fmt in ("raw", "codifhdr", "pcap"):
+        seqs = [int(f["path"].rsplit(".", 2)[-2]) for f in owner["files"] if f["format"] == fmt]
+        assert seqs == list(range(len(seqs))), (fmt, seqs)
 for s in m["streams"]:
     assert s["packets"] > 0
 assert sorted(per_attempt) == list(range(1, n + 1)), per_attempt

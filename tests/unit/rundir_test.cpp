@@ -182,7 +182,8 @@ TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNu
   RecoverOptions apply;
   apply.by = "test";
   r = recover_run(cfg, dir_, dir_ / "r", apply);
-  EXPECT_EQ(r.next_seq, 4u);
+  EXPECT_EQ(r.next_seq.at(name(0)), 4u);
+  EXPECT_EQ(r.next_seq_any, 4u);
   EXPECT_EQ(r.unlisted, 1u);
   EXPECT_EQ(r.trimmed_bytes, 500u);
   EXPECT_EQ(fs::file_size(dir_ / name(3)), three.size());
