@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "daemon/lib/atomic_file.hpp"
 #include "rundir/attempts.hpp"
 
 namespace rocecap::daemon {
@@ -38,11 +37,10 @@ std::string ManifestFile::write(const Manifest& m, bool final) {
   nlohmann::json j = to_json(m);
   j["attempt"] = attempt_;
   if (!previous_.is_null()) j = rundir::merge_attempts(previous_, j, attempt_);
-  const std::string text = j.dump(2) + "\n";
-  std::string err = replace_file_atomically(path_.string(), text);
+  std::string err = write_manifest(path_.string(), j);
   if (err.empty() || !final || !reserved_) return err;
   release_reserve();
-  err = replace_file_atomically(path_.string(), text);
+  err = write_manifest(path_.string(), j);
   return err;
 }
 
