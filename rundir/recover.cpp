@@ -342,6 +342,39 @@ void walk_all(Walk& w, json& m) {
   }
 }
 
+// What recovery did and could not do, for the manifest's "recovery".
+json recovery_section(const RecoveryResult& r, const RecoverOptions& opts,
+                      const std::string& counters_as_of) {
+  return {{"at", iso_utc(now_ns())},
+          {"by", opts.by},
+          {"reason", r.reason},
+          {"previous_state", r.previous_state.empty() ? json(nullptr) : json(r.previous_state)},
+          {"files", r.files},
+          {"files_trimmed", r.trimmed},
+          {"bytes_trimmed", r.trimmed_bytes},
+          {"files_added", r.unlisted},
+          {"files_removed", r.removed},
+          {"files_missing", r.missing},
+          {"notes", capped(r.notes)},
+          {"recomputed",
+           "from the files: every file's size and whole records (frames, headers or pcap records), "
+           "per stream frames_in_files and last_frame (when the files hold later frames than the "
+           "snapshot)"},
+          {"not_recomputed",
+           "stream and interface counters (packets, bytes, lost, duplicate, late, invalid, "
+           "gaps, drops, rejected) are the killed process's last periodic snapshot" +
+               (counters_as_of.empty() ? std::string() : ", written " + counters_as_of) +
+               "; frames received after it are in the files but not in those counters"}};
+}
+
+codif::SyncSet sync_words(const config::RunConfig& cfg) {
+  if (cfg.streams.sync.empty()) return codif::SyncSet::defaults();
+  codif::SyncSet set;
+  for (const auto& s : cfg.streams.sync)
+    set.add(s.word, s.layout == config::CodifLayout::v1 ? codif::Layout::v1 : codif::Layout::v3);
+  return set;
+}
+
 }  // namespace
 
 json read_manifest(const fs::path& run_dir) {
@@ -379,13 +412,7 @@ RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_
   r.attempt = m.value("attempt", 1);
   const bool had_manifest = fs::exists(run_dir / kManifestName);
   Walk w{cfg, output_dir, opts, final_state(r.previous_state), {}, r, {}, 0, false, r.attempt};
-  if (!cfg.streams.sync.empty()) {
-    for (const auto& s : cfg.streams.sync)
-      w.syncs.add(s.word,
-                  s.layout == config::CodifLayout::v1 ? codif::Layout::v1 : codif::Layout::v3);
-  } else {
-    w.syncs = codif::SyncSet::defaults();
-  }
+  w.syncs = sync_words(cfg);
   collect_listed(m, w.listed);
   if (!final_state(r.previous_state)) r.needed = true;
   walk_all(w, m);
@@ -400,28 +427,7 @@ RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_
     r.manifest = std::move(m);
     return r;
   }
-  const std::string counters_as_of = mtime_iso(run_dir / kManifestName);
-  m["recovery"] = {
-      {"at", iso_utc(now_ns())},
-      {"by", opts.by},
-      {"reason", r.reason},
-      {"previous_state", r.previous_state.empty() ? json(nullptr) : json(r.previous_state)},
-      {"files", r.files},
-      {"files_trimmed", r.trimmed},
-      {"bytes_trimmed", r.trimmed_bytes},
-      {"files_added", r.unlisted},
-      {"files_removed", r.removed},
-      {"files_missing", r.missing},
-      {"notes", capped(r.notes)},
-      {"recomputed",
-       "from the files: every file's size and whole records (frames, headers or pcap records), "
-       "per stream frames_in_files and last_frame (when the files hold later frames than the "
-       "snapshot)"},
-      {"not_recomputed",
-       "stream and interface counters (packets, bytes, lost, duplicate, late, invalid, "
-       "gaps, drops, rejected) are the killed process's last periodic snapshot" +
-           (counters_as_of.empty() ? std::string() : ", written " + counters_as_of) +
-           "; frames received after it are in the files but not in those counters"}};
+  m["recovery"] = recovery_section(r, opts, mtime_iso(run_dir / kManifestName));
   m["state"] = "recovered";
   if (r.previous_state == "running" || r.previous_state == "starting" || r.previous_state.empty()) {
     m["failure"] = "the process ended without stopping the run (killed or crashed); recovered";

@@ -77,6 +77,19 @@ torn=0
 for p in "$run"/*.pcap; do capinfos "$p" >/dev/null 2>&1 || torn=$((torn + 1)); done
 echo "after SIGKILL: $torn pcap file(s) capinfos cannot read"
 
+# What the kill left: files the manifest does not list, raw files ending mid-frame.
+python3 - "$manifest" "$work/out" "$E2E_FRAME_BYTES" <<'PY'
+import json, os, sys
+m = json.load(open(sys.argv[1])); root = sys.argv[2]; frame = int(sys.argv[3])
+listed = {f["path"] for o in m["streams"] + m["interfaces"] for f in o["files"]}
+raw = [os.path.relpath(os.path.join(d, n), root) for d, _, ns in os.walk(root) for n in ns
+       if n.endswith(".codif")]
+torn = [p for p in raw if os.path.getsize(os.path.join(root, p)) % frame]
+unlisted = [p for p in raw if p not in listed]
+assert torn and unlisted, (torn, unlisted)
+print(f"after SIGKILL: {len(unlisted)} raw files not listed, {len(torn)} ending mid-frame")
+PY
+
 # --- recover ---
 "$ROCECAP" recover "$run" | tee "$work/recover.txt"
 grep -q "recovered" "$work/recover.txt" || fail "rocecap recover reported nothing recovered"
