@@ -166,6 +166,39 @@ void walk_fixed(FileScan& s, uint64_t record_bytes) {
 
 }  // namespace
 
+std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind kind,
+                                   const ScanOptions& opts) {
+  if (kind != FileKind::raw_codif && kind != FileKind::codifhdr) return std::nullopt;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) throw sys_failure("cannot open", path);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  const off_t end = ::lseek(fd, 0, SEEK_END);
+  if (end <= 0) return std::nullopt;
+  FileScan s;
+  s.bytes_on_disk = s.bytes_whole = static_cast<uint64_t>(end);
+  Reader reader(fd, s.bytes_on_disk, path);
+  codif::Header first, last;
+  codif::Timing t1, t2;
+  const std::byte* p = reader.get(0, codif::kHeaderBytes);
+  if (p == nullptr || !codif_header(p, opts.syncs, first, t1)) return std::nullopt;
+  const uint64_t stride = kind == FileKind::codifhdr ? codif::kHeaderBytes : first.frame_bytes();
+  if (s.bytes_on_disk % stride != 0) return std::nullopt;
+  p = reader.get(s.bytes_on_disk - stride, codif::kHeaderBytes);
+  if (p == nullptr || !codif_header(p, opts.syncs, last, t2) ||
+      last.frame_bytes() != first.frame_bytes()) {
+    return std::nullopt;
+  }
+  s.frame_bytes = first.frame_bytes();
+  note_frame(s, first, t1);
+  note_frame(s, last, t2);
+  s.records = s.bytes_on_disk / stride;
+  s.flagged_invalid = 0;  // not counted without reading every header
+  return s;
+}
+
 FileScan scan_file(const std::filesystem::path& path, FileKind kind, const ScanOptions& opts) {
   const int fd = ::open(path.c_str(), (opts.trim ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) throw sys_failure("cannot open", path);

@@ -128,7 +128,7 @@ struct Walk {
 };
 
 json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t seq,
-                uint64_t record_bytes, FileScan* scan_out) {
+                uint64_t record_bytes, bool last_of_writer, FileScan* scan_out) {
   const fs::path path = w.out_dir / rel;
   const auto it = w.listed.find(rel);
   const bool listed = it != w.listed.end();
@@ -138,13 +138,22 @@ json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t
   if (!e.contains("attempt")) e["attempt"] = w.attempt;
   const uint64_t listed_bytes = listed ? e.value("bytes", uint64_t{0}) : 0;
   if (listed) w.listed.erase(it);
-  if (w.trust_listed && listed && listed_bytes == size) {
-    e["bytes"] = size;
-    return e;
-  }
   ScanOptions so;
   so.syncs = w.syncs;
   so.record_bytes = record_bytes;
+  // A file listed with its size on disk is complete when the manifest is final, or when it is
+  // not its writer's last file (closed before the snapshot). Only the file a writer had open
+  // can end mid-record: reading every header of a long run's files would delay the restart.
+  if (listed && listed_bytes == size && (w.trust_listed || !last_of_writer)) {
+    e["bytes"] = size;
+    if (w.trust_listed) return e;
+    if (auto q = quick_scan(path, wf.kind, so)) {
+      if (scan_out != nullptr) *scan_out = *q;
+      e["records"] = q->records;
+      return e;
+    }
+    if (wf.kind == FileKind::pcap || wf.kind == FileKind::raw_data) return e;
+  }
   so.trim = w.opts.apply;
   const FileScan s = scan_file(path, wf.kind, so);
   if (scan_out != nullptr) *scan_out = s;
@@ -182,17 +191,21 @@ json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t
 json walk_writer(Walk& w, const WriterFiles& wf, uint64_t record_bytes,
                  std::vector<FileScan>& scans) {
   json files = json::array();
-  uint64_t misses = 0;
-  for (uint64_t seq = 0; misses < kSeqMissesAllowed; ++seq) {
-    const std::string rel = wf.name(seq);
-    std::error_code ec;
-    if (!fs::exists(w.out_dir / rel, ec)) {
+  std::vector<uint64_t> found;
+  std::error_code ec;
+  for (uint64_t seq = 0, misses = 0; misses < kSeqMissesAllowed; ++seq) {
+    if (fs::exists(w.out_dir / wf.name(seq), ec)) {
+      found.push_back(seq);
+      misses = 0;
+    } else {
       ++misses;
-      continue;
     }
-    misses = 0;
+  }
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    const uint64_t seq = found[i];
+    const std::string rel = wf.name(seq);
     FileScan scan;
-    json e = scan_entry(w, wf, rel, seq, record_bytes, &scan);
+    json e = scan_entry(w, wf, rel, seq, record_bytes, i + 1 == found.size(), &scan);
     ++w.r.files;
     if (e.value("records", uint64_t{1}) == 0 && e.contains("records")) {
       ++w.r.removed;

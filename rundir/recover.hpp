@@ -40,7 +40,7 @@ struct RecoveryResult {
   // Per writer, keyed by the name its file 0 has: 1 + its highest sequence number in use (a
   // writer without files is not listed). A continued run's writer starts there.
   std::map<std::string, uint64_t> next_seq;
-  uint64_t next_seq_any = 0;  // 1 + the highest sequence number of any file of the run
+  uint64_t next_seq_any = 0;       // 1 + the highest sequence number of any file of the run
   int attempt = 0;                 // the attempt that wrote the manifest found (1 for a first run)
   nlohmann::json manifest;         // the manifest as rewritten (or as found when not needed)
   std::vector<std::string> notes;  // one line per file cut, added, removed or missing

@@ -151,7 +151,8 @@ TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNu
     return config::stream_file_name(cfg, ref, config::OutputFormat::raw, seq);
   };
   fs::create_directories(dir_ / "r");
-  // The killed run's last snapshot: running, seq 0 listed with an old size, seq 3 not at all.
+  const auto three = frames(3, false);
+  // The killed run's last snapshot: running, seq 0 closed and listed, seq 3 not listed at all.
   const json snapshot = {
       {"state", "running"},
       {"config", {{"text", yaml}}},
@@ -163,10 +164,10 @@ TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNu
              {"antenna", "a1"},
              {"packets", 2},
              {"last_frame", nullptr},
-             {"files", json::array({{{"path", name(0)}, {"format", "raw"}, {"bytes", 10}}})}}})},
+             {"files",
+              json::array({{{"path", name(0)}, {"format", "raw"}, {"bytes", three.size()}}})}}})},
       {"interfaces", json::array()}};
   std::ofstream(dir_ / "r" / "manifest.json") << snapshot.dump();
-  const auto three = frames(3, false);
   write(dir_ / name(0), three);
   auto torn = three;
   torn.resize(three.size() + 500);
@@ -194,6 +195,7 @@ TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNu
   const json& files = m["streams"][0]["files"];
   ASSERT_EQ(files.size(), 2u);
   EXPECT_EQ(files[0]["bytes"], three.size());
+  EXPECT_EQ(files[0]["records"], 3u);  // counted from its first and last header
   EXPECT_EQ(files[1]["path"], name(3));
   EXPECT_EQ(files[1]["seq"], 3u);
   EXPECT_EQ(files[1]["records"], 3u);
