@@ -65,8 +65,9 @@ grep -q "in use by PID $first" "$work/second.log" ||
 echo "second rocecapd refused: $(grep -o 'run directory.*' "$work/second.log")"
 rc=0
 "$ROCECAP" recover "$run" >/dev/null 2>"$work/recover-busy.log" || rc=$?
-[ "$rc" = 3 ] && grep -q "in use by PID $first" "$work/recover-busy.log" ||
+if [ "$rc" != 3 ] || ! grep -q "in use by PID $first" "$work/recover-busy.log"; then
   fail "rocecap recover on a running run exited $rc: $(cat "$work/recover-busy.log")"
+fi
 sleep 4.5
 kill -0 "$first" 2>/dev/null || fail "rocecapd ended before it could be killed mid-run"
 kill -9 "$first"
