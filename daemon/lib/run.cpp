@@ -12,7 +12,7 @@
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
-#include "daemon/lib/run_directory.hpp"
+#include "daemon/lib/run_attempt.hpp"
 #include "daemon/lib/service_notifier.hpp"
 #include "daemon/lib/signals.hpp"
 
@@ -112,11 +112,11 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   notifier.extend_startup(kStartupAllowance);
   // Locked (and recovered, after a crash) before anything else: a second daemon on the same
   // run stops here, naming the first one's PID.
-  RunDirectory dir;
+  RunAttempt dir;
   std::unique_ptr<Runtime> rt;
   std::unique_ptr<MetricsServer> metrics;  // after rt: it reads rt until destroyed
   try {
-    dir = open_run_directory(cfg, ROCECAP_VERSION, log);
+    dir = begin_attempt(cfg, ROCECAP_VERSION, log);
     rt = build_runtime(cfg, o.log, [&dir](const std::string& f) { return dir.first_seq(f); });
     rt->attempt = dir.attempt;
     metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
@@ -124,7 +124,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     log.critical("cannot start: {}", e.what());
     metrics.reset();
     rt.reset();
-    abandon_run_directory(dir);
+    abandon_attempt(dir);
     return kExitStartup;
   }
   if (metrics)

@@ -70,7 +70,7 @@ struct Runtime {
   std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;
   WriteErrors write_errors;          // writer thread while running
   std::atomic<uint64_t> packets{0};  // frames seen by every Ingest, for run.packets
-  int attempt = 1;                   // > 1: this process continues a run (run_directory.hpp)
+  int attempt = 1;                   // > 1: this process continues a run (run_attempt.hpp)
 };
 
 // Builds rings, ingest, writers (no file is opened before the first frame) and opens the

@@ -207,5 +207,13 @@ rc=0
 kill "$holder" 2>/dev/null || true
 [ "$rc" = 3 ] || { cat "$work/bad.log"; fail "the failing start exited $rc, expected 3"; }
 [ ! -e "$work/out/never" ] || fail "a failed start left $work/out/never: $(ls -A "$work/out/never")"
+# A symlinked run directory is refused before the lock or anything else is written through it.
+mkdir "$work/elsewhere"
+ln -s "$work/elsewhere" "$work/out/sym"
+sed -e 's|^  name: e2e|  name: sym|' "$work/run.yaml" >"$work/sym.yaml"
+rc=0
+"$ROCECAPD" --config "$work/sym.yaml" 2>"$work/sym.log" || rc=$?
+[ "$rc" = 3 ] || { cat "$work/sym.log"; fail "a symlinked run directory: exit $rc, expected 3"; }
+[ -z "$(ls -A "$work/elsewhere")" ] || fail "files written through the symlink: $(ls -A "$work/elsewhere")"
 passed=1
 echo "PASS"

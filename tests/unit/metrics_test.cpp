@@ -222,7 +222,7 @@ TEST_F(Metrics, BuildInfoStartTimeAndRunState) {
 TEST_F(Metrics, RunAttemptSaysWhetherThisProcessContinuesARun) {
   EXPECT_EQ(scrape()["rocecap_run_attempt"], 1);
   server_.reset();
-  rt_->attempt = 3;  // the third start of this run directory (run_directory.hpp)
+  rt_->attempt = 3;  // the third start of this run directory (run_attempt.hpp)
   EXPECT_EQ(scrape()["rocecap_run_attempt"], 3);
 }
 

@@ -1,5 +1,6 @@
-// The run directory before a run starts: created, locked for this process (one daemon per run
-// directory), and, when an earlier attempt left it, recovered (rundir/recover.hpp) so that this
+// This process's attempt at a run, before it starts: the run directory created (a symlink
+// refused), locked for this process (one daemon per run directory), and, when an earlier
+// attempt left it, recovered (rundir/recover.hpp) so that this
 // attempt continues the run: its files take the next sequence numbers and its manifest carries
 // the earlier attempts (rundir/attempts.hpp).
 #pragma once
@@ -17,7 +18,7 @@
 
 namespace rocecap::daemon {
 
-struct RunDirectory {
+struct RunAttempt {
   std::filesystem::path path;
   std::unique_ptr<rundir::RunDirLock> lock;
   bool created = false;     // this start created it
@@ -36,11 +37,11 @@ struct RunDirectory {
 
 // Throws std::runtime_error (a start failure): the directory cannot be created, another
 // process holds it (the message names its PID), or the recovery failed.
-RunDirectory open_run_directory(const config::RunConfig& cfg, const std::string& version,
-                                spdlog::logger& log);
+RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& version,
+                         spdlog::logger& log);
 
 // After a start failure: a run directory this start created is removed again (it holds nothing
 // but the lock), so a failed start leaves nothing behind; one that existed keeps its manifest.
-void abandon_run_directory(RunDirectory& rd) noexcept;
+void abandon_attempt(RunAttempt& rd) noexcept;
 
 }  // namespace rocecap::daemon

@@ -1,4 +1,4 @@
-#include "daemon/lib/run_directory.hpp"
+#include "daemon/lib/run_attempt.hpp"
 
 #include <unistd.h>
 
@@ -11,14 +11,20 @@
 namespace rocecap::daemon {
 namespace fs = std::filesystem;
 
-RunDirectory open_run_directory(const config::RunConfig& cfg, const std::string& version,
-                                spdlog::logger& log) {
-  RunDirectory rd;
+RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& version,
+                         spdlog::logger& log) {
+  RunAttempt rd;
   rd.path = fs::path(cfg.output.directory) / cfg.run.name;
   std::error_code ec;
   rd.created = !fs::exists(rd.path, ec);
   fs::create_directories(rd.path, ec);
   if (ec) throw std::runtime_error("cannot create " + rd.path.string() + ": " + ec.message());
+  // Nothing (lock, recovered files, manifest) is written through a symlinked run directory.
+  if (fs::is_symlink(fs::symlink_status(rd.path, ec))) {
+    throw std::runtime_error("run directory " + rd.path.string() +
+                             " is a symbolic link; refused (files must stay in the output "
+                             "directory)");
+  }
   rd.lock = std::make_unique<rundir::RunDirLock>(rd.path, "rocecapd");
   if (rd.created) return rd;
   rundir::RecoverOptions ro;
@@ -60,7 +66,7 @@ RunDirectory open_run_directory(const config::RunConfig& cfg, const std::string&
   return rd;
 }
 
-void abandon_run_directory(RunDirectory& rd) noexcept {
+void abandon_attempt(RunAttempt& rd) noexcept {
   if (!rd.created || rd.path.empty()) return;
   std::error_code ec;
   fs::remove(rd.path / rundir::kLockFileName, ec);
