@@ -47,8 +47,8 @@ json add(const json& prev, const json& cur) {
       for (const json& e : out[k])
         joined.push_back(e);
       out[k] = std::move(joined);
-    } else if (p.is_object() && out[k].is_object() && k == "rejected") {
-      out[k] = add(p, out[k]);
+    } else if (p.is_object() && out[k].is_object() && k != "first_frame" && k != "last_frame") {
+      out[k] = add(p, out[k]);  // rejected, write-error losses, verbs: counters per key
     }
   }
   out.erase("recovered");

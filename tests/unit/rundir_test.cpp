@@ -227,11 +227,13 @@ TEST(Attempts, MergeSumsCountersListsFilesAndCountsTheRestartGap) {
                {"streams", json::array({stream(100, 2, 1000, 1101, "r/a.0000")})},
                {"interfaces", json::array()},
                {"errors", json::array()}};
+  prev["streams"][0]["write_error_lost"] = {{"raw", {{"frames", 5}, {"gaps", {{1050, 5}}}}}};
   json cur = {{"state", "stopped"},
               {"started", "T2"},
               {"streams", json::array({stream(50, 0, 1200, 1249, "r/a.0001")})},
               {"interfaces", json::array()},
               {"errors", json::array()}};
+  cur["streams"][0]["write_error_lost"] = {{"raw", {{"frames", 2}, {"gaps", {{1230, 2}}}}}};
   EXPECT_EQ(next_attempt(prev), 2);
   const json m = merge_attempts(prev, cur, 2);
   EXPECT_EQ(m["attempt"], 2);
@@ -244,6 +246,8 @@ TEST(Attempts, MergeSumsCountersListsFilesAndCountsTheRestartGap) {
   EXPECT_EQ(s["lost_in_restarts"], 98u);  // 1102 .. 1199
   EXPECT_EQ(s["lost"], 2u + 98u);
   EXPECT_EQ(s["gaps"], json::array({json::array({1102, 98})}));
+  EXPECT_EQ(s["write_error_lost"]["raw"]["frames"], 7u) << "a nested record of loss was dropped";
+  EXPECT_EQ(s["write_error_lost"]["raw"]["gaps"].size(), 2u);
   EXPECT_EQ(s["first_frame"]["index"], 1000u);
   EXPECT_EQ(s["last_frame"]["index"], 1249u);
   ASSERT_EQ(s["files"].size(), 2u);
