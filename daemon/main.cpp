@@ -16,12 +16,19 @@ constexpr const char* kExitCodes =
     "     manifest complete (frames a full disk kept out are counted there as write_error)\n"
     "  1  bad command line\n"
     "  2  the run file has problems (every one is printed as file:line:column: key: what)\n"
-    "  3  could not start (interface, replay file, output directory, permissions)\n"
+    "  3  could not start (interface, replay file, output directory, permissions, or the run\n"
+    "     directory is locked by another rocecapd, whose PID is named); nothing is left\n"
+    "     behind: a run directory this start created is removed again\n"
     "  4  a capture loop failed during the run (files written so far are valid)\n"
     "  5  storage lost: the run could not be recorded as asked (run directory removed or\n"
     "     replaced, a file deleted, EIO from the disk, or the final manifest not written);\n"
     "     the run stops at once; what the manifest could record says why\n"
-    "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files.";
+    "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files.\n"
+    "Restart: started on a run directory that already holds the run (after a crash, or a\n"
+    "finished run started again), rocecapd recovers it like `rocecap recover` and continues\n"
+    "it as the next attempt: each writer's files continue its sequence numbers, the\n"
+    "manifest keeps every attempt (\"attempts\"). A second rocecapd on the same run\n"
+    "directory exits 3 naming the first one's PID.";
 
 }  // namespace
 

@@ -12,5 +12,6 @@ using Action = std::function<int()>;
 void add_gen_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_verify_command(CLI::App& app, Action& action);
+void add_recover_command(CLI::App& app, Action& action);
 
 }  // namespace rocecap::tools

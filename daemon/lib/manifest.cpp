@@ -138,7 +138,11 @@ nlohmann::json to_json(const Manifest& m) {
 }
 
 std::string write_manifest(const std::string& path, const Manifest& m) {
-  return replace_file_atomically(path, to_json(m).dump(2) + "\n");
+  return write_manifest(path, to_json(m));
+}
+
+std::string write_manifest(const std::string& path, const nlohmann::json& m) {
+  return replace_file_atomically(path, m.dump(2) + "\n");
 }
 
 }  // namespace rocecap

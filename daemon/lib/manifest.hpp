@@ -95,5 +95,7 @@ std::string iso8601_utc(int64_t unix_ns);
 
 // Writes `m` to `path` atomically; empty string on success, else the error.
 std::string write_manifest(const std::string& path, const Manifest& m);
+// The same for a manifest already rendered (and merged with earlier attempts, ManifestFile).
+std::string write_manifest(const std::string& path, const nlohmann::json& m);
 
 }  // namespace rocecap

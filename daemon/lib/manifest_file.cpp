@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "daemon/lib/atomic_file.hpp"
+#include "rundir/attempts.hpp"
 
 namespace rocecap::daemon {
 namespace {
@@ -50,9 +51,17 @@ void ManifestFile::release_reserve() noexcept {
   reserved_ = false;
 }
 
+void ManifestFile::continue_run(nlohmann::json previous, int attempt) {
+  previous_ = std::move(previous);
+  attempt_ = attempt;
+}
+
 std::string ManifestFile::write(const Manifest& m, bool final) {
   if (dirfd_ < 0) return open_error_;
-  const std::string text = to_json(m).dump(2) + "\n";
+  nlohmann::json j = to_json(m);
+  j["attempt"] = attempt_;
+  if (!previous_.is_null()) j = rundir::merge_attempts(previous_, j, attempt_);
+  const std::string text = j.dump(2) + "\n";
   std::string err = replace_file_atomically_at(dirfd_, kManifestName, text, path_.string());
   if (err.empty() || !final || !reserved_) return err;
   release_reserve();

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "daemon/lib/manifest.hpp"
@@ -28,6 +29,10 @@ class ManifestFile {
   ManifestFile(const ManifestFile&) = delete;
   ManifestFile& operator=(const ManifestFile&) = delete;
 
+  // This attempt continues a run: every write merges `previous` (the run's manifest before it)
+  // with this attempt's own (rundir/attempts.hpp). Without it, a first attempt ("attempt": 1).
+  void continue_run(nlohmann::json previous, int attempt);
+
   // Writes atomically; empty on success, else the error (after the retry, if any).
   // `final`: the run's last write, which may spend the reserve.
   std::string write(const Manifest& m, bool final);
@@ -43,6 +48,8 @@ class ManifestFile {
   int dirfd_ = -1;
   std::string open_error_;
   bool reserved_ = false;
+  nlohmann::json previous_;
+  int attempt_ = 1;
 };
 
 }  // namespace rocecap::daemon

@@ -73,6 +73,11 @@ void add_process(Exposition& e, const MetricsBuildInfo& info, int64_t start_ns, 
   add(e.family("rocecap_process_start_time_seconds", "When rocecapd started, Unix seconds",
                MetricType::Gauge),
       {}, seconds(start_ns));
+  add(e.family("rocecap_run_attempt",
+               "Starts of this run directory: 1, or N when this process continues a run after "
+               "N - 1 earlier attempts (a restart after a crash; see the manifest's attempts)",
+               MetricType::Gauge),
+      {}, info.attempt);
   auto& f = e.family("rocecap_run_state", "1 for the state the run is in", MetricType::Gauge);
   for (int s = 0; s < kRunStateCount; ++s)
     add(f, {{"state", run_state_name(static_cast<RunState>(s))}}, s == state ? 1 : 0);
@@ -357,7 +362,8 @@ std::unique_ptr<MetricsServer> start_metrics(Runtime& rt, const std::string& ver
   const config::MetricsSection& m = rt.config->metrics;
   if (!m.enabled) return nullptr;
   const Manifest view = snapshot(rt, RunIdentity{"", "", version}, "running");
-  MetricsBuildInfo info{version, view.backend, view.payload_memory, view.payload_memory_reason};
+  MetricsBuildInfo info{version, view.backend, view.payload_memory, view.payload_memory_reason,
+                        rt.attempt};
   auto collector = std::make_shared<MetricsCollector>(rt, std::move(info), process_start_ns);
   return std::make_unique<MetricsServer>(m.address, m.port, std::move(collector));
 }

@@ -25,6 +25,7 @@ struct MetricsBuildInfo {
   std::string backend;
   std::string payload_memory;         // host | gpu
   std::string payload_memory_reason;  // why that memory was chosen
+  int attempt = 1;                    // rocecap_run_attempt: > 1 after a restart
 };
 
 enum class RunState : int { starting, running, stopping, stopped };

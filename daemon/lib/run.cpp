@@ -12,6 +12,7 @@
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
+#include "daemon/lib/run_attempt.hpp"
 #include "daemon/lib/service_notifier.hpp"
 #include "daemon/lib/signals.hpp"
 
@@ -139,24 +140,28 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   const RunIdentity id = identity();
   ServiceNotifier notifier;
   notifier.extend_startup(kStartupAllowance);
+  // Locked (and recovered, after a crash) before anything else: a second daemon on the same
+  // run stops here, naming the first one's PID.
+  RunAttempt dir;
   std::unique_ptr<Runtime> rt;
-  try {
-    rt = build_runtime(cfg, o.log);
-  } catch (const std::exception& e) {
-    log.critical("cannot start: {}", e.what());
-    return kExitStartup;
-  }
   std::unique_ptr<MetricsServer> metrics;  // after rt: it reads rt until destroyed
   try {
+    dir = begin_attempt(cfg, ROCECAP_VERSION, log);
+    rt = build_runtime(cfg, o.log, [&dir](const std::string& f) { return dir.first_seq(f); });
+    rt->attempt = dir.attempt;
     metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
   } catch (const std::exception& e) {
     log.critical("cannot start: {}", e.what());
+    metrics.reset();
+    rt.reset();
+    abandon_attempt(dir);
     return kExitStartup;
   }
   if (metrics)
     log.info("metrics on http://{}:{}/metrics", net::format_ipv4(cfg.metrics.address).data(),
              metrics->port());
   ManifestFile manifest(rt->run_dir);
+  if (!dir.previous.is_null()) manifest.continue_run(std::move(dir.previous), dir.attempt);
   save_manifest(*rt, manifest, id, "running", log);
   log_start(*rt, log);
 

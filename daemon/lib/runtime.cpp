@@ -70,15 +70,19 @@ writers::PathMaker pcap_paths(const config::RunConfig& cfg, std::size_t iface) {
   };
 }
 
-writers::RotationOptions rotation(const config::RunConfig& cfg) {
+writers::RotationOptions rotation(const config::RunConfig& cfg, uint64_t first_seq) {
   writers::RotationOptions r;
+  r.first_seq = first_seq;
   r.max_bytes = cfg.output.rotate_bytes;
   r.output.direct = cfg.output.direct_io;
   return r;
 }
 
 void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
-                  const std::shared_ptr<spdlog::logger>& log) {
+                  const std::shared_ptr<spdlog::logger>& log, const FirstSeq& first_seq) {
+  const auto first = [&](const std::string& file0) -> uint64_t {
+    return first_seq ? first_seq(file0) : 0;
+  };
   const config::RunConfig& cfg = *rt.config;
   const bool udp = cfg.streams.format == config::StreamFormat::udp;
   std::vector<writers::StreamWriters> per_stream(ir.refs.size());
@@ -86,17 +90,22 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
     if (config::has_format(cfg.output, OutputFormat::raw)) {
       writers::RawOptions raw;
       raw.strip_headers = cfg.output.strip_headers || udp;  // udp: payloads, no CODIF header
-      per_stream[s].raw.emplace(stream_paths(cfg, ir.refs[s], OutputFormat::raw), rotation(cfg),
-                                raw);
+      per_stream[s].raw.emplace(
+          stream_paths(cfg, ir.refs[s], OutputFormat::raw),
+          rotation(cfg, first(config::stream_file_name(cfg, ir.refs[s], OutputFormat::raw, 0))),
+          raw);
     }
     if (config::has_format(cfg.output, OutputFormat::codifhdr)) {
-      per_stream[s].codifhdr.emplace(stream_paths(cfg, ir.refs[s], OutputFormat::codifhdr),
-                                     rotation(cfg));
+      per_stream[s].codifhdr.emplace(
+          stream_paths(cfg, ir.refs[s], OutputFormat::codifhdr),
+          rotation(cfg,
+                   first(config::stream_file_name(cfg, ir.refs[s], OutputFormat::codifhdr, 0))));
     }
   }
   std::optional<writers::PcapWriter> pcap;
   if (config::has_format(cfg.output, OutputFormat::pcap)) {
-    pcap.emplace(pcap_paths(cfg, iface), rotation(cfg));
+    pcap.emplace(pcap_paths(cfg, iface),
+                 rotation(cfg, first(config::pcap_file_name(cfg, iface, 0))));
   }
   writers::CaptureWriterOptions opts;
   opts.fill_gaps = cfg.output.fill_gaps && !udp;
@@ -311,7 +320,8 @@ void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
 }  // namespace
 
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
-                                       const std::shared_ptr<spdlog::logger>& log) {
+                                       const std::shared_ptr<spdlog::logger>& log,
+                                       const FirstSeq& first_seq) {
   if (cfg.capture.backend == config::Backend::verbs) {
 #ifdef ROCECAP_HAVE_VERBS
     check_verbs_privileges(cfg);
@@ -361,7 +371,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
     }
     ir->ingest = std::make_unique<capture::Ingest>(ptrs, record_arrivals);
     log_ring_memory(*ir, log);
-    build_writer(*rt, *ir, i, log);
+    build_writer(*rt, *ir, i, log, first_seq);
     prepare_published(*ir);
     rt->interfaces.push_back(std::move(ir));
   }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -72,11 +73,17 @@ struct Runtime {
   std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;
   WriteErrors write_errors;          // writer thread while running
   std::atomic<uint64_t> packets{0};  // frames seen by every Ingest, for run.packets
+  int attempt = 1;                   // > 1: this process continues a run (run_attempt.hpp)
 };
 
 // Builds rings, ingest, writers (no file is opened before the first frame) and opens the
 // sources and joins. Throws std::runtime_error naming what failed (interface, file, group).
+// A writer's first file gets the sequence number `first_seq` gives for the name of its file 0
+// (a restarted run continues after the files of its earlier attempts, never over them); none:
+// 0 for every writer.
+using FirstSeq = std::function<uint64_t(const std::string& file0)>;
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& config,
-                                       const std::shared_ptr<spdlog::logger>& log);
+                                       const std::shared_ptr<spdlog::logger>& log,
+                                       const FirstSeq& first_seq = {});
 
 }  // namespace rocecap::daemon

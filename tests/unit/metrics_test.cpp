@@ -247,6 +247,13 @@ TEST_F(Metrics, BuildInfoStartTimeAndRunState) {
   EXPECT_EQ(s[m("rocecap_stream_last_packet_timestamp_seconds", kA)], 0);  // nothing yet
 }
 
+TEST_F(Metrics, RunAttemptSaysWhetherThisProcessContinuesARun) {
+  EXPECT_EQ(scrape()["rocecap_run_attempt"], 1);
+  server_.reset();
+  rt_->attempt = 3;  // the third start of this run directory (run_attempt.hpp)
+  EXPECT_EQ(scrape()["rocecap_run_attempt"], 3);
+}
+
 TEST_F(Metrics, CountersAdvanceBetweenScrapes) {
   feed(test::frame(test::kSrcA, 0));
   settle();

@@ -11,6 +11,7 @@
 #include "tools/lib/gen_summary.hpp"
 #include "tools/lib/verify_files.hpp"
 #include "tools/lib/verify_model.hpp"
+#include "tools/lib/verify_partial.hpp"
 #include "tools/lib/verify_pcap.hpp"
 #include "tools/lib/verify_run_settings.hpp"
 
@@ -159,6 +160,31 @@ void compare_stream_files(Judged& s, const FrameBuilder& frames, const RunSettin
   }
 }
 
+// A run with a killed attempt: each attempt's window of the stream, byte for byte.
+void compare_partial_stream(Judged& s, const FrameBuilder& frames, const RunSettings& run,
+                            const fs::path& root) {
+  StreamVerdict& v = s.verdict;
+  (void)listed_files(s.m.at("files"), "raw", root, v.problems);  // sizes as listed
+  (void)listed_files(s.m.at("files"), "codifhdr", root, v.problems);
+  struct Kind {
+    const char* format;
+    bool enabled, headers, data;
+  };
+  const Kind kinds[] = {{"raw", run.raw, !run.strip_headers, true},
+                        {"codifhdr", run.codifhdr, true, false}};
+  for (const Kind& k : kinds) {
+    if (!k.enabled) continue;
+    PartialFiles in{
+        &s.m.at("files"), k.format, root,
+        SequenceSpec{&frames, s.gen.antenna, &s.expect, k.headers, k.data, run.fill_gaps}};
+    PartialVerdict p = compare_partial(in);
+    for (std::string& problem : p.problems)
+      v.problems.push_back(std::string(k.format) + ": " + problem);
+    if (p.problems.empty()) v.checked.push_back(std::move(p.checked));
+  }
+  v.checked.push_back("counters not compared: a killed attempt's counters are a snapshot");
+}
+
 // Checks each pcap record against the generator's frame and counts it for its stream.
 class RecordChecker {
  public:
@@ -208,9 +234,22 @@ class RecordChecker {
   std::map<std::tuple<uint32_t, uint16_t, uint32_t>, std::size_t> index_;
 };
 
+std::vector<std::vector<ListedFile>> pcap_files_by_attempt(const json& files,
+                                                           const fs::path& root) {
+  std::vector<std::vector<ListedFile>> out;
+  int attempt = 0;
+  for (const json& f : files) {
+    if (f.value("format", "") != "pcap") continue;
+    if (out.empty() || f.value("attempt", 1) != attempt) out.emplace_back();
+    attempt = f.value("attempt", 1);
+    out.back().push_back({f.at("path").get<std::string>(), root / f.at("path").get<std::string>()});
+  }
+  return out;
+}
+
 void check_interfaces(const json& manifest, std::vector<Judged>& streams,
                       const FrameBuilder& frames, const RunSettings& run, const fs::path& root,
-                      VerifyResult& r) {
+                      bool partial, VerifyResult& r) {
   RecordChecker checker(streams, frames);
   for (const json& i : manifest.at("interfaces")) {
     const std::string name = i.at("name").get<std::string>();
@@ -228,9 +267,16 @@ void check_interfaces(const json& manifest, std::vector<Judged>& streams,
     for (const Judged& s : streams) {
       if (s.m.at("interface").get<std::string>() == name) expected += s.expect.placed();
     }
-    const PcapFilesResult p = check_pcap_files(pcaps, std::ref(checker));
+    // After a restart each attempt's pcap files start again from that attempt's first frame.
+    PcapFilesResult p;
+    for (const auto& group : partial ? pcap_files_by_attempt(i.at("files"), root)
+                                     : std::vector<std::vector<ListedFile>>{pcaps}) {
+      const PcapFilesResult g = check_pcap_files(group, std::ref(checker));
+      p.records += g.records;
+      if (p.problem.empty()) p.problem = g.problem;
+    }
     if (!p.problem.empty()) r.run_problems.push_back("interface " + name + " pcap: " + p.problem);
-    if (p.records != expected) {
+    if (p.records != expected && !partial) {
       r.run_problems.push_back("interface " + name + " pcap: " + std::to_string(p.records) +
                                " records, expected " + std::to_string(expected));
     }
@@ -239,7 +285,7 @@ void check_interfaces(const json& manifest, std::vector<Judged>& streams,
                               " files, " + std::to_string(p.records) + " records");
     }
   }
-  if (!run.pcap) return;
+  if (!run.pcap || partial) return;
   for (Judged& s : streams)
     compare(s.verdict, "pcap_records", s.pcap_records, s.expect.placed());
 }
@@ -264,10 +310,19 @@ void check_rejected(const json& manifest, const GenSummary& summary, VerifyResul
   }
 }
 
-void check_run_state(const json& manifest, VerifyResult& r) {
-  if (manifest.at("state") != "stopped")
-    r.run_problems.push_back("state " + manifest.at("state").dump() + ", expected \"stopped\"");
-  if (!manifest.at("failure").is_null())
+void check_run_state(const json& manifest, bool partial, VerifyResult& r) {
+  const bool recovered = manifest.at("state") == "recovered";
+  if (manifest.at("state") != "stopped" && !recovered)
+    r.run_problems.push_back("state " + manifest.at("state").dump() +
+                             ", expected \"stopped\" (or \"recovered\")");
+  if (partial) {
+    for (const json& a : manifest.value("attempts", json::array()))
+      r.run_checked.push_back("attempt " + a.value("attempt", json()).dump() + ": " +
+                              a.value("state", json()).dump() + " " +
+                              a.value("failure", json()).dump());
+    if (recovered) r.run_checked.push_back("recovered: " + manifest.at("failure").dump());
+  }
+  if (!manifest.at("failure").is_null() && !recovered)
     r.run_problems.push_back("failure " + manifest.at("failure").dump());
   for (const json& e : manifest.at("errors"))
     r.run_problems.push_back("error " + e.dump());
@@ -336,14 +391,20 @@ VerifyResult verify_run(const fs::path& manifest_path, const fs::path& summary_p
     if (!run.note.empty()) r.run_checked.push_back(run.note);
     if (options.strip_headers) run.strip_headers = *options.strip_headers;
     if (options.reorder_window) run.reorder_window = *options.reorder_window;
-    check_run_state(manifest, r);
+    const bool partial = is_partial_run(manifest);
+    r.partial = partial;
+    check_run_state(manifest, partial, r);
     std::vector<Judged> streams = match_streams(manifest, summary, run.reorder_window, r);
     for (Judged& s : streams) {
+      if (partial) {
+        compare_partial_stream(s, *frames, run, root);
+        continue;
+      }
       compare_counts(s, *frames, run);
       compare_stream_files(s, *frames, run, root);
     }
-    check_interfaces(manifest, streams, *frames, run, root, r);
-    check_rejected(manifest, summary, r);
+    check_interfaces(manifest, streams, *frames, run, root, partial, r);
+    if (!partial) check_rejected(manifest, summary, r);
     for (Judged& s : streams)
       r.streams.push_back(std::move(s.verdict));
   } catch (const json::exception& e) {

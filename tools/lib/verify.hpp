@@ -39,6 +39,7 @@ struct VerifyResult {
   std::vector<StreamVerdict> streams;
   std::vector<std::string> run_problems;  // run state, interfaces, rejected frames, pcap files
   std::vector<std::string> run_checked;
+  bool partial = false;  // a killed attempt: files checked per attempt window (verify_partial.hpp)
   bool ok() const noexcept;
 };
 

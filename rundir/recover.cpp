@@ -1,0 +1,456 @@
+#include "rundir/recover.hpp"
+
+#include <sys/stat.h>
+
+#include <chrono>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <stdexcept>
+
+#include "capture/net/packet.hpp"
+#include "config/loader.hpp"
+#include "config/name_template.hpp"
+#include "rundir/atomic_write.hpp"
+#include "rundir/file_scan.hpp"
+
+namespace rocecap::rundir {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string iso_utc(int64_t unix_ns) {
+  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
+  tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[48];
+  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::snprintf(buf + n, sizeof buf - n, ".%03dZ",
+                static_cast<int>((unix_ns % 1'000'000'000) / 1'000'000));
+  return buf;
+}
+
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+bool final_state(const std::string& s) {
+  return s == "stopped" || s == "failed" || s == "recovered";
+}
+
+std::string ip(uint32_t a) {
+  return net::format_ipv4(a).data();
+}
+
+json zero_stream(const config::RunConfig& cfg, const config::StreamRef& ref) {
+  const auto& ic = cfg.capture.interfaces[ref.interface];
+  const auto& g = ic.groups[ref.group];
+  const auto& a = cfg.streams.antennas[ref.antenna];
+  json s = {{"interface", ic.name},  {"group", ip(g.address)}, {"port", g.port},
+            {"antenna", a.name},     {"source", ip(a.source)}, {"first_frame", nullptr},
+            {"last_frame", nullptr}, {"gaps", json::array()},  {"files", json::array()}};
+  for (const char* k :
+       {"packets", "bytes", "lost", "duplicate", "late", "late_dropped", "invalid", "resync",
+        "fill_frames", "write_errors", "qp_recoveries", "gaps_not_listed"})
+    s[k] = 0;
+  return s;
+}
+
+// The manifest found, or a skeleton from the config when there is none.
+json base_manifest(const config::RunConfig& cfg, const fs::path& run_dir) {
+  json m = read_manifest(run_dir);
+  if (!m.is_null()) return m;
+  m = {{"run", cfg.run.name},
+       {"state", "unknown"},
+       {"started", nullptr},
+       {"stopped", nullptr},
+       {"config", {{"file", cfg.source_path}, {"text", cfg.source_text}}},
+       {"streams", json::array()},
+       {"interfaces", json::array()},
+       {"rejected", json::object()},
+       {"errors", json::array()},
+       {"errors_not_listed", 0},
+       {"failure", nullptr}};
+  return m;
+}
+
+json& stream_entry(json& m, const config::RunConfig& cfg, const config::StreamRef& ref) {
+  const json want = zero_stream(cfg, ref);
+  for (json& s : m["streams"]) {
+    if (s.value("interface", "") == want["interface"] && s.value("group", "") == want["group"] &&
+        s.value("port", 0) == want["port"] && s.value("antenna", "") == want["antenna"]) {
+      return s;
+    }
+  }
+  m["streams"].push_back(want);
+  return m["streams"].back();
+}
+
+json& interface_entry(json& m, const std::string& name) {
+  for (json& i : m["interfaces"]) {
+    if (i.value("name", "") == name) return i;
+  }
+  m["interfaces"].push_back({{"name", name},
+                             {"nic_drops", 0},
+                             {"ring_full_drops", 0},
+                             {"write_errors", 0},
+                             {"rejected", json::object()},
+                             {"files", json::array()},
+                             {"verbs", nullptr}});
+  return m["interfaces"].back();
+}
+
+// One writer of the run: its files are name(0), name(1), ...
+struct WriterFiles {
+  std::string format;
+  FileKind kind;
+  std::function<std::string(uint64_t)> name;
+  json* owner;  // the stream or interface entry whose "files" these are
+  std::optional<config::StreamRef> stream;
+};
+
+struct Walk {
+  const config::RunConfig& cfg;
+  const fs::path& out_dir;
+  const RecoverOptions& opts;
+  bool trust_listed;                   // the manifest was final: a listed size is the truth
+  std::map<std::string, json> listed;  // relative path -> its entry, as found
+  RecoveryResult& r;
+  codif::SyncSet syncs;
+  uint64_t max_seq = 0;
+  bool any = false;
+  int attempt = 1;
+};
+
+json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t seq,
+                uint64_t record_bytes, bool last_of_writer, FileScan* scan_out) {
+  const fs::path path = w.out_dir / rel;
+  const auto it = w.listed.find(rel);
+  const bool listed = it != w.listed.end();
+  const uint64_t size = fs::file_size(path);
+  json e = listed ? it->second : json{{"path", rel}, {"format", wf.format}};
+  e["seq"] = seq;
+  if (!e.contains("attempt")) e["attempt"] = w.attempt;
+  const uint64_t listed_bytes = listed ? e.value("bytes", uint64_t{0}) : 0;
+  if (listed) w.listed.erase(it);
+  ScanOptions so;
+  so.syncs = w.syncs;
+  so.record_bytes = record_bytes;
+  // A file listed with its size on disk is complete when the manifest is final, or when it is
+  // not its writer's last file (closed before the snapshot). Only the file a writer had open
+  // can end mid-record: reading every header of a long run's files would delay the restart.
+  if (listed && listed_bytes == size && (w.trust_listed || !last_of_writer)) {
+    e["bytes"] = size;
+    if (w.trust_listed) return e;
+    if (auto q = quick_scan(path, wf.kind, so)) {
+      if (scan_out != nullptr) *scan_out = *q;
+      e["records"] = q->records;
+      return e;
+    }
+    if (wf.kind == FileKind::pcap || wf.kind == FileKind::raw_data) return e;
+  }
+  so.trim = w.opts.apply;
+  const FileScan s = scan_file(path, wf.kind, so);
+  if (scan_out != nullptr) *scan_out = s;
+  e["bytes"] = s.bytes_whole;
+  e["records"] = s.records;
+  if (s.records == 0) {
+    // removed by the caller (one note there)
+  } else if (!listed) {
+    ++w.r.unlisted;
+    w.r.notes.push_back(rel + ": not in the manifest; added (" + std::to_string(s.records) +
+                        " whole records)");
+  } else if (listed_bytes != s.bytes_whole) {
+    w.r.notes.push_back(rel + ": manifest said " + std::to_string(listed_bytes) + " bytes, " +
+                        std::to_string(s.bytes_whole) + " whole");
+  }
+  if (s.bytes_whole != s.bytes_on_disk) {
+    ++w.r.trimmed;
+    w.r.trimmed_bytes += s.bytes_on_disk - s.bytes_whole;
+    e["recovered"] = {{"bytes_on_disk", s.bytes_on_disk},
+                      {"trimmed_bytes", s.bytes_on_disk - s.bytes_whole},
+                      {"why", s.stop}};
+    w.r.notes.push_back(rel + ": " + (w.opts.apply ? "cut" : "would cut") + " from " +
+                        std::to_string(s.bytes_on_disk) + " to " + std::to_string(s.bytes_whole) +
+                        " bytes: " + s.stop);
+  } else if (!s.checked) {
+    e["recovered"] = {{"note",
+                       "headers stripped and no codifhdr file: frame boundaries unknown, "
+                       "size not checked"}};
+  }
+  if (listed_bytes != s.bytes_whole || !listed) w.r.needed = true;
+  return e;
+}
+
+// Walks one writer's sequence numbers; returns its files' entries in order and the scans.
+json walk_writer(Walk& w, const WriterFiles& wf, uint64_t record_bytes,
+                 std::vector<FileScan>& scans) {
+  json files = json::array();
+  std::vector<uint64_t> found;
+  std::error_code ec;
+  for (uint64_t seq = 0, misses = 0; misses < kSeqMissesAllowed; ++seq) {
+    if (fs::exists(w.out_dir / wf.name(seq), ec)) {
+      found.push_back(seq);
+      misses = 0;
+    } else {
+      ++misses;
+    }
+  }
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    const uint64_t seq = found[i];
+    const std::string rel = wf.name(seq);
+    FileScan scan;
+    json e = scan_entry(w, wf, rel, seq, record_bytes, i + 1 == found.size(), &scan);
+    ++w.r.files;
+    if (e.value("records", uint64_t{1}) == 0 && e.contains("records")) {
+      ++w.r.removed;
+      w.r.notes.push_back(rel + ": no whole record; " +
+                          (w.opts.apply ? "removed" : "would remove"));
+      w.r.needed = true;
+      // Removed, its number is free again; kept (dry run, or not removable), it stays in use.
+      if (w.opts.apply && fs::remove(w.out_dir / rel, ec)) continue;
+    }
+    w.max_seq = std::max(w.max_seq, seq);
+    uint64_t& next = w.r.next_seq[wf.name(0)];
+    next = std::max(next, seq + 1);
+    w.any = true;
+    if (e.value("records", uint64_t{1}) == 0 && e.contains("records")) continue;
+    scans.push_back(scan);
+    files.push_back(std::move(e));
+  }
+  return files;
+}
+
+json frame_json(uint64_t index, int64_t ns) {
+  return {{"index", index}, {"time", iso_utc(ns)}, {"unix_ns", ns}};
+}
+
+// A stream's last frame as the files hold it, when they say more than the snapshot.
+void stream_from_files(json& s, const std::vector<FileScan>& scans, const char* format) {
+  uint64_t frames = 0;
+  std::optional<uint64_t> last;
+  int64_t last_ns = 0;
+  for (const FileScan& f : scans) {
+    frames += f.records;
+    if (f.last_index && (!last || *f.last_index > *last)) {
+      last = f.last_index;
+      last_ns = f.last_unix_ns;
+    }
+  }
+  s["recovered"] = {{"frames_in_files", frames}, {"counted_from", format}};
+  if (!last) return;
+  s["recovered"]["last_frame_in_files"] = frame_json(*last, last_ns);
+  const json& snap = s["last_frame"];
+  if (snap.is_null() || snap.value("index", uint64_t{0}) < *last) {
+    s["last_frame"] = frame_json(*last, last_ns);
+  }
+}
+
+std::vector<WriterFiles> writers_of(const config::RunConfig& cfg, json& m) {
+  using config::OutputFormat;
+  // Every entry first: adding one may move the others, whose addresses are kept below.
+  for (const config::StreamRef& ref : config::enumerate_streams(cfg))
+    (void)stream_entry(m, cfg, ref);
+  if (config::has_format(cfg.output, OutputFormat::pcap)) {
+    for (const auto& ic : cfg.capture.interfaces)
+      (void)interface_entry(m, ic.name);
+  }
+  std::vector<WriterFiles> out;
+  const bool udp = cfg.streams.format == config::StreamFormat::udp;
+  const bool stripped = cfg.output.strip_headers || udp;
+  for (const config::StreamRef& ref : config::enumerate_streams(cfg)) {
+    json& s = stream_entry(m, cfg, ref);
+    // codifhdr first: its headers give the frame size of header-stripped raw files.
+    if (config::has_format(cfg.output, OutputFormat::codifhdr)) {
+      out.push_back({"codifhdr", FileKind::codifhdr,
+                     [&cfg, ref](uint64_t q) {
+                       return config::stream_file_name(cfg, ref, OutputFormat::codifhdr, q);
+                     },
+                     &s, ref});
+    }
+    if (config::has_format(cfg.output, OutputFormat::raw)) {
+      out.push_back({"raw", stripped ? FileKind::raw_data : FileKind::raw_codif,
+                     [&cfg, ref](uint64_t q) {
+                       return config::stream_file_name(cfg, ref, OutputFormat::raw, q);
+                     },
+                     &s, ref});
+    }
+  }
+  if (config::has_format(cfg.output, OutputFormat::pcap)) {
+    for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
+      json& ie = interface_entry(m, cfg.capture.interfaces[i].name);
+      out.push_back({"pcap", FileKind::pcap,
+                     [&cfg, i](uint64_t q) { return config::pcap_file_name(cfg, i, q); }, &ie,
+                     std::nullopt});
+    }
+  }
+  return out;
+}
+
+void collect_listed(const json& m, std::map<std::string, json>& listed) {
+  for (const char* section : {"streams", "interfaces"}) {
+    if (!m.contains(section)) continue;
+    for (const json& owner : m[section]) {
+      for (const json& f : owner.value("files", json::array()))
+        listed[f.value("path", "")] = f;
+    }
+  }
+}
+
+// The manifest lists at most this many notes (a run of many streams has many files).
+constexpr std::size_t kMaxNotes = 256;
+
+json capped(const std::vector<std::string>& notes) {
+  if (notes.size() <= kMaxNotes) return notes;
+  json out(std::vector<std::string>(notes.begin(), notes.begin() + kMaxNotes));
+  out.push_back("... and " + std::to_string(notes.size() - kMaxNotes) + " more");
+  return out;
+}
+
+std::string mtime_iso(const fs::path& p) {
+  struct stat st {};
+  if (::stat(p.c_str(), &st) != 0) return {};
+  return iso_utc(int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec);
+}
+
+void walk_all(Walk& w, json& m) {
+  std::vector<WriterFiles> writers = writers_of(w.cfg, m);
+  // Fresh file lists, rebuilt writer by writer (a stream's raw and codifhdr files share one).
+  for (WriterFiles& wf : writers)
+    (*wf.owner)["files"] = json::array();
+  std::map<json*, uint64_t> frame_bytes;  // per stream, from its codifhdr headers
+  for (WriterFiles& wf : writers) {
+    std::vector<FileScan> scans;
+    uint64_t record_bytes = 0;
+    if (wf.kind == FileKind::raw_data && frame_bytes.count(wf.owner) != 0) {
+      record_bytes = frame_bytes[wf.owner] - codif::kHeaderBytes;
+      if (w.cfg.streams.format == config::StreamFormat::udp) record_bytes = 0;
+    }
+    json files = walk_writer(w, wf, record_bytes, scans);
+    json& dst = (*wf.owner)["files"];
+    for (json& f : files)
+      dst.push_back(std::move(f));
+    if (wf.kind == FileKind::codifhdr && !scans.empty() && scans.front().frame_bytes != 0) {
+      frame_bytes[wf.owner] = scans.front().frame_bytes;
+    }
+    const bool counts = wf.kind == FileKind::raw_codif ||
+                        (wf.kind == FileKind::codifhdr &&
+                         !config::has_format(w.cfg.output, config::OutputFormat::raw)) ||
+                        (wf.kind == FileKind::raw_data && frame_bytes.count(wf.owner) == 0);
+    if (wf.stream && counts && !scans.empty() && !w.trust_listed) {
+      stream_from_files(*wf.owner, scans, wf.format.c_str());
+    }
+  }
+  for (const auto& [path, entry] : w.listed) {
+    ++w.r.missing;
+    w.r.needed = true;
+    w.r.notes.push_back(path +
+                        ": listed in the manifest, not found under the run's name "
+                        "templates; dropped from the list");
+  }
+}
+
+// What recovery did and could not do, for the manifest's "recovery".
+json recovery_section(const RecoveryResult& r, const RecoverOptions& opts,
+                      const std::string& counters_as_of) {
+  return {{"at", iso_utc(now_ns())},
+          {"by", opts.by},
+          {"reason", r.reason},
+          {"previous_state", r.previous_state.empty() ? json(nullptr) : json(r.previous_state)},
+          {"files", r.files},
+          {"files_trimmed", r.trimmed},
+          {"bytes_trimmed", r.trimmed_bytes},
+          {"files_added", r.unlisted},
+          {"files_removed", r.removed},
+          {"files_missing", r.missing},
+          {"notes", capped(r.notes)},
+          {"recomputed",
+           "from the files: every file's size and whole records (frames, headers or pcap records), "
+           "per stream frames_in_files and last_frame (when the files hold later frames than the "
+           "snapshot)"},
+          {"not_recomputed",
+           "stream and interface counters (packets, bytes, lost, duplicate, late, invalid, "
+           "gaps, drops, rejected) are the killed process's last periodic snapshot" +
+               (counters_as_of.empty() ? std::string() : ", written " + counters_as_of) +
+               "; frames received after it are in the files but not in those counters"}};
+}
+
+codif::SyncSet sync_words(const config::RunConfig& cfg) {
+  if (cfg.streams.sync.empty()) return codif::SyncSet::defaults();
+  codif::SyncSet set;
+  for (const auto& s : cfg.streams.sync)
+    set.add(s.word, s.layout == config::CodifLayout::v1 ? codif::Layout::v1 : codif::Layout::v3);
+  return set;
+}
+
+}  // namespace
+
+json read_manifest(const fs::path& run_dir) {
+  const fs::path p = run_dir / kManifestName;
+  std::ifstream in(p);
+  if (!in) return nullptr;
+  try {
+    return json::parse(in);
+  } catch (const json::exception& e) {
+    throw std::runtime_error("manifest " + p.string() + " does not parse: " + e.what());
+  }
+}
+
+config::RunConfig config_from_manifest(const json& manifest) {
+  const std::string text =
+      manifest.contains("config") ? manifest["config"].value("text", "") : std::string();
+  if (text.empty()) throw std::runtime_error("the manifest carries no run file (config.text)");
+  config::HostChecks host;
+  host.check_filesystem = false;
+  host.usable_cpus = std::vector<unsigned>(4096);
+  std::iota(host.usable_cpus->begin(), host.usable_cpus->end(), 0u);
+  config::LoadResult r = config::load_string(text, "manifest config", host);
+  if (!r.ok()) {
+    throw std::runtime_error("the manifest's run file does not load: " +
+                             config::format_problem(r.problems.front()));
+  }
+  return std::move(*r.config);
+}
+
+RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_dir,
+                           const fs::path& run_dir, const RecoverOptions& opts) {
+  RecoveryResult r;
+  json m = base_manifest(cfg, run_dir);
+  r.previous_state = m.value("state", "");
+  r.attempt = m.value("attempt", 1);
+  const bool had_manifest = fs::exists(run_dir / kManifestName);
+  Walk w{cfg, output_dir, opts, final_state(r.previous_state), {}, r, {}, 0, false, r.attempt};
+  w.syncs = sync_words(cfg);
+  collect_listed(m, w.listed);
+  if (!final_state(r.previous_state)) r.needed = true;
+  walk_all(w, m);
+  r.next_seq_any = w.any ? w.max_seq + 1 : 0;
+  if (!had_manifest && !w.any) r.needed = false;  // an empty run directory: nothing to say
+  if (r.needed) {
+    r.reason = !had_manifest                    ? "no manifest"
+               : !final_state(r.previous_state) ? "manifest state \"" + r.previous_state + "\""
+                                                : "the manifest does not match the files";
+  }
+  if (!r.needed || !opts.apply) {
+    r.manifest = std::move(m);
+    return r;
+  }
+  m["recovery"] = recovery_section(r, opts, mtime_iso(run_dir / kManifestName));
+  m["state"] = "recovered";
+  if (r.previous_state == "running" || r.previous_state == "starting" || r.previous_state.empty()) {
+    m["failure"] = "the process ended without stopping the run (killed or crashed); recovered";
+  }
+  if (const std::string err = write_file_atomically(run_dir / kManifestName, m.dump(2) + "\n");
+      !err.empty()) {
+    throw std::runtime_error("manifest: " + err);
+  }
+  r.manifest = std::move(m);
+  return r;
+}
+
+}  // namespace rocecap::rundir

@@ -1,0 +1,62 @@
+// Recovery of a run directory that a killed rocecapd left behind (SIGKILL, OOM, power cut):
+// its manifest is the last periodic snapshot (state "running"), files opened since are not
+// listed, listed sizes are older than the files, and the last frame or record of each open file
+// is cut short. recover_run finds every file the run's name templates can have produced
+// (sequence numbers upward from 0), cuts each to its last whole record (file_scan.hpp), removes
+// files left without one, and rewrites manifest.json from the files: state "recovered", every
+// file with its true size and record count, and a "recovery" section saying what was cut, what
+// was added, what was recomputed and what could not be. `rocecap recover` and rocecapd (before
+// it continues a run) call the same function. The caller holds the run directory's lock.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "config/run_config.hpp"
+
+namespace rocecap::rundir {
+
+inline constexpr const char* kManifestName = "manifest.json";
+
+// A missing sequence number (a failed open during a full disk) does not end the search; this
+// many in a row do.
+inline constexpr uint64_t kSeqMissesAllowed = 64;
+
+struct RecoverOptions {
+  std::string by;     // "rocecapd 0.1.0" or "rocecap recover 0.1.0"
+  bool apply = true;  // false: report only (files and manifest untouched)
+};
+
+struct RecoveryResult {
+  bool needed = false;         // false: the manifest already matched the files; nothing was changed
+  std::string reason;          // why it was needed ("state running", "2 files not listed", ...)
+  std::string previous_state;  // of the manifest found ("" when there was none)
+  uint64_t files = 0, trimmed = 0, unlisted = 0, removed = 0, missing = 0;
+  uint64_t trimmed_bytes = 0;
+  // Per writer, keyed by the name its file 0 has: 1 + its highest sequence number in use (a
+  // writer without files is not listed). A continued run's writer starts there.
+  std::map<std::string, uint64_t> next_seq;
+  uint64_t next_seq_any = 0;       // 1 + the highest sequence number of any file of the run
+  int attempt = 0;                 // the attempt that wrote the manifest found (1 for a first run)
+  nlohmann::json manifest;         // the manifest as rewritten (or as found when not needed)
+  std::vector<std::string> notes;  // one line per file cut, added, removed or missing
+};
+
+// `output_dir` is where the manifest's relative paths and the name templates start (for the
+// daemon config.output.directory; for the tool the run directory's parent). Throws
+// std::runtime_error when a file cannot be read or cut, or the manifest cannot be written.
+RecoveryResult recover_run(const config::RunConfig& config, const std::filesystem::path& output_dir,
+                           const std::filesystem::path& run_dir, const RecoverOptions& options);
+
+// The run file a manifest carries (config.text), loaded without host checks. Throws
+// std::runtime_error naming the first problem.
+config::RunConfig config_from_manifest(const nlohmann::json& manifest);
+
+// Reads run_dir/manifest.json; null when there is none. Throws when it does not parse.
+nlohmann::json read_manifest(const std::filesystem::path& run_dir);
+
+}  // namespace rocecap::rundir

@@ -1,0 +1,263 @@
+// rundir/: files cut to their last whole record, the run directory lock, attempt merging.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "codif_test_util.hpp"
+#include "config/loader.hpp"
+#include "config/name_template.hpp"
+#include "rundir/attempts.hpp"
+#include "rundir/file_scan.hpp"
+#include "rundir/recover.hpp"
+#include "rundir/run_lock.hpp"
+
+namespace rocecap::rundir {
+namespace {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class RundirTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("rundir_test." + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  void write(const fs::path& p, const std::vector<std::byte>& b) {
+    std::ofstream(p, std::ios::binary)
+        .write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  }
+  fs::path dir_;
+};
+
+std::vector<std::byte> frames(uint32_t n, bool headers_only) {
+  std::vector<std::byte> out;
+  codif::Header h = codif::test::askap();
+  for (uint32_t i = 0; i < n; ++i) {
+    h.frame = 100 + i;
+    const auto f = codif::test::payload(h);
+    out.insert(out.end(), f.begin(), headers_only ? f.begin() + 64 : f.end());
+  }
+  return out;
+}
+
+TEST_F(RundirTest, RawFileCutToItsLastWholeFrame) {
+  auto b = frames(3, false);
+  const std::size_t whole = b.size();
+  b.resize(whole + 1000);  // a torn fourth frame (the killed writer's last buffer)
+  const auto f4 = frames(4, false);
+  std::memcpy(b.data() + whole, f4.data() + whole, 1000);
+  write(dir_ / "a.codif", b);
+  ScanOptions o;
+  o.trim = true;
+  const FileScan s = scan_file(dir_ / "a.codif", FileKind::raw_codif, o);
+  EXPECT_EQ(s.bytes_on_disk, whole + 1000);
+  EXPECT_EQ(s.bytes_whole, whole);
+  EXPECT_EQ(s.records, 3u);
+  EXPECT_TRUE(s.trimmed);
+  EXPECT_NE(s.stop.find("cut short"), std::string::npos) << s.stop;
+  EXPECT_EQ(fs::file_size(dir_ / "a.codif"), whole);
+  ASSERT_TRUE(s.first_index && s.last_index);
+  EXPECT_EQ(*s.last_index - *s.first_index, 2u);
+}
+
+TEST_F(RundirTest, ZeroPaddingAfterTheLastFrameIsCut) {
+  auto b = frames(2, false);
+  const std::size_t whole = b.size();
+  b.resize(whole + 4096);  // an O_DIRECT tail: zeros
+  write(dir_ / "z.codif", b);
+  ScanOptions o;
+  o.trim = true;
+  const FileScan s = scan_file(dir_ / "z.codif", FileKind::raw_codif, o);
+  EXPECT_EQ(s.bytes_whole, whole);
+  EXPECT_EQ(fs::file_size(dir_ / "z.codif"), whole);
+}
+
+TEST_F(RundirTest, CodifhdrCutToWholeHeadersAndDryRunChangesNothing) {
+  auto b = frames(5, true);
+  b.resize(b.size() + 10);
+  write(dir_ / "h.chead", b);
+  FileScan s = scan_file(dir_ / "h.chead", FileKind::codifhdr, {});
+  EXPECT_EQ(s.records, 5u);
+  EXPECT_EQ(s.bytes_whole, 5u * 64);
+  EXPECT_EQ(fs::file_size(dir_ / "h.chead"), 5u * 64 + 10);  // trim not asked
+}
+
+TEST_F(RundirTest, PcapCutAtATornRecord) {
+  std::vector<std::byte> b(24);
+  const uint32_t magic = 0xa1b23c4d, snap = 9216, link = 1;
+  std::memcpy(b.data(), &magic, 4);
+  std::memcpy(b.data() + 16, &snap, 4);
+  std::memcpy(b.data() + 20, &link, 4);
+  for (int r = 0; r < 3; ++r) {
+    const uint32_t hdr[4] = {1, 2, 100, 100};
+    const auto* p = reinterpret_cast<const std::byte*>(hdr);
+    b.insert(b.end(), p, p + 16);
+    b.insert(b.end(), 100, std::byte{0x55});
+  }
+  const std::size_t whole = b.size();
+  const uint32_t torn[4] = {1, 2, 100, 100};
+  const auto* p = reinterpret_cast<const std::byte*>(torn);
+  b.insert(b.end(), p, p + 16);
+  b.insert(b.end(), 40, std::byte{0x55});
+  write(dir_ / "i.pcap", b);
+  ScanOptions o;
+  o.trim = true;
+  const FileScan s = scan_file(dir_ / "i.pcap", FileKind::pcap, o);
+  EXPECT_EQ(s.records, 3u);
+  EXPECT_EQ(s.bytes_whole, whole);
+  EXPECT_EQ(fs::file_size(dir_ / "i.pcap"), whole);
+}
+
+TEST_F(RundirTest, SecondLockIsRefusedNamingTheHolder) {
+  RunDirLock first(dir_, "rocecapd");
+  try {
+    RunDirLock second(dir_, "rocecapd");
+    FAIL() << "a second lock on the same run directory was granted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("in use by PID " + std::to_string(::getpid())),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(RundirTest, LockIsFreeAgainOnceReleased) {
+  { RunDirLock first(dir_, "rocecapd"); }
+  EXPECT_NO_THROW(RunDirLock again(dir_, "rocecapd"));
+}
+
+TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNumber) {
+  const std::string yaml =
+      "run: {name: r}\n"
+      "capture:\n"
+      "  backend: pcap-file\n"
+      "  pcap_file: /nonexistent.pcap\n"
+      "  interfaces: [{name: rec0, groups: [239.1.1.1:4000]}]\n"
+      "streams: {antennas: [{name: a1, source: 192.0.2.1}]}\n"
+      "output: {directory: " +
+      dir_.string() +
+      ", formats: [raw]}\n"
+      "metrics: {enabled: false}\n";
+  config::HostChecks host;
+  host.check_filesystem = false;
+  const auto loaded = config::load_string(yaml, "t.yaml", host);
+  ASSERT_TRUE(loaded.ok()) << loaded.problems.front().message;
+  const config::RunConfig& cfg = *loaded.config;
+  const config::StreamRef ref = config::enumerate_streams(cfg).front();
+  const auto name = [&](uint64_t seq) {
+    return config::stream_file_name(cfg, ref, config::OutputFormat::raw, seq);
+  };
+  fs::create_directories(dir_ / "r");
+  const auto three = frames(3, false);
+  // The killed run's last snapshot: running, seq 0 closed and listed, seq 3 not listed at all.
+  const json snapshot = {
+      {"state", "running"},
+      {"config", {{"text", yaml}}},
+      {"streams",
+       json::array(
+           {{{"interface", "rec0"},
+             {"group", "239.1.1.1"},
+             {"port", 4000},
+             {"antenna", "a1"},
+             {"packets", 2},
+             {"last_frame", nullptr},
+             {"files",
+              json::array({{{"path", name(0)}, {"format", "raw"}, {"bytes", three.size()}}})}}})},
+      {"interfaces", json::array()}};
+  std::ofstream(dir_ / "r" / "manifest.json") << snapshot.dump();
+  write(dir_ / name(0), three);
+  auto torn = three;
+  torn.resize(three.size() + 500);
+  write(dir_ / name(3), torn);  // seq 1 and 2 failed to open (a full disk): a gap in the numbers
+  RecoverOptions dry;
+  dry.apply = false;
+  RecoveryResult r = recover_run(cfg, dir_, dir_ / "r", dry);
+  EXPECT_TRUE(r.needed);
+  EXPECT_EQ(r.trimmed, 1u);
+  EXPECT_EQ(fs::file_size(dir_ / name(3)), torn.size()) << "a dry run cut a file";
+  EXPECT_EQ(read_manifest(dir_ / "r")["state"], "running") << "a dry run wrote the manifest";
+
+  RecoverOptions apply;
+  apply.by = "test";
+  r = recover_run(cfg, dir_, dir_ / "r", apply);
+  EXPECT_EQ(r.next_seq.at(name(0)), 4u);
+  EXPECT_EQ(r.next_seq_any, 4u);
+  EXPECT_EQ(r.unlisted, 1u);
+  EXPECT_EQ(r.trimmed_bytes, 500u);
+  EXPECT_EQ(fs::file_size(dir_ / name(3)), three.size());
+  const json m = read_manifest(dir_ / "r");
+  EXPECT_EQ(m["state"], "recovered");
+  EXPECT_EQ(m["recovery"]["previous_state"], "running");
+  EXPECT_EQ(m["recovery"]["by"], "test");
+  const json& files = m["streams"][0]["files"];
+  ASSERT_EQ(files.size(), 2u);
+  EXPECT_EQ(files[0]["bytes"], three.size());
+  EXPECT_EQ(files[0]["records"], 3u);  // counted from its first and last header
+  EXPECT_EQ(files[1]["path"], name(3));
+  EXPECT_EQ(files[1]["seq"], 3u);
+  EXPECT_EQ(files[1]["records"], 3u);
+  EXPECT_EQ(files[1]["recovered"]["trimmed_bytes"], 500u);
+  EXPECT_EQ(m["streams"][0]["recovered"]["frames_in_files"], 6u);
+  EXPECT_FALSE(m["streams"][0]["last_frame"].is_null());
+  EXPECT_EQ(m["streams"][0]["packets"], 2u) << "a counter that cannot be recomputed is kept";
+  // Recovered once, nothing more to do.
+  r = recover_run(cfg, dir_, dir_ / "r", apply);
+  EXPECT_FALSE(r.needed);
+}
+
+json stream(uint64_t packets, uint64_t lost, uint64_t first, uint64_t last, const char* file) {
+  return {{"interface", "rec0"},
+          {"group", "239.1.1.1"},
+          {"port", 4000},
+          {"antenna", "a1"},
+          {"packets", packets},
+          {"lost", lost},
+          {"gaps", json::array()},
+          {"first_frame", {{"index", first}}},
+          {"last_frame", {{"index", last}}},
+          {"files", json::array({{{"path", file}, {"format", "raw"}, {"bytes", 10}}})}};
+}
+
+TEST(Attempts, MergeSumsCountersListsFilesAndCountsTheRestartGap) {
+  json prev = {{"state", "recovered"},
+               {"started", "T1"},
+               {"streams", json::array({stream(100, 2, 1000, 1101, "r/a.0000")})},
+               {"interfaces", json::array()},
+               {"errors", json::array()}};
+  prev["streams"][0]["write_error_lost"] = {{"raw", {{"frames", 5}, {"gaps", {{1050, 5}}}}}};
+  json cur = {{"state", "stopped"},
+              {"started", "T2"},
+              {"streams", json::array({stream(50, 0, 1200, 1249, "r/a.0001")})},
+              {"interfaces", json::array()},
+              {"errors", json::array()}};
+  cur["streams"][0]["write_error_lost"] = {{"raw", {{"frames", 2}, {"gaps", {{1230, 2}}}}}};
+  EXPECT_EQ(next_attempt(prev), 2);
+  const json m = merge_attempts(prev, cur, 2);
+  EXPECT_EQ(m["attempt"], 2);
+  ASSERT_EQ(m["attempts"].size(), 2u);
+  EXPECT_EQ(m["attempts"][0]["state"], "recovered");
+  EXPECT_EQ(m["attempts"][1]["started"], "T2");
+  EXPECT_EQ(m["started"], "T1");
+  const json& s = m["streams"][0];
+  EXPECT_EQ(s["packets"], 150u);
+  EXPECT_EQ(s["lost_in_restarts"], 98u);  // 1102 .. 1199
+  EXPECT_EQ(s["lost"], 2u + 98u);
+  EXPECT_EQ(s["gaps"], json::array({json::array({1102, 98})}));
+  EXPECT_EQ(s["write_error_lost"]["raw"]["frames"], 7u) << "a nested record of loss was dropped";
+  EXPECT_EQ(s["write_error_lost"]["raw"]["gaps"].size(), 2u);
+  EXPECT_EQ(s["first_frame"]["index"], 1000u);
+  EXPECT_EQ(s["last_frame"]["index"], 1249u);
+  ASSERT_EQ(s["files"].size(), 2u);
+  EXPECT_EQ(s["files"][0]["attempt"], 1);
+  EXPECT_EQ(s["files"][1]["attempt"], 2);
+  // A third attempt keeps both earlier summaries.
+  const json m3 = merge_attempts(m, cur, 3);
+  EXPECT_EQ(m3["attempts"].size(), 3u);
+  EXPECT_EQ(m3["streams"][0]["files"].size(), 3u);
+}
+
+}  // namespace
+}  // namespace rocecap::rundir

@@ -1,0 +1,98 @@
+// `rocecap recover RUN_DIR [--dry-run] [--json]`: make a run directory that a killed rocecapd
+// left behind consistent again (rundir/recover.hpp): every file cut to its last whole frame or
+// record, manifest.json rebuilt from the files (state "recovered"). rocecapd does the same
+// before it continues a run. Exit 0: recovered, or nothing to do; 2: the run directory or its
+// manifest cannot be read, or a file cannot be cut; 3: a process holds the run directory.
+#include <iostream>
+#include <memory>
+
+#include "rundir/recover.hpp"
+#include "rundir/run_lock.hpp"
+#include "tools/command.hpp"
+
+#ifndef ROCECAP_VERSION
+#define ROCECAP_VERSION "unknown"
+#endif
+
+namespace rocecap::tools {
+namespace {
+
+namespace fs = std::filesystem;
+
+void print(const rundir::RecoveryResult& r, const fs::path& dir, bool dry_run) {
+  if (!r.needed) {
+    std::cout << dir.string() << ": nothing to recover (manifest state \"" << r.previous_state
+              << "\" matches the " << r.files << " files)\n";
+    return;
+  }
+  std::cout << dir.string() << ": " << r.reason << "; "
+            << (dry_run ? "would recover " : "recovered ") << r.files << " files: " << r.trimmed
+            << " cut to their last whole record (" << r.trimmed_bytes << " bytes), " << r.unlisted
+            << " not listed before, " << r.removed << " removed (no whole record), " << r.missing
+            << " listed but missing\n";
+  for (const std::string& n : r.notes)
+    std::cout << "  " << n << "\n";
+  if (!dry_run)
+    std::cout << "manifest " << (dir / rundir::kManifestName).string() << ": state \"recovered\"\n";
+}
+
+int recover(const fs::path& dir, bool dry_run, bool json) {
+  std::unique_ptr<rundir::RunDirLock> lock;
+  try {
+    lock = std::make_unique<rundir::RunDirLock>(dir, "rocecap recover");
+  } catch (const std::exception& e) {
+    std::cerr << "rocecap recover: " << e.what() << "\n";
+    return 3;
+  }
+  try {
+    const nlohmann::json found = rundir::read_manifest(dir);
+    if (found.is_null()) {
+      std::cerr << "rocecap recover: " << (dir / rundir::kManifestName).string()
+                << ": no manifest (its run file names the files to recover)\n";
+      return 2;
+    }
+    const config::RunConfig cfg = rundir::config_from_manifest(found);
+    rundir::RecoverOptions o;
+    o.by = std::string("rocecap recover ") + ROCECAP_VERSION;
+    o.apply = !dry_run;
+    // Files are listed relative to the output directory, the run directory's parent.
+    const rundir::RecoveryResult r =
+        rundir::recover_run(cfg, fs::absolute(dir).parent_path(), dir, o);
+    if (json) {
+      std::cout << r.manifest.dump(2) << "\n";
+    } else {
+      print(r, dir, dry_run);
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "rocecap recover: " << e.what() << "\n";
+    return 2;
+  }
+}
+
+}  // namespace
+
+void add_recover_command(CLI::App& app, Action& action) {
+  struct Args {
+    std::string dir;
+    bool dry_run = false, json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "recover",
+      "Repair a run directory left by a killed rocecapd: cut files to whole records, rebuild "
+      "the manifest from the files");
+  cmd->add_option("RUN_DIR", args->dir, "The run directory (holds manifest.json)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  cmd->add_flag("--dry-run", args->dry_run, "Report what would be done; change nothing");
+  cmd->add_flag("--json", args->json, "Print the rebuilt manifest instead of the report");
+  cmd->footer(
+      "Exit codes: 0 recovered (or nothing to do), 2 cannot read or repair, 3 the run "
+      "directory is in use by a running rocecapd");
+  cmd->callback([args, &action] {
+    action = [args] { return recover(args->dir, args->dry_run, args->json); };
+  });
+}
+
+}  // namespace rocecap::tools
