@@ -24,9 +24,9 @@ RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& versio
   }
   // Nothing (lock, recovered files, manifest) is written through a symlinked run directory.
   if (fs::is_symlink(fs::symlink_status(rd.path, ec))) {
-    throw std::runtime_error("run directory " + rd.path.string() +
-                             " is a symbolic link; refused (files must stay in the output "
-                             "directory)");
+    throw std::runtime_error("run directory " + rd.path.string() + " is a symlink (to " +
+                             fs::read_symlink(rd.path, ec).string() +
+                             "): refused, every file of a run stays inside output.directory");
   }
   if (std::string why; !writers::resolves_inside(rd.path, cfg.output.directory, why)) {
     throw std::runtime_error("run directory refused: " + why);

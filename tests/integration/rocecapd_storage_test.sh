@@ -82,7 +82,16 @@ lose_storage() { # NAME ACTION
   grep -E "storage lost|NOT recorded" "$work/$name.log" | head -3 || true
 }
 
-lose_storage removed "rm -rf '$work/removed/e2e'"
+# rm -rf races the writer: a file rotated in between its unlinks and its rmdir leaves the
+# directory (ENOTEMPTY), so remove until it is gone (bounded).
+remove_run_dir() { # DIR
+  local i
+  for i in $(seq 50); do
+    rm -rf "$1" 2>/dev/null && [ ! -e "$1" ] && return 0
+  done
+  bad "removed: could not remove $1 in 50 tries"
+}
+lose_storage removed "remove_run_dir '$work/removed/e2e'"
 # Whichever is seen first: the directory's inode gone, or its open files unlinked.
 grep -q "storage lost: \(the run directory $work/removed/e2e \(was removed\|is gone\)\|file $work/removed/e2e/.* was deleted\)" "$work/removed.log" ||
   bad "removed: the log does not name the removed run directory or its files"
