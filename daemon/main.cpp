@@ -18,7 +18,10 @@ constexpr const char* kExitCodes =
     "  2  the run file has problems (every one is printed as file:line:column: key: what)\n"
     "  3  could not start (interface, replay file, output directory, permissions)\n"
     "  4  a capture loop failed during the run (files written so far are valid)\n"
-    "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files.";
+    "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files. A second\n"
+    "SIGINT/SIGTERM while the run drains (e.g. from `timeout`, which also signals its process\n"
+    "group) is ignored: the drain is bounded (about 100 ms per capture loop, then the writers\n"
+    "finish), and the exit status stays that of the run.";
 
 }  // namespace
 
