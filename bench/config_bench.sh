@@ -17,7 +17,7 @@ for n in "${counts[@]}"; do
 import sys
 n, path, out = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 with open(path, "w") as f:
-    f.write("run: {name: bench}\ncapture:\n  backend: pcap\n  ring_depth: 16\n"
+    f.write("run: {name: bench}\ncapture:\n  backend: pcap\n  ring_depth: 16\n  max_frame: 1024\n"
             "  interfaces:\n    - name: eth0\n      groups: [239.1.0.1:36001]\n"
             f"output: {{directory: {out}}}\nmetrics: {{enabled: false}}\n"
             "streams:\n  format: codif\n  antennas:\n")

@@ -18,11 +18,16 @@
 namespace rocecap::config {
 namespace {
 
-struct FileCloser {
-  int fd;
+// Owns the run file's descriptor while it is read.
+class FileCloser {
+ public:
+  explicit FileCloser(int descriptor) noexcept : fd(descriptor) {}
+  FileCloser(const FileCloser&) = delete;
+  FileCloser& operator=(const FileCloser&) = delete;
   ~FileCloser() {
     if (fd >= 0) ::close(fd);
   }
+  const int fd;
 };
 
 // YAML allows no C0 control character but tab, line feed and carriage return (YAML 1.2,
