@@ -60,9 +60,16 @@ stop_run() { # NAME SIGNALS...: one run, stopped in the gap by the signals given
   shift
   E2E_BACKEND=pcap-file E2E_PCAP_FILE=$work/gap.pcap E2E_REPLAY_PACE=recorded E2E_IFACE=rec0 \
     E2E_OUT=$out e2e_config "$work/$name.yaml"
-  e2e_start_rocecapd "" "$log" "$work/$name.yaml"
-  rocecapd_pid=$E2E_PID
-  sleep 1.5 # the first half (0.1 s at the recorded pace) is in; the hour's gap has begun
+  # Status lines every 0.2 s: their packet total says when the first half is in (the gap has
+  # begun), however slowly a loaded machine gets there.
+  "$ROCECAPD" --config "$work/$name.yaml" --status-interval 0.2 2>"$log" &
+  rocecapd_pid=$!
+  for ((i = 0; i < 300; i++)); do
+    grep -q "; $before packets," "$log" && break
+    kill -0 "$rocecapd_pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  grep -q "; $before packets," "$log" || { echo "FAIL ($name): the $before frames before the gap never arrived:"; cat "$log"; exit 1; }
   case $1 in
     twice)
       kill -TERM "$rocecapd_pid"
