@@ -100,8 +100,8 @@ for _ in $(seq 50); do ss -ltn "sport = :$port" | grep -q LISTEN && break; sleep
 base "" "metrics: { listen: 127.0.0.1:$port }" >"$work/inuse.yaml"
 rc=0
 timeout 60 "$rocecapd" --config "$work/inuse.yaml" 2>"$work/inuse.log" || rc=$?
-grep -qF "cannot listen on 127.0.0.1:$port: the address is already in use" "$work/inuse.log" && [ "$rc" = 3 ] || {
+if [ "$rc" != 3 ] || ! grep -qF "cannot listen on 127.0.0.1:$port: the address is already in use" "$work/inuse.log"; then
   cat "$work/inuse.log" >&2
   fail "metrics port in use: exit $rc (want 3), message must say the address is in use"
-}
+fi
 echo "ok: metrics port in use: exit 3: $(grep -o "cannot listen on .*" "$work/inuse.log" | cut -c1-120)"
