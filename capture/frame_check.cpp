@@ -122,12 +122,13 @@ std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
   if (!out.codif) return kCheckOk;
   const std::size_t avail = head.size() > f.payload_offset ? head.size() - f.payload_offset : 0;
   const std::size_t codif_bytes = avail < f.payload_bytes ? avail : f.payload_bytes;
-  // Too short to hold a header at all: not a frame with a wrong sync word.
-  if (f.payload_bytes < codif::kHeaderBytes) return kRejectShortPayload;
   const std::byte* codif = head.data() + f.payload_offset;
   if (codif_bytes >= codif::kHeaderBytes && from_memo(sp.codif_memo, codif, f.payload_bytes, out)) {
     return kCheckOk;
   }
+  // Too short to hold a header at all: not a frame with a wrong sync word. (After the memo: a
+  // memo hit has the payload length of a frame that passed this.)
+  if (f.payload_bytes < codif::kHeaderBytes) return kRejectShortPayload;
   if (!codif::decode(head.subspan(f.payload_offset, codif_bytes), sp.spec().syncs, out.header)) {
     return reject_index(codif::Invalid::bad_sync);
   }
