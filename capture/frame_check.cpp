@@ -126,6 +126,9 @@ std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
   if (codif_bytes >= codif::kHeaderBytes && from_memo(sp.codif_memo, codif, f.payload_bytes, out)) {
     return kCheckOk;
   }
+  // Too short to hold a header at all: not a frame with a wrong sync word. (After the memo: a
+  // memo hit has the payload length of a frame that passed this.)
+  if (f.payload_bytes < codif::kHeaderBytes) return kRejectShortPayload;
   if (!codif::decode(head.subspan(f.payload_offset, codif_bytes), sp.spec().syncs, out.header)) {
     return reject_index(codif::Invalid::bad_sync);
   }

@@ -53,7 +53,13 @@ void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Chec
   // call), so its index, flag and arrival record all precede its publication.
   const Verdict v = sp.sequencer().on_frame(c.header, c.timing, slot);
   m.frame_index = v.index;
-  if (!placed(v.decision)) return ring.give_back(slot);
+  if (!placed(v.decision)) {
+    ring.give_back(slot);
+    // Duplicates and late drops are the stream's own counts; an outlier never became part of
+    // the stream (the sequencer does not count it as received), so it is a rejected frame.
+    if (v.decision == Decision::outlier) reject(kRejectTimelineOutlier);
+    return;
+  }
   if (v.decision == Decision::late_placed) m.flags |= kSlotLate;
   record_arrival(stream, slot);
 }

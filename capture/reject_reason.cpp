@@ -8,8 +8,10 @@ std::string_view reject_name(std::size_t i) noexcept {
   if (i == kRejectNoStream) return "no_stream";
   if (i < kRejectOversize)
     return codif::to_string(static_cast<codif::Invalid>(i - kRejectCodifBase));
-  if (i == kRejectOversize) return "oversize";             // frame larger than a slot
-  if (i == kRejectSnapTruncated) return "snap_truncated";  // captured shorter than on the wire
+  if (i == kRejectOversize) return "oversize";                 // frame larger than a slot
+  if (i == kRejectSnapTruncated) return "snap_truncated";      // captured shorter than on the wire
+  if (i == kRejectShortPayload) return "short_payload";        // under 64 bytes: no CODIF header
+  if (i == kRejectTimelineOutlier) return "timeline_outlier";  // an unconfirmed resync
   return {};
 }
 

@@ -17,7 +17,11 @@ inline constexpr std::size_t kRejectNoStream = net::kParseErrorCount;
 inline constexpr std::size_t kRejectCodifBase = kRejectNoStream + 1;
 inline constexpr std::size_t kRejectOversize = kRejectCodifBase + codif::kInvalidCount;
 inline constexpr std::size_t kRejectSnapTruncated = kRejectOversize + 1;
-inline constexpr std::size_t kRejectReasonCount = kRejectSnapTruncated + 1;
+// A UDP payload shorter than a CODIF header (64 bytes) on a codif stream.
+inline constexpr std::size_t kRejectShortPayload = kRejectSnapTruncated + 1;
+// A frame off its stream's timeline that no following frames confirmed (Sequencer, resync).
+inline constexpr std::size_t kRejectTimelineOutlier = kRejectShortPayload + 1;
+inline constexpr std::size_t kRejectReasonCount = kRejectTimelineOutlier + 1;
 
 constexpr std::size_t reject_index(net::ParseError e) noexcept {
   return static_cast<std::size_t>(e);

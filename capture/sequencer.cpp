@@ -17,6 +17,7 @@ const SequencerConfig& checked(const SequencerConfig& c) {
     bad("history must be a power of two >= 64");
   if (c.history < c.reorder_window) bad("history must be >= reorder_window");
   if (c.resync_frames == 0) bad("resync_frames must be positive");
+  if (c.resync_confirm == 0) bad("resync_confirm must be at least 1");
   if (c.gap_capacity == 0) bad("gap_capacity must be positive");
   return c;
 }
@@ -39,6 +40,8 @@ std::string_view to_string(Decision d) noexcept {
       return "late_dropped";
     case Decision::resync:
       return "resync";
+    case Decision::outlier:
+      return "outlier";
     case Decision::count_:
       break;
   }
@@ -93,18 +96,37 @@ ResyncReason Sequencer::changed(const Signature& s) const noexcept {
   return ResyncReason::none;
 }
 
+bool Sequencer::confirms_resync(const Signature& s, uint64_t index) noexcept {
+  const bool agrees = candidates_ != 0 && s == candidate_sig_ && index > candidate_last_ &&
+                      index - candidate_last_ <= config_.resync_frames;
+  candidates_ = agrees ? candidates_ + 1 : 1;
+  candidate_sig_ = s;
+  candidate_last_ = index;
+  if (candidates_ < config_.resync_confirm) return false;
+  candidates_ = 0;
+  return true;
+}
+
 Verdict Sequencer::on_other(const codif::Header& h, const codif::Timing& t, uint64_t index,
                             uint32_t tag) noexcept {
-  count_received(h);
   if (!started_) {
+    count_received(h);
     start_segment(h, t, index, tag);
     return {Decision::first, ResyncReason::none, index};
   }
-  ResyncReason reason = changed(signature(h, t));
+  const Signature sig = signature(h, t);
+  ResyncReason reason = changed(sig);
   if (reason == ResyncReason::none && index > high_ && index - high_ > config_.resync_frames)
     reason = ResyncReason::jump_forward;
   if (reason == ResyncReason::none && index < high_ && high_ - index > config_.resync_frames)
     reason = ResyncReason::jump_backward;
+  if (reason == ResyncReason::none) {
+    candidates_ = 0;  // the current timeline goes on: whatever was off it stays an outlier
+  } else if (!confirms_resync(sig, index)) {
+    counters_.outliers.add();
+    return {Decision::outlier, reason, index};
+  }
+  count_received(h);
   if (reason != ResyncReason::none) {
     flush();
     counters_.resync.add();
@@ -266,6 +288,7 @@ SequencerStats Sequencer::stats() const noexcept {
   s.late_dropped = c.late_dropped.get();
   s.invalid = c.invalid.get();
   s.resync = c.resync.get();
+  s.outliers = c.outliers.get();
   s.gap_events = c.gap_events.get();
   s.gap_events_dropped = c.gap_events_dropped.get();
   s.first_index = c.first_index.get();

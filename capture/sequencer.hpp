@@ -28,7 +28,14 @@
 // Resynchronisation: a jump of more than resync_frames either way, or a change of period,
 // frame size, frames per period, epoch, nchan or nbits, flushes everything pending and starts
 // a new segment at the new frame (its delivery carries segment_start: no fill before it). It
-// is counted once and reported in the Verdict for the caller to log.
+// is counted once and reported in the Verdict for the caller to log. It needs confirmation:
+// only the resync_confirm-th frame in a row off the current timeline that agrees with the one
+// before it (same period, size, epoch, nchan, nbits; a later index, at most resync_frames on)
+// starts the new segment. The frames before it are outliers: not placed, counted (stats()
+// .outliers; the caller counts them as rejected frames), and the current timeline is
+// untouched, so one frame with a wild `seconds` field neither moves the stream twice nor lands
+// out of time order in the file. Any frame that fits the current timeline breaks the run. A
+// real restart of the instrument thus costs resync_confirm - 1 counted frames.
 //
 // Threads: on_frame()/flush() on the capture thread; pop_gap() on one consumer thread;
 // stats() on any thread. Never blocks, never allocates after construction.
@@ -50,6 +57,7 @@ struct SequencerConfig {
   uint32_t reorder_window = 64;         // W >= 1 frames; 1 = no late frame is ever placed
   uint32_t history = 4096;              // power of two, >= 64 and >= W: duplicate memory
   uint64_t resync_frames = 1ull << 20;  // a jump beyond this (either way) restarts sequencing
+  uint32_t resync_confirm = 3;          // frames in a row on a new timeline to resync; 1: at once
   uint32_t gap_capacity = 4096;         // gap events queued for the manifest
 };
 
@@ -60,6 +68,7 @@ enum class Decision : uint8_t {
   late_placed,   // below the highest, inside the reorder window, not seen before: placed
   duplicate,     // its index was already delivered (or is pending)
   late_dropped,  // below the reorder window and not known to be delivered: dropped
+  outlier,       // off the timeline, not (yet) confirmed by the frames after it: not placed
   resync,        // sequencing restarted at this frame (see ResyncReason)
   count_
 };
@@ -67,8 +76,9 @@ inline constexpr std::size_t kDecisionCount = static_cast<std::size_t>(Decision:
 std::string_view to_string(Decision d) noexcept;
 // Whether the sequencer kept the frame's tag (it will be delivered); otherwise the caller
 // still owns the slot and recycles it.
+// (The three that are not placed are adjacent: one range check per frame.)
 constexpr bool placed(Decision d) noexcept {
-  return d != Decision::duplicate && d != Decision::late_dropped;
+  return d < Decision::duplicate || d > Decision::outlier;
 }
 
 enum class ResyncReason : uint8_t {
@@ -87,7 +97,7 @@ std::string_view to_string(ResyncReason r) noexcept;
 
 struct Verdict {
   Decision decision = Decision::first;
-  ResyncReason reason = ResyncReason::none;  // set when decision == resync
+  ResyncReason reason = ResyncReason::none;  // set when decision == resync or outlier
   uint64_t index = 0;                        // the frame's absolute index
 };
 
@@ -111,7 +121,7 @@ class DeliverySink {
 };
 
 struct SequencerStats {
-  uint64_t received = 0;   // frames given to on_frame
+  uint64_t received = 0;   // frames given to on_frame, outliers excepted
   uint64_t bytes = 0;      // their CODIF frame bytes (header + data)
   uint64_t delivered = 0;  // frames handed to the sink
   uint64_t lost = 0;       // indices skipped and not (yet) placed late
@@ -120,6 +130,7 @@ struct SequencerStats {
   uint64_t late_dropped = 0;
   uint64_t invalid = 0;  // frames with the CODIF invalid bit (also sequenced normally)
   uint64_t resync = 0;
+  uint64_t outliers = 0;            // frames off the timeline, not placed (Decision::outlier)
   uint64_t gap_events = 0;          // emitted gap events
   uint64_t gap_events_dropped = 0;  // of those, not queued because the queue was full
   uint64_t first_index = 0;         // first frame of the run
@@ -169,16 +180,17 @@ class Sequencer {
     uint64_t frames_per_period;
     uint8_t epoch, nbits;
     uint32_t nchan;
+    bool operator==(const Signature&) const = default;
   };
   static Signature signature(const codif::Header& h, const codif::Timing& t) noexcept;
   ResyncReason changed(const Signature& s) const noexcept;
 
-  // The frame right after the highest, of the same segment, with no gap open and, when the
-  // window is full, its oldest frame there to deliver. on_frame's fast path for it does
-  // exactly what on_other() would: count, deliver that one frame, place, raise the highest
-  // (the one history bit advance() would clear is set again by place()).
+  // The frame right after the highest, of the same segment, with no gap open, no resync being
+  // confirmed and, when the window is full, its oldest frame there to deliver. on_frame's fast path
+  // for it does exactly what on_other() would: count, deliver that one frame, place, raise the
+  // highest (the one history bit advance() would clear is set again by place()).
   bool in_order(const codif::Header& h, const codif::Timing& t, uint64_t index) const noexcept {
-    if (!started_ || index != high_ + 1 || gap_count_ != 0) return false;
+    if (!started_ || index != high_ + 1 || (gap_count_ | candidates_) != 0) return false;
     if (t.period != sig_.period || h.data_words != sig_.data_words ||
         t.frames_per_period != sig_.frames_per_period || h.epoch != sig_.epoch ||
         h.nchan != sig_.nchan || h.nbits != sig_.nbits) {
@@ -211,6 +223,8 @@ class Sequencer {
 
   void start_segment(const codif::Header& h, const codif::Timing& t, uint64_t index,
                      uint32_t tag) noexcept;
+  // A frame off the current timeline: whether it confirms a resync (see the file comment).
+  bool confirms_resync(const Signature& s, uint64_t index) noexcept;
   Decision advance(const codif::Header& h, uint64_t index, uint32_t tag) noexcept;
   Decision behind(uint64_t index, uint32_t tag) noexcept;
   void commit_until(uint64_t end) noexcept;  // delivers / accounts indices [commit_, end)
@@ -240,11 +254,14 @@ class Sequencer {
   uint64_t high_ = 0;
   uint64_t commit_ = 0;  // next index to deliver or count as a gap
   uint64_t gap_first_ = 0;
-  uint64_t gap_count_ = 0;  // open gap, emitted when a delivery or a flush closes it
+  uint64_t gap_count_ = 0;   // open gap, emitted when a delivery or a flush closes it
+  uint32_t candidates_ = 0;  // frames in a row off the timeline, agreeing with each other
+  Signature candidate_sig_{};
+  uint64_t candidate_last_ = 0;  // the index of the last of them
 
   struct alignas(kCacheLine) Counters {
     RelaxedCounter received, bytes, delivered, lost, duplicate, late_placed, late_dropped, invalid,
-        resync, gap_events, gap_events_dropped, first_index, last_index, first_time_ns,
+        resync, outliers, gap_events, gap_events_dropped, first_index, last_index, first_time_ns,
         last_stamp;  // the highest frame's seconds << 32 | frame
   } counters_;
   // What stats() needs besides last_stamp to compute last_time_ns, set per segment under a

@@ -5,6 +5,7 @@
 
 #include "config/host_checks.hpp"
 #include "config/schema.hpp"
+#include "config/units.hpp"
 
 namespace rocecap::config {
 namespace {
@@ -41,6 +42,54 @@ void check_max_frame(Context& ctx, const HostChecks& host, const RunConfig& cfg)
   }
 }
 
+// Bytes of host memory per ring slot, as the daemon maps them (capture/stream_ring.cpp: a
+// header slot of header_split bytes, a payload slot of the rest, each 64-byte aligned).
+constexpr uint64_t kSlotAlign = 64;
+
+// Host memory of every ring: header slots always; payload slots unless they may be GPU
+// memory (payload_memory gpu, or auto with verbs, the only backend that can scatter into a
+// GPU: the start-up check covers those once the choice is made).
+uint64_t host_ring_bytes(const RunConfig& cfg, bool& with_payload) {
+  const CaptureSection& c = cfg.capture;
+  uint64_t streams = 0;
+  for (const InterfaceConfig& itf : c.interfaces)
+    streams += itf.groups.size() * cfg.streams.antennas.size();
+  with_payload = c.payload_memory == PayloadMemory::host ||
+                 (c.payload_memory == PayloadMemory::automatic && c.backend != Backend::verbs);
+  const uint64_t per_slot =
+      with_payload ? uint64_t{c.max_frame} + 2 * kSlotAlign : uint64_t{c.header_split} + kSlotAlign;
+  return streams * c.ring_depth * per_slot;
+}
+
+void check_memory(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
+  for (const char* input : {"capture", "streams.antennas"}) {
+    if (ctx.failed(input)) return;
+  }
+  bool with_payload = false;
+  const uint64_t need = host_ring_bytes(cfg, with_payload);
+  const std::string what = fmt::format("the rings need {} of host memory ({} slots, {})",
+                                       format_size(need), cfg.capture.ring_depth,
+                                       with_payload ? "header and payload" : "header slots only");
+  const MemoryFacts facts = read_memory_facts(host.proc_root);
+  if (facts.available_bytes && need > *facts.available_bytes) {
+    ctx.report("capture.ring_depth",
+               fmt::format("{} but this host has {} available (MemAvailable, {}/meminfo): the "
+                           "run would be killed for lack of memory; lower ring_depth or "
+                           "max_frame, or capture fewer streams",
+                           what, format_size(*facts.available_bytes), host.proc_root));
+  }
+  // Memory registration pins the rings (ibv_reg_mr): beyond RLIMIT_MEMLOCK it fails unless
+  // the process has CAP_IPC_LOCK (mlock(2)). The pcap backends lock only where allowed.
+  if (cfg.capture.backend == Backend::verbs && facts.memlock_bytes && facts.ipc_lock &&
+      !*facts.ipc_lock && need > *facts.memlock_bytes) {
+    ctx.report("capture.ring_depth",
+               fmt::format("{} locked, but this process may lock {} (RLIMIT_MEMLOCK, "
+                           "{}/self/limits) and lacks CAP_IPC_LOCK; raise the limit (systemd: "
+                           "LimitMEMLOCK=infinity) or lower ring_depth",
+                           what, format_size(*facts.memlock_bytes), host.proc_root));
+  }
+}
+
 }  // namespace
 
 void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
@@ -52,6 +101,7 @@ void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
   }
   check_cpu(ctx, usable, "output.writer_cpu", cfg.output.writer_cpu);
   check_max_frame(ctx, host, cfg);
+  if (host.check_memory) check_memory(ctx, host, cfg);
   if (!host.check_filesystem) return;
   const OutputSection& o = cfg.output;
   if (!ctx.failed("output.directory") && !o.directory.empty()) {

@@ -7,9 +7,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <sstream>
+#include <string_view>
 
 namespace rocecap::config {
 namespace {
@@ -100,6 +103,44 @@ std::string check_writable_directory(const std::string& directory) {
     if (path == "/") return "cannot be created: no existing parent";
     path = parent_of(path);
   }
+}
+
+// The first line of a proc file starting with `key`, without the key; nullopt if none.
+std::optional<std::string> proc_line(const std::string& path, std::string_view key) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, key.size(), key) == 0) return line.substr(key.size());
+  }
+  return std::nullopt;
+}
+
+MemoryFacts read_memory_facts(const std::string& proc_root) {
+  MemoryFacts f;
+  if (const auto v = proc_line(proc_root + "/meminfo", "MemAvailable:")) {
+    std::istringstream in(*v);
+    uint64_t kib = 0;
+    std::string unit;
+    if (in >> kib >> unit && unit == "kB") f.available_bytes = kib * 1024;
+  }
+  if (const auto v = proc_line(proc_root + "/self/limits", "Max locked memory")) {
+    std::istringstream in(*v);
+    std::string soft;
+    if (in >> soft) {
+      if (soft == "unlimited") {
+        f.memlock_bytes = UINT64_MAX;
+      } else if (soft.find_first_not_of("0123456789") == std::string::npos) {
+        f.memlock_bytes = std::stoull(soft);
+      }
+    }
+  }
+  if (const auto v = proc_line(proc_root + "/self/status", "CapEff:")) {
+    std::istringstream in(*v);
+    uint64_t caps = 0;
+    constexpr int kCapIpcLock = 14;  // linux/capability.h
+    if (in >> std::hex >> caps) f.ipc_lock = ((caps >> kCapIpcLock) & 1) != 0;
+  }
+  return f;
 }
 
 std::string check_readable_file(const std::string& path) {

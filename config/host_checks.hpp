@@ -21,6 +21,15 @@ std::string format_cpu_list(const std::vector<unsigned>& cpus);
 // to faccessat(W_OK|X_OK, AT_EACCESS).
 std::string check_writable_directory(const std::string& directory);
 
+// This host's memory and this process's locking rights, read from a proc file system
+// (proc(5)); each is nullopt when its file or line cannot be read.
+struct MemoryFacts {
+  std::optional<uint64_t> available_bytes;  // meminfo MemAvailable
+  std::optional<uint64_t> memlock_bytes;    // self/limits "Max locked memory", soft; max: unlimited
+  std::optional<bool> ipc_lock;             // self/status CapEff has CAP_IPC_LOCK (bit 14)
+};
+MemoryFacts read_memory_facts(const std::string& proc_root);
+
 // Empty when path is a regular file this process can open for reading; else why not.
 std::string check_readable_file(const std::string& path);
 

@@ -9,6 +9,7 @@
 // directory writable or creatable, replay file readable). Exceptions never leave the loader.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -35,7 +36,17 @@ struct HostChecks {
   // an interface without that file is not checked: check-config may run on another host).
   bool check_interfaces = true;
   std::string sysfs_root;  // empty: ROCECAP_SYSFS_ROOT when set, else /sys
+  // Ring memory against MemAvailable (<proc_root>/meminfo) and, for backend verbs, against
+  // RLIMIT_MEMLOCK and CAP_IPC_LOCK (<proc_root>/self/limits, <proc_root>/self/status).
+  // Facts that cannot be read are not checked. Tests point proc_root at fake files.
+  bool check_memory = true;
+  std::string proc_root = "/proc";
 };
+
+// A run file is a regular file of at most this size: anything else (a device, a FIFO, a
+// directory, a runaway file) is refused with one problem, before anything is parsed. 16 MiB
+// holds 200k antennas in flow style (about 9 MB) with room to spare.
+inline constexpr uint64_t kMaxRunFileBytes = uint64_t{16} << 20;
 
 LoadResult load_file(const std::string& path);
 LoadResult load_file(const std::string& path, const HostChecks& host);

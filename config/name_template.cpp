@@ -75,7 +75,36 @@ std::string check_path_shape(std::string_view path) {
 
 }  // namespace
 
+std::size_t find_control(std::string_view text) noexcept {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7F) return i;
+  }
+  return std::string_view::npos;
+}
+
+std::string printable(std::string_view text) {
+  std::string out;
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c < 0x20 || c == 0x7F) {
+      out += fmt::format("\\x{:02X}", c);
+    } else {
+      out += ch;
+    }
+  }
+  return out;
+}
+
 std::string check_name_template(std::string_view tmpl, TemplateScope scope) {
+  // A NUL ends the name at the C API: "a{antenna}\0{seq}" passed every other check and made
+  // two streams write one file. Any control character in a file name is refused.
+  if (const std::size_t at = find_control(tmpl); at != std::string_view::npos) {
+    return fmt::format(
+        "'{}' contains control character 0x{:02X} at character {}; file names "
+        "take printable characters only",
+        printable(tmpl), static_cast<unsigned char>(tmpl[at]), at + 1);
+  }
   bool has_seq = false;
   std::string misplaced;
   const std::string syntax = walk(

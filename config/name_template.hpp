@@ -18,6 +18,11 @@ namespace rocecap::config {
 
 enum class TemplateScope : uint8_t { stream, interface };
 
+// Position of the first control character (below 0x20, or 0x7F) in text, or npos.
+std::size_t find_control(std::string_view text) noexcept;
+// text with each control character written as \xNN, fit for a message.
+std::string printable(std::string_view text);
+
 // Empty when the template is fine; else what is wrong, fit to follow "key.path: ".
 std::string check_name_template(std::string_view name_template, TemplateScope scope);
 

@@ -105,9 +105,10 @@ std::string render_summary(const RunConfig& cfg) {
   out += stream_lines(cfg);
   out += output_lines(cfg);
   out += memory_line(cfg);
-  out += cfg.metrics.enabled ? fmt::format("metrics     http://{}:{}/metrics\n",
-                                           format_ipv4(cfg.metrics.address), cfg.metrics.port)
-                             : std::string("metrics     disabled\n");
+  out += cfg.metrics.enabled
+             ? fmt::format("metrics     http://{}:{}/metrics{}\n", format_ipv4(cfg.metrics.address),
+                           cfg.metrics.port, metrics_exposed(cfg.metrics) ? kExposedNote : "")
+             : std::string("metrics     disabled\n");
   out += fmt::format("logging     {}\n", to_string(cfg.logging.level));
   return out;
 }

@@ -13,4 +13,12 @@ inline constexpr std::size_t kSummaryStreamLines = 16;
 
 std::string render_summary(const RunConfig& config);
 
+// metrics.listen is not a loopback address: the counters are served to the network (the
+// daemon warns at start, check-config says so after the address).
+constexpr bool metrics_exposed(const MetricsSection& m) noexcept {
+  return m.enabled && (m.address >> 24) != 127;
+}
+inline constexpr const char* kExposedNote =
+    "  (warning: not loopback; anyone who can reach this host can read them)";
+
 }  // namespace rocecap::config

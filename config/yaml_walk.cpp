@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "config/name_template.hpp"
 #include "config/units.hpp"
 
 namespace rocecap::config {
@@ -14,6 +15,7 @@ Pos to_pos(const YAML::Mark& mark) {
 }
 
 void Context::report(Pos pos, std::string path, std::string message) {
+  problem_paths_.insert(path);
   problems_.push_back(Problem{file_, pos.line, pos.column, std::move(path), std::move(message)});
 }
 
@@ -33,10 +35,14 @@ Pos Context::position_of(std::string_view path) const {
 }
 
 bool Context::failed(std::string_view path) const {
-  for (const Problem& p : problems_) {
-    const std::string_view k = p.key_path;
-    if (k.substr(0, path.size()) != path) continue;
-    if (k.size() == path.size() || k[path.size()] == '.' || k[path.size()] == '[') return true;
+  if (problem_paths_.find(path) != problem_paths_.end()) return true;
+  // Below it: the smallest path starting with "path." or "path[" starts with it.
+  for (const char sep : {'.', '['}) {
+    std::string prefix(path);
+    prefix += sep;
+    const auto it = problem_paths_.lower_bound(prefix);
+    if (it != problem_paths_.end() && std::string_view(*it).substr(0, prefix.size()) == prefix)
+      return true;
   }
   return false;
 }
@@ -168,7 +174,17 @@ std::optional<std::string> read_string(Context& ctx, const std::optional<Field>&
                fmt::format("expected a single value, found {}", describe(f->node)));
     return std::nullopt;
   }
-  return f->node.Scalar();
+  // No value of a run file (names, paths, templates, numbers) has a use for a control
+  // character; a NUL in a name template made two streams share a file.
+  const std::string& text = f->node.Scalar();
+  if (const std::size_t at = find_control(text); at != std::string::npos) {
+    ctx.report(f->pos, f->path,
+               fmt::format("'{}' contains control character 0x{:02X} at character {}; values "
+                           "take printable characters only",
+                           printable(text), static_cast<unsigned char>(text[at]), at + 1));
+    return std::nullopt;
+  }
+  return text;
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -104,42 +105,51 @@ PcapSource PcapSource::open_file(const std::string& path, Pace pace) {
   return src;
 }
 
-void PcapSource::wait_for_recorded_time(int64_t timestamp_ns) noexcept {
+bool PcapSource::due_after_wait(int64_t timestamp_ns) noexcept {
+  if (pace_ != Pace::recorded) return true;
   if (first_ts_ns_ < 0) {
     first_ts_ns_ = timestamp_ns;
     start_mono_ns_ = monotonic_ns();
-    return;
+    return true;
   }
   const int64_t due = start_mono_ns_ + (timestamp_ns - first_ts_ns_);
-  if (due <= monotonic_ns()) return;
-  const timespec ts{static_cast<time_t>(due / 1'000'000'000),
-                    static_cast<long>(due % 1'000'000'000)};
+  const int64_t now = monotonic_ns();
+  if (due <= now) return true;
+  // At most one slice per call: a recording with an hour's gap must not sleep through a stop
+  // request, which the caller checks between calls (the same bound as a live capture's poll).
+  const int64_t until = std::min(due, now + kPaceSliceNs);
+  const timespec ts{static_cast<time_t>(until / 1'000'000'000),
+                    static_cast<long>(until % 1'000'000'000)};
   clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr);
+  return until == due;
 }
 
-void PcapSource::deliver(FrameSink& sink, std::span<const std::byte> captured,
-                         std::size_t wire_bytes, int64_t timestamp_ns) noexcept {
-  if (pace_ == Pace::recorded) wait_for_recorded_time(timestamp_ns);
-  if (captured.size() < wire_bytes) ++truncated_;
-  sink.on_frame(captured, wire_bytes, timestamp_ns);
+void PcapSource::deliver(FrameSink& sink, const Held& h) noexcept {
+  if (h.captured.size() < h.wire_bytes) ++truncated_;
+  sink.on_frame(h.captured, h.wire_bytes, h.timestamp_ns);
   ++frames_;
 }
 
 int PcapSource::dispatch_classic(FrameSink& sink, int max_frames) {
   using Next = PcapFileReader::Next;
   int delivered = 0;
-  PcapRecord r;
   while (delivered < max_frames) {
-    const Next n = reader_->next(r);
-    if (n == Next::end) return delivered == 0 ? -1 : delivered;
-    // As with libpcap, a bad record is an error, not the end of the file.
-    const std::string at = " at byte offset " + std::to_string(reader_->offset());
-    if (n == Next::truncated)
-      fail(name_, "truncated dump file: record" + at + " runs past the end");
-    if (n == Next::too_large) fail(name_, "record" + at + " is larger than any snapshot length");
-    if (n == Next::read_error)
-      fail(name_, "read" + at + ": " + std::strerror(reader_->read_errno()));
-    deliver(sink, r.captured, r.wire_bytes, r.timestamp_ns);
+    if (!held_.valid) {
+      PcapRecord r;
+      const Next n = reader_->next(r);
+      if (n == Next::end) return delivered == 0 ? -1 : delivered;
+      // As with libpcap, a bad record is an error, not the end of the file.
+      const std::string at = " at byte offset " + std::to_string(reader_->offset());
+      if (n == Next::truncated)
+        fail(name_, "truncated dump file: record" + at + " runs past the end");
+      if (n == Next::too_large) fail(name_, "record" + at + " is larger than any snapshot length");
+      if (n == Next::read_error)
+        fail(name_, "read" + at + ": " + std::strerror(reader_->read_errno()));
+      held_ = {r.captured, r.wire_bytes, r.timestamp_ns, true};  // valid until the next next()
+    }
+    if (!due_after_wait(held_.timestamp_ns)) break;  // not due yet: kept for the next call
+    held_.valid = false;
+    deliver(sink, held_);
     ++delivered;
   }
   return delivered;
@@ -150,21 +160,28 @@ int PcapSource::dispatch(FrameSink& sink, int max_frames) {
   int delivered = 0;
   bool waited = false;
   while (delivered < max_frames) {
-    pcap_pkthdr* hdr = nullptr;
-    const u_char* data = nullptr;
-    const int rc = pcap_next_ex(handle_.get(), &hdr, &data);
-    if (rc == 0) {  // live: nothing buffered now
-      if (delivered != 0 || waited) break;
-      waited = true;
-      pollfd p{poll_fd_, POLLIN, 0};
-      if (::poll(&p, 1, timeout_ms_) <= 0) break;
-      continue;
+    if (!held_.valid) {
+      pcap_pkthdr* hdr = nullptr;
+      const u_char* data = nullptr;
+      const int rc = pcap_next_ex(handle_.get(), &hdr, &data);
+      if (rc == 0) {  // live: nothing buffered now
+        if (delivered != 0 || waited) break;
+        waited = true;
+        pollfd p{poll_fd_, POLLIN, 0};
+        if (::poll(&p, 1, timeout_ms_) <= 0) break;
+        continue;
+      }
+      if (rc == PCAP_ERROR_BREAK) return delivered == 0 && !live_ ? -1 : delivered;
+      if (rc < 0) fail(name_, pcap_geterr(handle_.get()));
+      // Nanosecond precision was requested at open, so tv_usec holds nanoseconds.
+      const int64_t ts = int64_t{hdr->ts.tv_sec} * 1'000'000'000 + hdr->ts.tv_usec;
+      // libpcap's buffer stays valid until the next pcap_next_ex().
+      held_ = {std::span(reinterpret_cast<const std::byte*>(data), hdr->caplen), hdr->len, ts,
+               true};
     }
-    if (rc == PCAP_ERROR_BREAK) return delivered == 0 && !live_ ? -1 : delivered;
-    if (rc < 0) fail(name_, pcap_geterr(handle_.get()));
-    // Nanosecond precision was requested at open, so tv_usec holds nanoseconds.
-    const int64_t ts = int64_t{hdr->ts.tv_sec} * 1'000'000'000 + hdr->ts.tv_usec;
-    deliver(sink, std::span(reinterpret_cast<const std::byte*>(data), hdr->caplen), hdr->len, ts);
+    if (!due_after_wait(held_.timestamp_ns)) break;  // not due yet: kept for the next call
+    held_.valid = false;
+    deliver(sink, held_);
     ++delivered;
   }
   return delivered;

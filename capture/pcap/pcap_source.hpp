@@ -61,7 +61,9 @@ class PcapSource {
   static PcapSource open_file(const std::string& path, Pace pace);
 
   // Delivers up to `max_frames` frames. Returns how many, 0 when a live capture had none
-  // within timeout_ms, or -1 at the end of a file. Throws std::runtime_error on a capture
+  // within timeout_ms or a replay at recorded pace waited kPaceSliceNs for a record not yet due
+  // (kept for the next call), or -1 at the end of a file. Never blocks longer than about
+  // 100 ms, so the caller's stop flag takes effect. Throws std::runtime_error on a capture
   // error.
   int dispatch(FrameSink& sink, int max_frames);
 
@@ -70,11 +72,21 @@ class PcapSource {
   const std::string& name() const noexcept { return name_; }
 
  private:
+  // A record read but not yet delivered (recorded pace: not due). Its bytes are the reader's
+  // or libpcap's buffer, valid until the next read.
+  struct Held {
+    std::span<const std::byte> captured;
+    std::size_t wire_bytes = 0;
+    int64_t timestamp_ns = 0;
+    bool valid = false;
+  };
+  static constexpr int64_t kPaceSliceNs = 100'000'000;  // longest sleep in one dispatch
+
   PcapSource(pcap_t* handle, std::string name, bool live, Pace pace);
-  void wait_for_recorded_time(int64_t timestamp_ns) noexcept;
+  // Recorded pace: sleeps until the record is due, but at most kPaceSliceNs; whether it is due.
+  bool due_after_wait(int64_t timestamp_ns) noexcept;
   int dispatch_classic(FrameSink& sink, int max_frames);
-  void deliver(FrameSink& sink, std::span<const std::byte> captured, std::size_t wire_bytes,
-               int64_t timestamp_ns) noexcept;
+  void deliver(FrameSink& sink, const Held& h) noexcept;
 
   // The stdio buffer of a replayed file: declared before handle_ so it outlives the FILE that
   // pcap_close() closes.
@@ -87,8 +99,9 @@ class PcapSource {
   Pace pace_ = Pace::fast;
   int64_t first_ts_ns_ = -1;   // recorded pace: first record's time ...
   int64_t start_mono_ns_ = 0;  // ... and the monotonic time it was replayed at
-  int poll_fd_ = -1;           // live: readable when frames are buffered
-  int timeout_ms_ = 0;         // live: longest wait in one dispatch
+  Held held_;
+  int poll_fd_ = -1;    // live: readable when frames are buffered
+  int timeout_ms_ = 0;  // live: longest wait in one dispatch
   uint64_t frames_ = 0;
   uint64_t truncated_ = 0;
 };

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "capture/net/packet.hpp"
+#include "config/summary.hpp"
 #include "daemon/lib/loops.hpp"
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
@@ -160,6 +161,11 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   if (metrics)
     log.info("metrics on http://{}:{}/metrics", net::format_ipv4(cfg.metrics.address).data(),
              metrics->port());
+  if (metrics && config::metrics_exposed(cfg.metrics))
+    log.warn(
+        "metrics.listen {} is not a loopback address: anyone who can reach this host can "
+        "read the run's metrics; use 127.0.0.1 behind a proxy or a firewall",
+        net::format_ipv4(cfg.metrics.address).data());
   ManifestFile manifest(rt->run_dir);
   if (!dir.previous.is_null()) manifest.continue_run(std::move(dir.previous), dir.attempt);
   save_manifest(*rt, manifest, id, "running", log);

@@ -35,16 +35,17 @@ SignalWatcher::SignalWatcher() {
   if (fd_ < 0) throw std::runtime_error(std::string("signalfd: ") + std::strerror(errno));
 }
 
+// The signals stay blocked: unblocking them would deliver a stop signal that came during the
+// drain (a second SIGTERM, e.g. from coreutils `timeout`, which sends it to its child and to its
+// process group) with the default disposition, turning a clean stop into a death by signal
+// (exit 143) after the manifest said "complete". Pending ones are read and dropped here, and
+// one arriving later stays pending until the process exits: signal(7), "a blocked signal
+// remains pending until it is unblocked".
 SignalWatcher::~SignalWatcher() {
-  // A stop signal that came twice (GNU timeout forwards SIGTERM to the child and again to its
-  // process group) is still pending here: taken from the fd, it does not kill the process with
-  // status 143 after a clean stop once the mask is lifted.
   signalfd_siginfo info{};
   while (::read(fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
   }
   ::close(fd_);
-  const sigset_t set = watched();
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }
 
 SignalWatcher::Event SignalWatcher::wait(std::chrono::milliseconds timeout) noexcept {

@@ -1,6 +1,8 @@
 // Signals as events read on the main thread (signalfd), never as asynchronous handlers:
 // SIGINT/SIGTERM stop the run, SIGHUP rotates files. Construct before starting any thread so
-// every thread inherits the blocked mask and only the signalfd sees them.
+// every thread inherits the blocked mask and only the signalfd sees them. They stay blocked
+// after the watcher is gone, so a second stop signal during or after the drain is ignored
+// rather than killing the process (see the destructor).
 #pragma once
 
 #include <chrono>

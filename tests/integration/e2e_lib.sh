@@ -14,6 +14,7 @@
 # Run file variables (defaults in brackets):
 #   E2E_RUN [e2e]  E2E_BACKEND [pcap]  E2E_IFACE  E2E_OUT (output.directory)
 #   E2E_FORMATS [raw, codifhdr, pcap]  E2E_PCAP_FILE (pcap-file)  E2E_PACKETS (run.packets)
+#   E2E_REPLAY_PACE (pcap-file: fast | recorded)
 #   E2E_DURATION [120s]  E2E_ROTATE [1GiB]  E2E_MAX_FRAME [9216]
 #   E2E_EXTRA_OUTPUT (more lines under output:)  E2E_POLL_MODE [event]  E2E_RING_DEPTH
 #   E2E_DEVICE (verbs: the interface's RDMA device)
@@ -48,6 +49,7 @@ e2e_config() {
     echo "capture:"
     echo "  backend: ${E2E_BACKEND:-pcap}"
     [ -n "${E2E_PCAP_FILE:-}" ] && echo "  pcap_file: $E2E_PCAP_FILE"
+    [ -n "${E2E_REPLAY_PACE:-}" ] && echo "  replay_pace: $E2E_REPLAY_PACE"
     echo "  poll_mode: ${E2E_POLL_MODE:-event}"
     [ -n "${E2E_RING_DEPTH:-}" ] && echo "  ring_depth: $E2E_RING_DEPTH"
     echo "  payload_memory: ${E2E_PAYLOAD_MEMORY:-host}"

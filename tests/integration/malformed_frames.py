@@ -123,6 +123,11 @@ MUTATIONS = [
     ("frame_out_of_range", lambda f: (edit(f, lambda b, ip: codif_word(b, 0, lambda v: v | 0xFFFFFF)), None)),
     ("oversize", lambda f: (grow_codif(f, 8192), None)),
     ("snap_truncated", lambda f: (f[:200], len(f))),
+    # A UDP payload of 40 bytes: too short for a CODIF header (not a bad sync word).
+    ("short_payload", lambda f: (cut_udp_payload(f, len(f) - (ETH + 20 + 8 + 40)), None)),
+    # A valid frame with a wild `seconds` field (bit 29 flipped: 17 years away), its
+    # neighbours in time order: an outlier, not two resyncs (the raw file stays in order).
+    ("timeline_outlier", lambda f: (edit(f, lambda b, ip: codif_word(b, 0, lambda v: v ^ (1 << 61))), None)),
     (None, lambda f: (bytes(insert_vlans(f, [(0x8100, 17)])), None)),
     (None, lambda f: (bytes(insert_vlans(f, [(0x88A8, 100), (0x8100, 17)])), None)),
     (None, lambda f: (bytes(insert_ip_options(f, b"\x01\x01\x01\x00")), None)),

@@ -62,7 +62,18 @@ E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out
 [ "$mode" = rotate ] && E2E_ROTATE=8MiB
 e2e_config "$work/run.yaml"
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
-rocecapd=$E2E_PID
+# The background job is coreutils `timeout` around `ip netns exec`, which execs rocecapd: the
+# daemon is timeout's child. Signals go to the daemon alone: timeout forwards a SIGTERM to its
+# child and to its whole process group, so rocecapd would get it twice (handled now, but this
+# test is about one SIGTERM; rocecapd_stop_test.sh sends two). The exit status is read through
+# the wrapper, which exits with its command's status (124 only when its own time limit ran
+# out, 128+n when the command died by signal n).
+wrapper=$E2E_PID
+rocecapd=$(pgrep -P "$wrapper" -x rocecapd) || {
+  echo "FAIL: no rocecapd under the namespace wrapper (pid $wrapper):"
+  ps -o pid,ppid,comm --ppid "$wrapper" || true
+  exit 1
+}
 netns_on_exit "kill $rocecapd 2>/dev/null"
 
 gen_live() {
@@ -77,16 +88,16 @@ if [ "$mode" = sigterm ]; then
   sleep 3
   echo "SIGTERM to rocecapd 3 s into the traffic"
   kill -TERM "$rocecapd"
-  e2e_wait_exit "$rocecapd" 30
+  e2e_wait_exit "$wrapper" 30
   kill -0 "$gen_pid" 2>/dev/null || { echo "FAIL: the traffic had ended before SIGTERM"; exit 1; }
   wait "$gen_pid" || { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
 else
   start=$(date +%s.%N)
   gen_live || { echo "FAIL: rocecap gen exited $?:"; cat "$work/gen.err"; exit 1; }
   echo "gen: $total datagrams in $(echo "$(date +%s.%N) - $start" | bc) s"
-  if ! e2e_wait_exit "$rocecapd" 30; then
+  if ! e2e_wait_exit "$wrapper" 30; then
     kill -TERM "$rocecapd"
-    e2e_wait_exit "$rocecapd" 30 || true
+    e2e_wait_exit "$wrapper" 30 || true
     echo "FAIL: rocecapd had not seen all $total datagrams 30 s after the traffic ended:"
     grep -E "status|stream|NIC|drop" "$work/rocecapd.log" | tail -20
     python3 "$here/run_check.py" expect --summary "$work/reference.json" \
@@ -104,6 +115,10 @@ if ref != sent:
 PY
 fi
 echo "rocecapd exited $E2E_RC: $(grep -o 'stopping: [^;]*' "$work/rocecapd.log")"
+if [ "$E2E_RC" = 124 ]; then
+  echo "FAIL: the namespace wrapper's time limit ($NETNS_CMD_TIMEOUT s) ran out"
+  exit 1
+fi
 if [ "$E2E_RC" != 0 ]; then
   echo "FAIL: rocecapd exited $E2E_RC:"
   cat "$work/rocecapd.log"

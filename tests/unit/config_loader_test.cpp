@@ -1,6 +1,8 @@
 // Loading whole run files: values, defaults, several problems at once, YAML-level errors,
 // host checks and the shipped examples.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,7 +78,7 @@ TEST(ConfigLoader, MinimalFileGetsDocumentedDefaults) {
       "capture:\n"
       "  backend: pcap\n"
       "  interfaces: [{name: lo, groups: [239.2.0.1:5000]}]\n"
-      "streams: {antennas: [{name: x, source: 127.0.0.1}]}\n"
+      "streams: {antennas: [{name: x, source: 192.0.2.1}]}\n"
       "output: {directory: /tmp/x}\n";
   const LoadResult r = load_string(text, "min.yaml", fixed_host());
   ASSERT_TRUE(r.ok()) << all_problems(r);
@@ -198,9 +200,120 @@ TEST(ConfigLoader, UnreadableFileIsOneProblemWithoutPosition) {
   ASSERT_EQ(r.problems.size(), 1u);
   EXPECT_EQ(format_problem(r.problems[0]),
             "/nonexistent/rocecap/run.yaml: cannot read: No such file or directory");
-  const LoadResult dir = load_file("/", fixed_host());
-  ASSERT_EQ(dir.problems.size(), 1u);
-  EXPECT_NE(dir.problems[0].message.find("cannot read"), std::string::npos);
+}
+
+// /dev/zero was read until std::bad_alloc (abort, rc 134), a FIFO blocked with no writer:
+// only a regular file of at most 16 MiB is read. Each refusal is one problem naming the kind.
+class RunFileKinds : public ::testing::Test {
+ public:
+  void SetUp() override {
+    std::string pattern = (std::filesystem::temp_directory_path() / "rocecap-kind-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  static std::string only_problem(const std::string& path) {
+    const LoadResult r = load_file(path, fixed_host());
+    EXPECT_EQ(r.problems.size(), 1u) << all_problems(r);
+    return r.problems.empty() ? "" : format_problem(r.problems[0]);
+  }
+  std::filesystem::path dir_;
+};
+
+TEST_F(RunFileKinds, DeviceIsRefusedNotReadForever) {
+  EXPECT_EQ(only_problem("/dev/zero"),
+            "/dev/zero: is a character device, not a run file; give a regular YAML file");
+}
+
+TEST_F(RunFileKinds, FifoIsRefusedWithoutBlocking) {
+  const std::string fifo = (dir_ / "run.yaml").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // No writer ever opens it: a blocking open would hang here (and ctest would time out).
+  EXPECT_EQ(only_problem(fifo), fifo + ": is a FIFO, not a run file; give a regular YAML file");
+}
+
+TEST_F(RunFileKinds, DirectoryIsRefused) {
+  EXPECT_EQ(only_problem(dir_.string()),
+            dir_.string() + ": is a directory, not a run file; give a regular YAML file");
+}
+
+TEST_F(RunFileKinds, FileOverTheBoundIsRefusedAtOrBelowItIsRead) {
+  const std::string big = (dir_ / "big.yaml").string();
+  std::ofstream(big).close();
+  std::filesystem::resize_file(big, kMaxRunFileBytes + 1);
+  EXPECT_EQ(only_problem(big), big +
+                                   ": is 16777217 bytes; a run file may have at most 16777216 "
+                                   "bytes (16 MiB)");
+  // At the bound: read and parsed (a comment padded to exactly 16 MiB after a valid file).
+  const std::string fits = (dir_ / "fits.yaml").string();
+  std::string text = std::string(kBaseConfig) + "#";
+  text.resize(kMaxRunFileBytes, 'x');
+  std::ofstream(fits) << text;
+  const LoadResult r = load_file(fits, fixed_host());
+  EXPECT_TRUE(r.ok()) << all_problems(r);
+}
+
+// 3000 nested lists were "not valid YAML: bad file" (yaml-cpp's depth guard): say what.
+TEST(ConfigLoader, DeepNestingIsNamedWithItsPosition) {
+  const std::string text = "run: " + std::string(3000, '[') + std::string(3000, ']') + "\n";
+  const LoadResult r = load_string(text, "deep.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].line, 1);
+  EXPECT_GT(r.problems[0].column, 1000);
+  EXPECT_NE(r.problems[0].message.find("nested too deep here"),
+            std::string::npos)
+      << r.problems[0].message;
+}
+
+// A NUL byte in the file gave "unknown escape character: " and the raw byte.
+TEST(ConfigLoader, NulAndControlBytesAreNamedByLineAndColumn) {
+  std::string text = kBaseConfig;
+  text.insert(text.find("test-run") + 4, 1, '\0');  // line 2, column 13
+  LoadResult r = load_string(text, "nul.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "nul.yaml:2:13: NUL byte at line 2, column 13; a run file is text");
+  text = std::string(kBaseConfig) + "\x01";
+  r = load_string(text, "ctl.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "ctl.yaml:34:1: control character 0x01 at line 34, column 1; a run file is text");
+}
+
+// Validation was quadratic in the antennas (pairwise duplicate search, and a scan of every
+// problem per lookup): 200k antennas took minutes. Now linear: this test would not finish in
+// ctest's time otherwise. The duplicates among them are still found, each pointing at the
+// first antenna that had the name or source.
+TEST(ConfigLoader, TwoHundredThousandAntennasWithDuplicatesAreChecked) {
+  constexpr std::size_t kAntennas = 200'000;
+  std::string text =  // antenna i on line 11 + i
+      "run: {name: many}\n"
+      "capture:\n"
+      "  backend: pcap\n"
+      "  interfaces:\n"
+      "    - name: eth0\n"
+      "      groups: [239.1.0.1:36001]\n"
+      "output: {directory: /tmp/rocecap-test}\n"
+      "streams:\n"
+      "  format: codif\n"
+      "  antennas:\n";
+  for (std::size_t i = 0; i < kAntennas; ++i) {
+    const std::size_t name = i == 150'000 ? 7 : i;     // antenna 150000 repeats a name
+    const std::size_t source = i == 180'000 ? 12 : i;  // antenna 180000 repeats a source
+    text += fmt::format("    - {{name: a{}, source: 10.{}.{}.{}}}\n", name, 1 + source / 65536,
+                        source / 256 % 256, source % 256);
+  }
+  const LoadResult r = load_string(text, "many.yaml", fixed_host());
+  ASSERT_EQ(r.problems.size(), 2u) << all_problems(r).substr(0, 2000);
+  EXPECT_EQ(format_problem(r.problems[0]),
+            "many.yaml:150011:14: streams.antennas[150000].name: duplicate antenna 'a7' (first "
+            "at line 18)");
+  EXPECT_EQ(r.problems[1].key_path, "streams.antennas[180000].source");
+  EXPECT_EQ(r.problems[1].line, 180011);
+  EXPECT_NE(r.problems[1].message.find("10.1.0.12 is already the source of antenna 'a12' (line "
+                                       "23)"),
+            std::string::npos)
+      << r.problems[1].message;
 }
 
 TEST(ConfigLoader, SyncWordsLayoutAndUdpFormat) {
@@ -386,6 +499,72 @@ TEST_F(ConfigHostChecks, ReplayFileMustBeReadable) {
   std::ofstream(dir_ / "in.pcap") << "pcap";
   r = load_string(text, "run.yaml", host);
   EXPECT_TRUE(r.ok()) << all_problems(r);
+}
+
+// 31.9 GiB of rings on a 23.5 GiB host passed check-config and died by OOM. The facts come
+// from a proc root given to the loader: here a fake one with the numbers under test.
+class RingMemory : public ConfigHostChecks {
+ public:
+  void fake_proc(const std::string& available_kb, const std::string& memlock,
+                 const std::string& cap_eff) {
+    std::filesystem::create_directories(dir_ / "self");
+    std::ofstream(dir_ / "meminfo") << "MemTotal:       24641536 kB\n"
+                                    << "MemAvailable:   " << available_kb << " kB\n";
+    std::ofstream(dir_ / "self" / "limits")
+        << "Limit                     Soft Limit           Hard Limit           Units\n"
+        << "Max locked memory         " << memlock << "              " << memlock
+        << "              bytes\n";
+    std::ofstream(dir_ / "self" / "status") << "Name:\trocecapd\nCapEff:\t" << cap_eff << "\n";
+  }
+  LoadResult load(const std::string& from, const std::string& to) {
+    HostChecks host = fixed_host();
+    host.check_memory = true;
+    host.proc_root = dir_.string();
+    return load_string(patched(from, to), "run.yaml", host);
+  }
+};
+
+TEST_F(RingMemory, RingsBeyondMemAvailableAreRefusedWithTheNumbers) {
+  fake_proc("1048576", "unlimited", "0000000000000000");  // 1 GiB available
+  // 2 groups x 2 antennas x 32768 slots x (9216 + 128) B of host memory = 1.14 GiB.
+  LoadResult r = load("  ring_depth: 1024\n", "  ring_depth: 32768\n  payload_memory: host\n");
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].key_path, "capture.ring_depth");
+  EXPECT_EQ(r.problems[0].line, 6);
+  EXPECT_NE(r.problems[0].message.find("the rings need 1.1 GiB of host memory (32768 slots, "
+                                       "header and payload) but this host has 1 GiB available "
+                                       "(MemAvailable, " +
+                                       dir_.string() + "/meminfo)"),
+            std::string::npos)
+      << r.problems[0].message;
+  // The same rings fit in 2 GiB; with verbs and payload auto only the header slots count.
+  fake_proc("2097152", "unlimited", "0000000000000000");
+  EXPECT_TRUE(load("  ring_depth: 1024\n", "  ring_depth: 32768\n  payload_memory: host\n").ok());
+  fake_proc("1048576", "unlimited", "0000000000000000");
+  EXPECT_TRUE(load("  ring_depth: 1024\n", "  ring_depth: 32768\n").ok());
+}
+
+TEST_F(RingMemory, VerbsRingsBeyondTheMemlockLimitNeedCapIpcLock) {
+  // 4 streams x 1024 slots x (128 + 64) B = 768 KiB locked; the limit is 64 KiB.
+  fake_proc("16777216", "65536", "0000000000000000");
+  LoadResult r = load("ring_depth: 1024", "ring_depth: 1024");
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_NE(r.problems[0].message.find("the rings need 768 KiB of host memory (1024 slots, header "
+                                       "slots only) locked, but this process may lock 64 KiB "
+                                       "(RLIMIT_MEMLOCK"),
+            std::string::npos)
+      << r.problems[0].message;
+  fake_proc("16777216", "65536", "0000000000004000");  // CAP_IPC_LOCK (bit 14)
+  EXPECT_TRUE(load("ring_depth: 1024", "ring_depth: 1024").ok());
+  fake_proc("16777216", "unlimited", "0000000000000000");
+  EXPECT_TRUE(load("ring_depth: 1024", "ring_depth: 1024").ok());
+}
+
+TEST_F(RingMemory, UnreadableFactsAreNotChecked) {
+  HostChecks host = fixed_host();
+  host.check_memory = true;
+  host.proc_root = (dir_ / "absent").string();
+  EXPECT_TRUE(load_string(kBaseConfig, "run.yaml", host).ok());
 }
 
 TEST_F(ConfigHostChecks, CpuIdsAreCheckedAgainstThisProcessByDefault) {

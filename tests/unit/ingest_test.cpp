@@ -97,6 +97,49 @@ TEST_F(Fixture, RejectsWithTheRightReasonAndPlacesNothing) {
   EXPECT_EQ(reject_name(reject_index(codif::Invalid::bad_sync)), "bad_sync");
 }
 
+// A UDP payload too short for a CODIF header was counted as bad_sync: a different fault
+// (a sender cutting frames), so it has its own reason.
+TEST_F(Fixture, PayloadShorterThanACodifHeaderIsShortPayload) {
+  const auto whole = frame(kSrcA, 1);
+  net::UdpFrameSpec spec;
+  spec.dst_mac = net::multicast_mac(kGroup);
+  spec.src_ip = kSrcA;
+  spec.dst_ip = kGroup;
+  spec.src_port = 40000;
+  spec.dst_port = kPort;
+  for (std::size_t payload : {std::size_t{0}, std::size_t{40}, std::size_t{63}}) {
+    std::vector<std::byte> f(net::udp_header_bytes(spec) + payload);
+    net::write_udp_headers(spec, payload, f);
+    std::memcpy(f.data() + 42, whole.data() + 42, payload);  // the start of a valid header
+    feed(f);
+  }
+  EXPECT_EQ(ingest.rejected(kRejectShortPayload), 3u);
+  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::bad_sync)), 0u);
+  EXPECT_EQ(reject_name(kRejectShortPayload), "short_payload");
+  EXPECT_EQ(a.ring().stats().taken, 0u);
+}
+
+// One frame with a wild `seconds` field: rejected as timeline_outlier, its slot recycled, and
+// the stream's frames published in time order around it (before, it resynced the stream twice
+// and was written out of order).
+TEST_F(Fixture, AFrameOffTheTimelineIsRejectedAsAnOutlier) {
+  for (uint64_t i = 100; i < 105; ++i)
+    feed(frame(kSrcA, i));
+  feed(frame(kSrcA, 100 + 3'600'000'000ull));  // 1000 frames/s: 41 days later
+  for (uint64_t i = 105; i < 110; ++i)
+    feed(frame(kSrcA, i));
+  ingest.flush_all();
+  EXPECT_EQ(drain(a), (std::vector<uint64_t>{100, 101, 102, 103, 104, 105, 106, 107, 108, 109}));
+  EXPECT_EQ(ingest.rejected(kRejectTimelineOutlier), 1u);
+  EXPECT_EQ(reject_name(kRejectTimelineOutlier), "timeline_outlier");
+  const SequencerStats st = a.sequencer().stats();
+  EXPECT_EQ(st.resync, 0u);
+  EXPECT_EQ(st.received, 10u);
+  EXPECT_EQ(st.lost, 0u);
+  EXPECT_EQ(a.ring().stats().returned, 1u);  // the outlier's slot, given back
+  EXPECT_EQ(ingest.frames_seen(), 11u);
+}
+
 // check_frame remembers a stream's last accepted header and takes the next one from there
 // when only frame and seconds differ: every other change must still get the full check.
 std::vector<std::byte> edited(uint64_t index, void (*edit)(codif::Header&)) {

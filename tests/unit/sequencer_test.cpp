@@ -259,29 +259,81 @@ TEST(Sequencer, FlushThenLateFrameIsNotDeliveredOutOfOrder) {
   EXPECT_EQ(f.seq.stats().lost, 1u);
 }
 
-TEST(Sequencer, ForwardJumpBeyondLimitResyncsWithoutCountingLoss) {
+TEST(Sequencer, ForwardJumpBeyondLimitResyncsOnceConfirmedWithoutCountingLoss) {
   Fixture f(Fixture::config(4, 64, 1000));
   f.feed_all(range(0, 5));
-  const Verdict v = f.feed(5000);
+  const std::vector<uint64_t> before = f.sink.indices();  // 0 and 1 left the window of 4
+  for (uint64_t i : {5000u, 5001u}) {  // not yet confirmed: outliers, nothing moves
+    const Verdict v = f.feed(i);
+    EXPECT_EQ(v.decision, Decision::outlier);
+    EXPECT_EQ(v.reason, ResyncReason::jump_forward);
+  }
+  EXPECT_EQ(f.sink.indices(), before);
+  EXPECT_EQ(f.seq.pending(), 4u);
+  const Verdict v = f.feed(5002);  // the third in a row on the new timeline
   EXPECT_EQ(v.decision, Decision::resync);
   EXPECT_EQ(v.reason, ResyncReason::jump_forward);
-  EXPECT_EQ(v.index, 5000u);
+  EXPECT_EQ(v.index, 5002u);
   EXPECT_EQ(f.sink.indices(), range(0, 5));  // the old segment is flushed at once
-  EXPECT_EQ(f.feed(5002).decision, Decision::gap);
-  EXPECT_EQ(f.feed(5001).decision, Decision::late_placed);
-  EXPECT_EQ(f.feed(3).decision, Decision::resync);  // now far in the past: back again
+  EXPECT_EQ(f.feed(5004).decision, Decision::gap);
+  EXPECT_EQ(f.feed(5003).decision, Decision::late_placed);
+  EXPECT_EQ(f.feed_all({3, 4, 5}),  // now far in the past: back again, once confirmed
+            (std::vector<Decision>{Decision::outlier, Decision::outlier, Decision::resync}));
   f.seq.flush();
-  EXPECT_EQ(f.sink.indices(), (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 5000, 5001, 5002, 3}));
+  EXPECT_EQ(f.sink.indices(), (std::vector<uint64_t>{0, 1, 2, 3, 4, 5, 5002, 5003, 5004, 5}));
   EXPECT_TRUE(f.sink.got[0].segment_start);
   EXPECT_TRUE(f.sink.got[6].segment_start);
   EXPECT_FALSE(f.sink.got[7].segment_start);
   EXPECT_TRUE(f.sink.got[9].segment_start);
   const SequencerStats s = f.seq.stats();
   EXPECT_EQ(s.resync, 2u);
+  EXPECT_EQ(s.outliers, 4u);
+  EXPECT_EQ(s.received, 10u);  // outliers are not the stream's frames
   EXPECT_EQ(s.lost, 0u);
   EXPECT_EQ(s.first_index, 0u);
-  EXPECT_EQ(s.last_index, 3u);
+  EXPECT_EQ(s.last_index, 5u);
   EXPECT_TRUE(f.gaps().empty());
+}
+
+// One frame with a wild `seconds` field (a valid sync word) used to resync the stream there
+// and back, and land out of time order in the file. Now it is an outlier and nothing moves.
+TEST(Sequencer, ALoneOutlierIsRejectedAndTheTimelineGoesOn) {
+  Fixture f(Fixture::config(4, 64, 1000));
+  f.feed_all(range(0, 9));
+  const Verdict v = f.feed(7'000'000);
+  EXPECT_EQ(v.decision, Decision::outlier);
+  EXPECT_EQ(v.reason, ResyncReason::jump_forward);
+  EXPECT_FALSE(placed(v.decision));  // the caller recycles the slot
+  EXPECT_EQ(f.feed(10).decision, Decision::in_order);
+  EXPECT_EQ(f.feed(8'000'000).decision, Decision::outlier);  // two apart: never agreeing
+  EXPECT_EQ(f.feed(9'000'000).decision, Decision::outlier);
+  EXPECT_EQ(f.feed(6'000'000).decision, Decision::outlier);  // going back does not agree
+  EXPECT_EQ(f.feed(11).decision, Decision::in_order);
+  f.seq.flush();
+  EXPECT_EQ(f.sink.indices(), range(0, 11));  // in order, nothing from the outliers
+  const SequencerStats s = f.seq.stats();
+  EXPECT_EQ(s.resync, 0u);
+  EXPECT_EQ(s.outliers, 4u);
+  EXPECT_EQ(s.received, 12u);
+  EXPECT_EQ(s.lost, 0u);
+  EXPECT_EQ(s.last_index, 11u);
+  EXPECT_TRUE(f.gaps().empty());
+}
+
+// A frame of the current timeline between two agreeing ones breaks the run.
+TEST(Sequencer, ResyncConfirmationNeedsFramesInARow) {
+  Fixture f(Fixture::config(4, 64, 1000));
+  f.feed_all(range(0, 9));
+  EXPECT_EQ(f.feed_all({5000, 5001, 10, 5002, 5003}),
+            (std::vector<Decision>{Decision::outlier, Decision::outlier, Decision::in_order,
+                                   Decision::outlier, Decision::outlier}));
+  EXPECT_EQ(f.feed(5004).decision, Decision::resync);
+  EXPECT_EQ(f.seq.stats().outliers, 4u);
+  SequencerConfig at_once = Fixture::config(4, 64, 1000);
+  at_once.resync_confirm = 1;  // the old behaviour, still available
+  Fixture g(at_once);
+  g.feed_all(range(0, 9));
+  EXPECT_EQ(g.feed(5000).decision, Decision::resync);
 }
 
 TEST(Sequencer, JumpAtTheLimitIsAGapNotAResync) {
@@ -295,6 +347,8 @@ TEST(Sequencer, JumpAtTheLimitIsAGapNotAResync) {
 TEST(Sequencer, BackwardJumpBeyondLimitResyncs) {
   Fixture f(Fixture::config(4, 64, 1000));
   f.feed_all(range(10000, 10005));
+  EXPECT_EQ(f.feed(8).decision, Decision::outlier);
+  EXPECT_EQ(f.feed(9).decision, Decision::outlier);
   const Verdict v = f.feed(10);
   EXPECT_EQ(v.decision, Decision::resync);
   EXPECT_EQ(v.reason, ResyncReason::jump_backward);
@@ -339,10 +393,14 @@ TEST(Sequencer, ParameterChangesResyncWithTheirReason) {
     f.feed_all(range(0, 9));
     Header changed = base_header();
     c.change(changed);
-    const Verdict v = f.feed(10, changed);
+    const Verdict first = f.feed(10, changed);
+    EXPECT_EQ(first.decision, Decision::outlier) << to_string(c.reason);
+    EXPECT_EQ(first.reason, c.reason) << to_string(first.reason);
+    EXPECT_EQ(f.feed(11, changed).decision, Decision::outlier) << to_string(c.reason);
+    const Verdict v = f.feed(12, changed);
     EXPECT_EQ(v.decision, Decision::resync) << to_string(c.reason);
     EXPECT_EQ(v.reason, c.reason) << to_string(v.reason);
-    EXPECT_EQ(f.feed(11, changed).decision, Decision::in_order) << to_string(c.reason);
+    EXPECT_EQ(f.feed(13, changed).decision, Decision::in_order) << to_string(c.reason);
     const SequencerStats s = f.seq.stats();
     EXPECT_EQ(s.resync, 1u);
     EXPECT_EQ(s.lost, 0u);
@@ -611,7 +669,7 @@ void expect_same(const Observed& fast, const Observed& general, const std::strin
   for (std::size_t k = 0; k < fast.stats.size(); ++k) {
     const SequencerStats& a = fast.stats[k];
     const SequencerStats& b = general.stats[k];
-    const std::array<uint64_t, 15> x{a.received,
+    const std::array<uint64_t, 16> x{a.received,
                                      a.bytes,
                                      a.delivered,
                                      a.lost,
@@ -625,8 +683,9 @@ void expect_same(const Observed& fast, const Observed& general, const std::strin
                                      a.last_index,
                                      static_cast<uint64_t>(a.first_time_ns),
                                      static_cast<uint64_t>(a.last_time_ns),
-                                     a.gap_events_dropped};
-    const std::array<uint64_t, 15> y{b.received,
+                                     a.gap_events_dropped,
+                                     a.outliers};
+    const std::array<uint64_t, 16> y{b.received,
                                      b.bytes,
                                      b.delivered,
                                      b.lost,
@@ -640,7 +699,8 @@ void expect_same(const Observed& fast, const Observed& general, const std::strin
                                      b.last_index,
                                      static_cast<uint64_t>(b.first_time_ns),
                                      static_cast<uint64_t>(b.last_time_ns),
-                                     b.gap_events_dropped};
+                                     b.gap_events_dropped,
+                                     b.outliers};
     EXPECT_EQ(x, y) << what << " stats after step " << k;
   }
 }
@@ -673,6 +733,8 @@ TEST(Sequencer, InOrderFastPathAgreesWithTheGeneralRules) {
   run(5001, 5020);
   steps.push_back({50'000});  // a jump beyond resync_frames: resync
   run(50'001, 50'020);
+  steps.push_back({9'000'000});  // a lone outlier: the fast path resumes after it
+  run(50'021, 50'040);
   for (uint32_t window : {1u, 2u, 4u, 8u, 64u}) {
     const std::string what = "window " + std::to_string(window);
     const Observed fast = run_script(steps, window, false);
@@ -683,6 +745,7 @@ TEST(Sequencer, InOrderFastPathAgreesWithTheGeneralRules) {
               60)
         << what;
     EXPECT_EQ(fast.stats.back().resync, 3u) << what;
+    EXPECT_EQ(fast.stats.back().outliers, 7u) << what;  // 2 before each resync, and the lone one
     EXPECT_GE(fast.stats.back().duplicate, 3u) << what;
   }
   // Randomised streams too, each frame through both.

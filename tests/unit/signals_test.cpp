@@ -55,5 +55,27 @@ TEST(SignalWatcher, ARepeatedStopSignalDoesNotKillTheProcessAtTheEnd) {
   EXPECT_EQ(WIFEXITED(status) ? WEXITSTATUS(status) : -1, 0);
 }
 
+// A second SIGTERM during the drain (coreutils `timeout` sends one to its child and one to its
+// process group) used to be delivered with the default disposition once the watcher unblocked
+// the signals: the process died by signal after a clean stop. The test binary is that process.
+TEST(SignalWatcher, AStopSignalAfterTheStopIsNotADeath) {
+  {
+    SignalWatcher w;
+    ASSERT_EQ(kill(getpid(), SIGTERM), 0);
+    EXPECT_EQ(w.wait(1000ms), SignalWatcher::Event::stop);
+    ASSERT_EQ(kill(getpid(), SIGTERM), 0);  // the second, pending while the run drains
+    ASSERT_EQ(kill(getpid(), SIGINT), 0);
+  }
+  ASSERT_EQ(kill(getpid(), SIGTERM), 0);  // and one after the watcher is gone
+  std::this_thread::sleep_for(10ms);
+  sigset_t pending;
+  sigpending(&pending);
+  EXPECT_EQ(sigismember(&pending, SIGTERM), 1);  // held, not delivered
+  // A later watcher starts with the late one, as a fresh run would see a real stop request.
+  SignalWatcher next;
+  EXPECT_EQ(next.wait(1000ms), SignalWatcher::Event::stop);
+  EXPECT_EQ(next.wait(10ms), SignalWatcher::Event::none);  // the drained ones are gone
+}
+
 }  // namespace
 }  // namespace rocecap
