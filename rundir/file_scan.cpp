@@ -164,6 +164,12 @@ void walk_fixed(FileScan& s, uint64_t record_bytes) {
   }
 }
 
+// Closes the scanned file on every way out of a scan.
+struct FdCloser {
+  int fd;
+  ~FdCloser() { ::close(fd); }
+};
+
 }  // namespace
 
 std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind kind,
@@ -171,10 +177,7 @@ std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind k
   if (kind != FileKind::raw_codif && kind != FileKind::codifhdr) return std::nullopt;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) throw sys_failure("cannot open", path);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const FdCloser closer{fd};
   const off_t end = ::lseek(fd, 0, SEEK_END);
   if (end <= 0) return std::nullopt;
   FileScan s;
@@ -202,10 +205,7 @@ std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind k
 FileScan scan_file(const std::filesystem::path& path, FileKind kind, const ScanOptions& opts) {
   const int fd = ::open(path.c_str(), (opts.trim ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) throw sys_failure("cannot open", path);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  const FdCloser closer{fd};
   const off_t end = ::lseek(fd, 0, SEEK_END);
   if (end < 0) throw sys_failure("cannot seek", path);
   FileScan s;

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <filesystem>
 
+#include "rundir/atomic_write.hpp"
+
 namespace rocecap {
 namespace {
 
@@ -26,30 +28,10 @@ bool write_all(int fd, std::string_view data) {
 
 }  // namespace
 
+// One implementation of the path form, shared with `rocecap recover` (rundir/ sits below the
+// daemon so that the tool does not link it).
 std::string replace_file_atomically(const std::string& path, std::string_view content) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
-  if (fd < 0) return error("cannot create", tmp);
-  if (!write_all(fd, content) || ::fsync(fd) != 0) {
-    std::string msg = error("cannot write", tmp);
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return msg;
-  }
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::string msg = error("cannot rename over", path);
-    ::unlink(tmp.c_str());
-    return msg;
-  }
-  // The rename is durable only once the directory entry is.
-  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  const int dfd = ::open(parent.empty() ? "." : parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-  return {};
+  return rundir::write_file_atomically(path, content);
 }
 
 std::string replace_file_atomically_at(int dirfd, const std::string& name, std::string_view content,

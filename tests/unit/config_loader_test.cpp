@@ -260,8 +260,7 @@ TEST(ConfigLoader, DeepNestingIsNamedWithItsPosition) {
   ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
   EXPECT_EQ(r.problems[0].line, 1);
   EXPECT_GT(r.problems[0].column, 1000);
-  EXPECT_NE(r.problems[0].message.find("nested too deep here"),
-            std::string::npos)
+  EXPECT_NE(r.problems[0].message.find("nested too deep here"), std::string::npos)
       << r.problems[0].message;
 }
 

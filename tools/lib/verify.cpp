@@ -1,5 +1,6 @@
 #include "tools/lib/verify.hpp"
 
+#include <array>
 #include <cstring>
 #include <fstream>
 #include <map>
@@ -132,17 +133,22 @@ std::vector<ListedFile> listed_files(const json& files, const char* format, cons
   return out;
 }
 
+// The per-stream file formats: whether the run writes them, and what their frames hold.
+struct StreamFileKind {
+  const char* format;
+  bool enabled, headers, data;
+};
+
+std::array<StreamFileKind, 2> file_kinds(const RunSettings& run) {
+  return {{{"raw", run.raw, !run.strip_headers, true}, {"codifhdr", run.codifhdr, true, false}}};
+}
+
 void compare_stream_files(Judged& s, const FrameBuilder& frames, const RunSettings& run,
                           const fs::path& root) {
   StreamVerdict& v = s.verdict;
   const json& files = s.m.at("files");
-  struct Kind {
-    const char* format;
-    bool enabled, headers, data;
-  };
-  const Kind kinds[] = {{"raw", run.raw, !run.strip_headers, true},
-                        {"codifhdr", run.codifhdr, true, false}};
-  for (const Kind& k : kinds) {
+  const std::array<StreamFileKind, 2> kinds = file_kinds(run);
+  for (const StreamFileKind& k : kinds) {
     std::vector<ListedFile> list = listed_files(files, k.format, root, v.problems);
     if (!k.enabled) {
       if (!list.empty()) v.problems.push_back(std::string(k.format) + " files of a run without it");
@@ -166,13 +172,8 @@ void compare_partial_stream(Judged& s, const FrameBuilder& frames, const RunSett
   StreamVerdict& v = s.verdict;
   (void)listed_files(s.m.at("files"), "raw", root, v.problems);  // sizes as listed
   (void)listed_files(s.m.at("files"), "codifhdr", root, v.problems);
-  struct Kind {
-    const char* format;
-    bool enabled, headers, data;
-  };
-  const Kind kinds[] = {{"raw", run.raw, !run.strip_headers, true},
-                        {"codifhdr", run.codifhdr, true, false}};
-  for (const Kind& k : kinds) {
+  const std::array<StreamFileKind, 2> kinds = file_kinds(run);
+  for (const StreamFileKind& k : kinds) {
     if (!k.enabled) continue;
     PartialFiles in{
         &s.m.at("files"), k.format, root,
