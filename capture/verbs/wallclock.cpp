@@ -50,9 +50,20 @@ int64_t VerbsSource::completion_time(int64_t now_ns, uint32_t& flags) noexcept {
     sample_next_ = false;
     samples_.offer(v, now_ns, enc);
   }
-  if (m.mult == 0) return now_ns;  // no offset measured yet: host time, not flagged as NIC's
+  if (m.mult == 0) return never_back(now_ns);  // no offset measured yet: host time, not NIC's
   flags = kSlotHwTimestamp;
-  return m.to_ns(decode_wallclock(v, enc));
+  return never_back(m.to_ns(decode_wallclock(v, enc)));
+}
+
+// The first map replaces host time read at poll (late by the poll's latency) with the NIC's
+// time through a single sample, so the first stamps after it can fall a few hundred us behind
+// the last host-time ones; pcap readers expect an interface's records in time order. A step
+// back shorter than kClockStepNs is held at the last stamp; a longer one (a PHC step the fit
+// has not absorbed yet) is passed on rather than freezing the stamps for that long.
+int64_t VerbsSource::never_back(int64_t stamp_ns) noexcept {
+  if (stamp_ns < last_stamp_ns_ && last_stamp_ns_ - stamp_ns < kClockStepNs) return last_stamp_ns_;
+  last_stamp_ns_ = stamp_ns;
+  return stamp_ns;
 }
 
 std::optional<double> VerbsSource::nic_clock_offset_seconds() const noexcept {
