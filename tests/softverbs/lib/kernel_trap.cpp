@@ -4,9 +4,10 @@
 // device consults before the kernel netdev's own tables: a frame a NORMAL rule matches goes to
 // the rule's QP and not to the kernel (kernel commits 4cbdd30ed5c8 "net/mlx5_core: Enable flow
 // steering support for the IB driver", a3100a787941 "IB/core: Add don't trap flag to flow
-// creation": a DONT_TRAP rule's QP "will receive traffic, but will not steal it";
-// drivers/infiniband/hw/mlx5/fs.c builds DONT_TRAP rules with a forward-to-next-priority
-// action; rdma-core libibverbs/man/ibv_create_flow.3). SNIFFER rules copy, never trap.
+// creation": a DONT_TRAP rule's QP "will receive traffic, but will not steal it"; kernel
+// drivers/infiniband/hw/mlx5/fs.c get_flow_table (NORMAL rules in MLX5_FLOW_NAMESPACE_BYPASS)
+// and create_dont_trap_rule (a second rule forwarding to the next priority); rdma-core
+// libibverbs/man/ibv_create_flow.3). SNIFFER rules (their own namespaces) copy, never trap.
 //
 // softverbs reads the wire through an AF_PACKET ring, so it cannot take frames away; instead a
 // drop rule is put on the netdev's netfilter ingress hook. Linux net/core/dev.c
@@ -135,6 +136,7 @@ bool match_words(const Match& m, std::vector<std::string>& w) {
     w.insert(w.end(), {"ether", name, mac(val)});
   }
   if (k.ether_type && !(k.ether_type == 0xffff && v.ether_type == htons(0x0800))) return false;
+  if (k.ether_type && !k.is_ipv4) w.insert(w.end(), {"ether", "type", "ip"});
   if (!k.is_ipv4) return !w.empty();
   add_ip(w, "saddr", v.src_ip, k.src_ip);
   add_ip(w, "daddr", v.dst_ip, k.dst_ip);
