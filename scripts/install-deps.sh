@@ -30,6 +30,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   # real clients and test tools
   tshark tcpdump iproute2 python3 valgrind prometheus
+  # nft: softverbs' SOFTVERBS_TRAP=nft model (flow rules take frames from the kernel stack)
+  nftables
   # tools the test scripts call that minimal images may lack: systemd-analyze, pkill/sysctl, bc
   systemd procps bc
 )

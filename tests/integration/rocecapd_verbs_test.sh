@@ -7,6 +7,10 @@
 #             codifhdr byte-identical to the expected streams, manifest counts equal to the
 #             generator's summary (run_check.py, rocecap verify when built), pcap read by tshark.
 #   event     the same in poll_mode event (completion channel).
+#   trap      full (2000 frames by default) with SOFTVERBS_TRAP=nft: rocecapd's flow rules take
+#             the frames from the kernel stack (an nftables ingress drop per rule, as mlx5's
+#             steering does): the capture is still byte-exact, the receiver's kernel saw none of
+#             the datagrams (IpExt InMcastPkts), and the nft table is gone when rocecapd exits.
 #   twodev    two softverbs devices on two veths, 2 groups x 3 antennas each; each link also
 #             carries decoy traffic for the other link's groups: every stream byte-identical to
 #             its own link's generator (no cross-talk between devices).
@@ -19,14 +23,15 @@
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: $0 full|event|twodev|stall|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
+usage="usage: $0 full|event|trap|twodev|stall|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
 mode=${1:?$usage}
 ROCECAPD_BIN=${2:?$usage}
 ROCECAP=${3:?$usage}
 SV_LIB=${4:?$usage}
 frames=${5:-6000}
+[ "$mode" != trap ] || frames=${5:-2000}
 rate=${6:-1000}
-case $mode in full | event | twodev | stall | nocap) ;; *)
+case $mode in full | event | trap | twodev | stall | nocap) ;; *)
   echo "$usage"
   exit 2
   ;;
@@ -204,13 +209,14 @@ NETNS_MAX_SECONDS=280
 [ "$mode" != twodev ] || NETNS_MTU=1500
 netns_up
 netns_on_exit finish
+[ "$mode" != trap ] || WRAP_PREFIX=SOFTVERBS_TRAP=nft
 if [ "$mode" = twodev ]; then
   make_wrapper "sv0=$NETNS_RECEIVER_IF,sv1=vr2$$" real_net
 else
   make_wrapper "sv0=$NETNS_RECEIVER_IF" real_net
 fi
 # full polls busily (the default); the other modes sleep on the completion channel.
-[ "$mode" = full ] && E2E_POLL_MODE=busy_poll || E2E_POLL_MODE=event
+[ "$mode" = full ] || [ "$mode" = trap ] && E2E_POLL_MODE=busy_poll || E2E_POLL_MODE=event
 
 if [ "$mode" = twodev ]; then
   twodev
@@ -231,6 +237,19 @@ e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
 grep -q "RDMA device sv0" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: not on verbs"; exit 1; }
+
+# Multicast datagrams the receiver's kernel IP stack took in; softverbs' nft tables there.
+mcast_in() {
+  ip netns exec "$NETNS_RECEIVER" awk '/^IpExt:/ { if (!c) { for (i = 1; i <= NF; i++)
+    if ($i == "InMcastPkts") c = i } else print $c }' /proc/net/netstat
+}
+sv_tables() { ip netns exec "$NETNS_RECEIVER" nft list tables | grep -c softverbs_ || true; }
+mcast_before=$(mcast_in)
+if [ "$mode" = trap ] && [ "$(sv_tables)" != 1 ]; then
+  ip netns exec "$NETNS_RECEIVER" nft list ruleset
+  echo "FAIL: SOFTVERBS_TRAP=nft: expected one softverbs nft table in the receiver namespace"
+  exit 1
+fi
 
 helpers=()
 if [ "$mode" = stall ]; then
@@ -265,4 +284,10 @@ python3 "$here/run_check.py" expect --summary "$work/reference.json" \
   --reference-pcap "$work/reference.pcap" --manifest "$manifest"
 python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
 e2e_verify "$manifest" "$work/reference.json"
+if [ "$mode" = trap ]; then
+  seen=$(($(mcast_in) - mcast_before))
+  echo "trap: the receiver's kernel took in $seen multicast datagrams of the $total sent"
+  [ "$seen" = 0 ] || { echo "FAIL: the kernel saw frames that rocecapd's flow rules trap"; exit 1; }
+  [ "$(sv_tables)" = 0 ] || { echo "FAIL: softverbs' nft table outlived rocecapd"; exit 1; }
+fi
 passed=1

@@ -4,7 +4,8 @@
 # Usage: check_abi.sh SOFTVERBS_LIB [REAL_LIB]
 set -euo pipefail
 ours=$1
-real=${2:-$(ldconfig -p | awk '/libibverbs.so.1 / {print $NF; exit}')}
+# awk reads all of ldconfig's output: an early exit would SIGPIPE it, and pipefail + set -e end the script silently.
+real=${2:-$(ldconfig -p | awk '/libibverbs.so.1 / && !found {print $NF; found = 1}')}
 [[ -n $real && -e $real ]] || { echo "SKIP: no system libibverbs.so.1"; exit 77; }
 defaults() {  # symbol version, default versions only (objdump shows hidden ones in parentheses)
   objdump -T "$1" | awk '$4 == ".text" && $(NF-1) !~ /^\(/ {print $NF, $(NF-1)}' | sort

@@ -48,6 +48,11 @@ ip netns exec "$ns" env LD_LIBRARY_PATH="$libdir" SOFTVERBS_DEVICES=sv0=sva0,sv1
   timeout 240 "$bin" --dev sv0 --tx-if svb0 --dev-if sva0 --sysfs-root "$tmp/sys" \
  --dev2 sv1 --tx-if2 svb1 --dmabuf "$dmabuf" "${extra[@]}" 2>"$tmp/stderr" || rc=$?
 cat "$tmp/stderr" >&2
+# SOFTVERBS_TRAP=nft: closing the last context of a device removes its nft table.
+if [[ ${SOFTVERBS_TRAP:-} == nft ]] && ip netns exec "$ns" nft list tables | grep softverbs_; then
+  echo "FAIL: softverbs left its nft tables behind" >&2
+  exit 1
+fi
 if grep -qi "version" "$tmp/stderr"; then
   echo "FAIL: the loader complained about symbol versions" >&2
   exit 1

@@ -292,10 +292,13 @@ ibv_context* ibv_open_device(ibv_device* d) {
 int ibv_close_device(ibv_context* ic) {
   Context* c = ctx_of(ic);
   Device* dev = c->dev;
+  bool last = false;
   {
     std::lock_guard<std::mutex> g(dev->mu);
     std::erase(dev->contexts, c);
+    last = dev->contexts.empty();
   }
+  if (last) kernel_trap_close(*dev);
   close(c->cmd_fd);
   pthread_mutex_destroy(&ic->mutex);
   delete c;

@@ -217,6 +217,17 @@ ibv_flow* create_flow(ibv_qp* qp, ibv_flow_attr* a) {
     return nullptr;
   }
   Qp* q = qp_of(qp);
+  // A trapping rule takes its frames from the kernel stack (modelled only when asked for).
+  const bool traps = a->type == IBV_FLOW_ATTR_NORMAL && !(a->flags & IBV_FLOW_ATTR_FLAGS_DONT_TRAP);
+  if (traps && kernel_trap_enabled()) {
+    r->trap = KernelTrap::install(*q->ctx->dev, r->match);
+    if (!r->trap) {
+      const int e = errno;
+      delete r;
+      errno = e;
+      return nullptr;
+    }
+  }
   r->qp = q;
   r->type = a->type;
   r->priority = a->priority;
@@ -239,7 +250,7 @@ int destroy_flow(ibv_flow* flow) {
     std::erase(dev.rules, r);
     --r->qp->flows;
   }
-  delete r;
+  delete r;  // outside mu: its KernelTrap runs nft
   return 0;
 }
 

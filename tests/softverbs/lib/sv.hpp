@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "events.hpp"
+#include "kernel_trap.hpp"
 
 namespace sv {
 
@@ -248,6 +249,7 @@ struct Rule {
   Match match;
   uint64_t wire_frame = 0;             // synthetic wire: next CODIF frame of this stream
   std::vector<uint8_t> wire_template;  // synthetic wire: the stream's headers, built once
+  std::unique_ptr<KernelTrap> trap;    // SOFTVERBS_TRAP=nft: the kernel no longer sees it
 };
 
 bool key_matches(const Match& m, const Key& k);
@@ -303,6 +305,7 @@ struct Device {
   std::vector<Rule*> rules;  // sorted by (priority, seq)
   uint64_t next_seq = 0;
   std::vector<Context*> contexts;
+  bool trap_table = false;  // SOFTVERBS_TRAP=nft: this process made the nft table (kernel_trap.cpp)
   std::unordered_map<uint32_t, Mr*> mrs;  // by lkey, under mu
   // out_of_buffer counter and its fake sysfs file
   std::atomic<uint64_t> out_of_buffer{0};
