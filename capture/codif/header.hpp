@@ -1,4 +1,4 @@
-// CODIF frame headers (../shared/CODIF.md): decode, encode, validate.
+// CODIF frame headers (layout in the header comments below): decode, encode, validate.
 //
 // A header is eight little-endian 64-bit words. Two layouts exist: the current one (version 3,
 // sync 0xFEEDCAFE in word 5 bits 0-31) and codifio's older one ("v1", sync 0xABADDEED in word 5
