@@ -1,4 +1,4 @@
-// Sequencer: per-stream frame accounting and time ordering (CODIF.md "Sequencing rules").
+// Sequencer: per-stream frame accounting and time ordering (doc/codif.md, "Sequencing").
 //
 // Each decoded, validated CODIF header becomes an absolute frame index and a Decision. The
 // sequencer also puts the frames back in time order before the writer sees them:

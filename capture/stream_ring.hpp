@@ -1,5 +1,5 @@
 // StreamRing: the fixed set of packet slots of one stream, handed between the capture thread
-// (producer) and the writer thread (consumer). See DESIGN.md "StreamRing".
+// (producer) and the writer thread (consumer). See doc/design.md, "Data path".
 //
 // A slot is a header slot in the host header slab, a payload slot in the payload slab (host or
 // GPU memory) and a SlotMeta. Slot life: free -> taken by the producer (posted to the NIC as a

@@ -1,6 +1,6 @@
 // The consumer side of one interface's stream rings: takes published slots and writes them to
 // the run's files, on the writer thread, then releases the slots so the capture side can reuse
-// them (DESIGN.md data path).
+// them (doc/design.md data path).
 //
 // Per stream: raw (CODIF frames in time order, fill frames where the sequencer found gaps, so
 // file offset is a function of time) and codifhdr. Per interface: pcap, in arrival order (the

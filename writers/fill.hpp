@@ -1,4 +1,4 @@
-// Fill frames (CODIF.md): the header a missing frame would have had, marked invalid.
+// Fill frames (doc/codif.md): the header a missing frame would have had, marked invalid.
 #pragma once
 
 #include <cstdint>

@@ -3,8 +3,8 @@
 //
 // The 24-byte file header (at the start of every rotated file) and the 16-byte record headers are
 // written straight into the staging buffer: one memcpy per piece and one write() per buffer,
-// instead of pcap_dump's stdio path (ECOSYSTEM.md). Fields are in host byte order, as libpcap
-// writes them; readers detect the order from the magic.
+// instead of pcap_dump's stdio path (two write() calls per jumbo packet). Fields are in host byte
+// order, as libpcap writes them; readers detect the order from the magic.
 #pragma once
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 namespace rocecap::codif {
 namespace {
 
-// Bits that must stay constant within a stream, per layout (CODIF.md). Left out: frame and
+// Bits that must stay constant within a stream, per layout (doc/codif.md). Left out: frame and
 // seconds (checked separately), the invalid and cal flags (may change frame to frame), bits no
 // layout documents, and the instrument-specific metadata.
 constexpr std::array<uint64_t, 6> kMaskV3 = {

@@ -129,7 +129,7 @@ int64_t frame_start_unix_ns(const Header& h, const Timing& t) noexcept;
 
 // The header the frame `n` frames after `h` has: frame number and seconds advanced with the
 // period roll-over done right for any period; every other field copied. seconds moves in whole
-// periods and keeps h.seconds % period (0 for streams that follow CODIF.md), so
+// periods and keeps h.seconds % period (0 for streams that follow doc/codif.md), so
 // absolute_index(advance(h, t, n), t) == absolute_index(h, t) + n while seconds fits its field.
 Header advance(const Header& h, const Timing& t, uint64_t n) noexcept;
 

@@ -1,7 +1,7 @@
 // A payload slab in GPU memory (cudaMalloc), for rings whose payload slots the NIC writes
 // directly. Start and size are multiples of 64 KiB: the GPU's BAR mapping granularity that
-// dma-buf export and nvidia-peermem registration work in (VERBS.md "GPU payload memory").
-// The CPU must never dereference data(); only the NIC and CUDA copies touch it.
+// dma-buf export and nvidia-peermem registration work in (capture/verbs/README.md, via
+// doc/verbs.md). The CPU must never dereference data(); only the NIC and CUDA copies touch it.
 #pragma once
 
 #include <cstddef>

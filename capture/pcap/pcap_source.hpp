@@ -1,7 +1,7 @@
 // libpcap as a packet source: live capture on any netdev, or replay of a pcap file.
 //
 // The portable backend: it hands every Ethernet frame to a FrameSink, which copies it into the
-// next slot of its stream's ring (DESIGN.md). From the ring on, everything is the same code as
+// next slot of its stream's ring (doc/design.md). From the ring on, everything is the same code as
 // the verbs path.
 #pragma once
 

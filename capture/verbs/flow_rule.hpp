@@ -1,5 +1,5 @@
 // The steering rule of one stream's QP. One rule, all fields full-mask: overlapping rules of
-// different QPs would deliver a frame to only one of them (VERBS.md), so each stream gets its
+// different QPs would deliver a frame to only one of them (doc/verbs.md), so each stream gets its
 // exact (multicast MAC, group, antenna, UDP port).
 #pragma once
 

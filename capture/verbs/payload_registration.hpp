@@ -1,5 +1,5 @@
 // Registering a ring's payload slab with the NIC. Host memory: ibv_reg_mr. GPU memory, in the
-// order VERBS.md gives: dma-buf (the CUDA driver exports the range, ibv_reg_dmabuf_mr imports
+// order doc/verbs.md gives: dma-buf (the CUDA driver exports the range, ibv_reg_dmabuf_mr imports
 // it; needs Linux >= 5.12 and the open NVIDIA kernel modules), then peer memory (ibv_reg_mr on
 // the device pointer, which works only with the nvidia_peermem module loaded). The same chain
 // runs at start-up on slabs of the run's real sizes (GpuRegistrationTrial) so that

@@ -3,7 +3,7 @@
 // stream's ring slots (SGE0 -> header slot, SGE1 -> payload slot). The capture thread polls
 // the CQ and hands each completed slot to the Ingest, which checks it with the same rules as
 // the copying backends and sequences it; slots the writer released are posted again in
-// batches. See shared/VERBS.md for the device behaviour relied on.
+// batches. See doc/verbs.md for the device behaviour relied on.
 #pragma once
 
 #include <array>

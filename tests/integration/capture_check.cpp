@@ -152,7 +152,7 @@ static codif::Header first_header(const tools::GenFrameParams& p, uint32_t anten
   codif::Header h = free_fields;
   h.layout = p.layout == "v1" ? codif::Layout::v1 : codif::Layout::v3;
   h.sync = h.layout == codif::Layout::v1 ? codif::kSyncV1 : codif::kSyncV3;
-  // CODIF.md: the current layout's Version field is 3; the v1 version is taken from the data.
+  // doc/codif.md: the current layout's Version field is 3; the v1 version is taken from the data.
   if (h.layout == codif::Layout::v3) h.version = 3;
   h.epoch = p.epoch;
   h.nbits = p.nbits;

@@ -3,7 +3,7 @@
 
 The expectation is built independently of rocecapd's code: from the generator's own pcap of
 the traffic (`rocecap gen --pcap`, same arguments and seed as the run that was sent) and its
-JSON summary, following CODIF.md and DESIGN.md literally:
+JSON summary, following doc/codif.md and doc/design.md literally:
 
   raw       per stream, every frame index from the first to the last one that arrived intact,
             in time order, each once; an index that never arrived intact (dropped, bad sync,

@@ -1,4 +1,4 @@
-// CODIF header codec against hand-assembled words (CODIF.md bit positions), validation reasons,
+// CODIF header codec against hand-assembled words (doc/codif.md bit positions), validation reasons,
 // timing, and the ATCA-style packet end to end through the net parser.
 #include <gtest/gtest.h>
 

@@ -469,7 +469,7 @@ TEST(Sequencer, RejectsBadConfig) {
 
 // ---- randomised comparison with a brute-force model ----
 
-// The rules of CODIF.md stated over plain sets: a frame below the highest is placed when it is
+// The rules of doc/codif.md stated over plain sets: a frame below the highest is placed when it is
 // less than W below the highest seen so far and not placed before; a frame already placed is a
 // duplicate as long as it is within the history; anything else below is dropped.
 struct Model {

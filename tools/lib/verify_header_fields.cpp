@@ -11,7 +11,7 @@ struct Field {
   const char* name;
 };
 
-// CODIF.md's two layouts.
+// doc/codif.md's two layouts.
 constexpr std::array kV3 = {
     Field{0, 0, 31, "frame"},
     Field{0, 32, 63, "seconds"},

@@ -33,7 +33,7 @@ std::vector<Mark> marks_of(const GenStream& s) {
   return marks;
 }
 
-// CODIF.md's sequencing rules over one stream's arrivals (no resynchronisation: the
+// doc/codif.md's sequencing rules over one stream's arrivals (no resynchronisation: the
 // generator never jumps).
 class Model {
  public:

@@ -1,6 +1,6 @@
 // What a capture of a generated run must contain, derived from the generator's summary alone:
 // the order in which the receiver saw each stream's frames (the generator's impairment
-// semantics, gen_summary.hpp) run through the sequencing rules of CODIF.md with the run's
+// semantics, gen_summary.hpp) run through the sequencing rules of doc/codif.md with the run's
 // reorder window. Independent of the capture code, so it can judge it.
 #pragma once
 

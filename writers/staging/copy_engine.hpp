@@ -1,5 +1,5 @@
 // CopyEngine: what the payload stager needs from whatever moves payload bytes out of a ring's
-// payload slab into host memory the writers can read (DESIGN.md "GPU->host staging").
+// payload slab into host memory the writers can read (doc/design.md, "Data path").
 //
 // The CUDA engine (cuda_copy_engine.hpp) runs the copies on a CUDA stream from device memory
 // into page-locked host memory; the host engine (host_copy_engine.hpp) does the same with

@@ -1,4 +1,4 @@
-// verbs_conformance: checks the libibverbs behaviours rocecap relies on (shared/VERBS.md).
+// verbs_conformance: checks the libibverbs behaviours rocecap relies on (doc/verbs.md).
 // Usage: verbs_conformance --dev mlx5_0 --tx-if enp1s0f1 [--dev-if enp1s0f0]
 //        [--sysfs-root /sys] [--dmabuf ebadf|eopnotsupp|any] [--only NAME]
 //        [--dev2 mlx5_1 --tx-if2 enp1s0f0]

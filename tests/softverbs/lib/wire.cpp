@@ -79,7 +79,7 @@ void build_headers(const Rule& r, const WireParams& p, uint8_t* f) {
   put16(udp + 6, 0);
 }
 
-// CODIF v3 header (CODIF.md) for absolute frame index `n` of the stream.
+// CODIF v3 header (doc/codif.md) for absolute frame index `n` of the stream.
 void build_codif(const WireParams& p, uint64_t n, uint16_t thread, uint8_t* h) {
   const uint64_t period = n / p.frames_per_period;
   const uint64_t frame = n % p.frames_per_period;

@@ -2,7 +2,7 @@
 // (cudaHostAlloc), strided copies with cudaMemcpy2DAsync on one non-blocking stream, one event
 // per lane as its fence. Built only where the CUDA toolkit is (ROCECAP_HAVE_CUDA); the CUDA
 // runtime is linked statically and reaches the driver only at run time, so the binary still
-// starts on hosts without one (ECOSYSTEM.md).
+// starts on hosts without one (the libcuda stub is never linked).
 //
 // GPUDirect RDMA: the NIC writes payloads straight into device memory. Where the device does
 // not order those writes before its own later work (cudaDevAttrGPUDirectRDMAWritesOrdering is
