@@ -15,29 +15,13 @@
 #include "config/name_template.hpp"
 #include "rundir/atomic_write.hpp"
 #include "rundir/file_scan.hpp"
+#include "rundir/utc_time.hpp"
 
 namespace rocecap::rundir {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
 namespace {
-
-std::string iso_utc(int64_t unix_ns) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
-  tm utc{};
-  gmtime_r(&secs, &utc);
-  char buf[48];
-  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ",
-                static_cast<int>((unix_ns % 1'000'000'000) / 1'000'000));
-  return buf;
-}
-
-int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 bool final_state(const std::string& s) {
   return s == "stopped" || s == "failed" || s == "recovered";
@@ -227,7 +211,7 @@ json walk_writer(Walk& w, const WriterFiles& wf, uint64_t record_bytes,
 }
 
 json frame_json(uint64_t index, int64_t ns) {
-  return {{"index", index}, {"time", iso_utc(ns)}, {"unix_ns", ns}};
+  return {{"index", index}, {"time", iso8601_utc(ns)}, {"unix_ns", ns}};
 }
 
 // A stream's last frame as the files hold it, when they say more than the snapshot.
@@ -315,7 +299,7 @@ json capped(const std::vector<std::string>& notes) {
 std::string mtime_iso(const fs::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return {};
-  return iso_utc(int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec);
+  return iso8601_utc(int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec);
 }
 
 void walk_all(Walk& w, json& m) {
@@ -358,7 +342,7 @@ void walk_all(Walk& w, json& m) {
 // What recovery did and could not do, for the manifest's "recovery".
 json recovery_section(const RecoveryResult& r, const RecoverOptions& opts,
                       const std::string& counters_as_of) {
-  return {{"at", iso_utc(now_ns())},
+  return {{"at", iso8601_utc(unix_now_ns())},
           {"by", opts.by},
           {"reason", r.reason},
           {"previous_state", r.previous_state.empty() ? json(nullptr) : json(r.previous_state)},

@@ -87,17 +87,6 @@ nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
 
 }  // namespace
 
-std::string iso8601_utc(int64_t unix_ns) {
-  const time_t secs = static_cast<time_t>(unix_ns / 1'000'000'000);
-  tm utc{};
-  gmtime_r(&secs, &utc);
-  char buf[40];
-  const std::size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(buf + n, sizeof buf - n, ".%03dZ",
-                static_cast<int>((unix_ns % 1'000'000'000) / 1'000'000));
-  return buf;
-}
-
 nlohmann::json to_json(const Manifest& m) {
   nlohmann::json streams = nlohmann::json::array();
   nlohmann::json rejected = nlohmann::json::object();

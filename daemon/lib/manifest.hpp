@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "rundir/utc_time.hpp"
+
 namespace rocecap {
 
 struct ManifestFile {
@@ -90,8 +92,8 @@ struct Manifest {
 
 nlohmann::json to_json(const Manifest& m);
 
-// ISO 8601 UTC with milliseconds, e.g. 2026-11-21T12:00:00.123Z.
-std::string iso8601_utc(int64_t unix_ns);
+// ISO 8601 UTC with milliseconds, e.g. 2026-11-21T12:00:00.123Z (shared with rocecap recover).
+using rundir::iso8601_utc;
 
 // Writes `m` to `path` atomically; empty string on success, else the error.
 std::string write_manifest(const std::string& path, const Manifest& m);

@@ -122,12 +122,6 @@ bool verbs_backend([[maybe_unused]] const InterfaceRuntime& ir) {
 
 }  // namespace
 
-int64_t unix_now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-
 Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) {
   const config::RunConfig& cfg = *rt.config;
   Manifest m;

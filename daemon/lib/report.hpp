@@ -36,6 +36,6 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
 void log_source_events(const Runtime& rt, spdlog::logger& log);
 void log_final_summary(const Runtime& rt, spdlog::logger& log);
 
-int64_t unix_now_ns();
+using rundir::unix_now_ns;
 
 }  // namespace rocecap::daemon
