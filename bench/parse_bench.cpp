@@ -32,8 +32,8 @@ struct Slab {
 
 // ASKAP-style stream: 4 channels of 16-bit complex samples, 512 samples per 8192-byte frame,
 // 62,500 frames per 27 s period.
-codif::Header stream_header() {
-  codif::Header h;
+capture::codif::Header stream_header() {
+  capture::codif::Header h;
   h.version = 3;
   h.epoch = 40;
   h.nbits = 16;
@@ -50,18 +50,19 @@ codif::Header stream_header() {
 const Slab& slab() {
   static const Slab s = [] {
     Slab out;
-    net::UdpFrameSpec spec;
-    spec.dst_mac = net::multicast_mac(0xEF110001);
+    capture::net::UdpFrameSpec spec;
+    spec.dst_mac = capture::net::multicast_mac(0xEF110001);
     spec.src_ip = 0xC0000201;
     spec.dst_ip = 0xEF110001;
     spec.src_port = 36001;
     spec.dst_port = 36001;
-    codif::Header h = stream_header();
+    capture::codif::Header h = stream_header();
     for (std::size_t i = 0; i < kPackets; ++i) {
       std::byte* slot = out.bytes.data() + i * kSlot;
-      net::write_udp_headers(spec, kWireBytes - 42, {slot, kSlot});
+      capture::net::write_udp_headers(spec, kWireBytes - 42, {slot, kSlot});
       h.frame = static_cast<uint32_t>(1000 + i);
-      codif::encode(h, std::span<std::byte, codif::kHeaderBytes>(slot + 42, codif::kHeaderBytes));
+      capture::codif::encode(h, std::span<std::byte, capture::codif::kHeaderBytes>(
+                                    slot + 42, capture::codif::kHeaderBytes));
     }
     return out;
   }();
@@ -85,9 +86,9 @@ void BM_Baseline_Memcpy64(benchmark::State& state) {
 void BM_ParseUdp(benchmark::State& state) {
   const Slab& s = slab();
   std::size_t i = 0;
-  net::UdpFrame f;
+  capture::net::UdpFrame f;
   for (auto _ : state) {
-    const auto err = net::parse_udp(s.head(i), kWireBytes, f);
+    const auto err = capture::net::parse_udp(s.head(i), kWireBytes, f);
     benchmark::DoNotOptimize(err);
     benchmark::DoNotOptimize(f);
     i = (i + 1) & (kPackets - 1);
@@ -98,17 +99,17 @@ void BM_ParseUdp(benchmark::State& state) {
 // The generic path: parse, decode all fields, validate (divisions), absolute_index.
 void BM_ParseDecodeValidateIndex(benchmark::State& state) {
   const Slab& s = slab();
-  const codif::SyncSet syncs = codif::SyncSet::defaults();
+  const capture::codif::SyncSet syncs = capture::codif::SyncSet::defaults();
   std::size_t i = 0;
   uint64_t sum = 0;
   for (auto _ : state) {
-    net::UdpFrame f;
-    codif::Header h;
-    codif::Timing t;
-    if (net::parse_udp(s.head(i), kWireBytes, f) == net::ParseError::ok &&
-        codif::decode(s.head(i).subspan(f.payload_offset), syncs, h) &&
-        codif::validate(h, f.payload_bytes, t) == codif::Invalid::ok) {
-      sum += codif::absolute_index(h, t);
+    capture::net::UdpFrame f;
+    capture::codif::Header h;
+    capture::codif::Timing t;
+    if (capture::net::parse_udp(s.head(i), kWireBytes, f) == capture::net::ParseError::ok &&
+        capture::codif::decode(s.head(i).subspan(f.payload_offset), syncs, h) &&
+        capture::codif::validate(h, f.payload_bytes, t) == capture::codif::Invalid::ok) {
+      sum += capture::codif::absolute_index(h, t);
     }
     benchmark::DoNotOptimize(sum);
     i = (i + 1) & (kPackets - 1);
@@ -119,20 +120,20 @@ void BM_ParseDecodeValidateIndex(benchmark::State& state) {
 // The hot path: parse, then the per-stream FrameIndexer (compare + add).
 void BM_ParseFrameIndexer(benchmark::State& state) {
   const Slab& s = slab();
-  codif::FrameIndexer ix;
-  if (ix.learn(s.head(0).subspan(42), kWireBytes - 42, codif::SyncSet::defaults()) !=
-      codif::Invalid::ok) {
+  capture::codif::FrameIndexer ix;
+  if (ix.learn(s.head(0).subspan(42), kWireBytes - 42, capture::codif::SyncSet::defaults()) !=
+      capture::codif::Invalid::ok) {
     state.SkipWithError("stream did not validate");
     return;
   }
   std::size_t i = 0;
   uint64_t sum = 0;
   for (auto _ : state) {
-    net::UdpFrame f;
-    codif::FrameIndexer::Result r;
-    if (net::parse_udp(s.head(i), kWireBytes, f) == net::ParseError::ok &&
+    capture::net::UdpFrame f;
+    capture::codif::FrameIndexer::Result r;
+    if (capture::net::parse_udp(s.head(i), kWireBytes, f) == capture::net::ParseError::ok &&
         ix.index(s.head(i).subspan(f.payload_offset), f.payload_bytes, r) ==
-            codif::FrameIndexer::Status::ok) {
+            capture::codif::FrameIndexer::Status::ok) {
       sum += r.index;
     }
     benchmark::DoNotOptimize(sum);
@@ -143,17 +144,18 @@ void BM_ParseFrameIndexer(benchmark::State& state) {
 
 void BM_FrameIndexerOnly(benchmark::State& state) {
   const Slab& s = slab();
-  codif::FrameIndexer ix;
-  if (ix.learn(s.head(0).subspan(42), kWireBytes - 42, codif::SyncSet::defaults()) !=
-      codif::Invalid::ok) {
+  capture::codif::FrameIndexer ix;
+  if (ix.learn(s.head(0).subspan(42), kWireBytes - 42, capture::codif::SyncSet::defaults()) !=
+      capture::codif::Invalid::ok) {
     state.SkipWithError("stream did not validate");
     return;
   }
   std::size_t i = 0;
   uint64_t sum = 0;
   for (auto _ : state) {
-    codif::FrameIndexer::Result r;
-    if (ix.index(s.head(i).subspan(42), kWireBytes - 42, r) == codif::FrameIndexer::Status::ok) {
+    capture::codif::FrameIndexer::Result r;
+    if (ix.index(s.head(i).subspan(42), kWireBytes - 42, r) ==
+        capture::codif::FrameIndexer::Status::ok) {
       sum += r.index;
     }
     benchmark::DoNotOptimize(sum);

@@ -42,15 +42,15 @@ struct Corpus {
   uint64_t wire_bytes = 0;
 };
 
-class KeyCollector final : public pcapsrc::FrameSink {
+class KeyCollector final : public capture::pcap::FrameSink {
  public:
   explicit KeyCollector(Corpus& c) : c_(c) {}
   void on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
                 int64_t) noexcept override {
     ++c_.frames;
     c_.wire_bytes += wire_bytes;
-    net::UdpFrame f;
-    if (net::parse_udp(captured, wire_bytes, f) != net::ParseError::ok) return;
+    capture::net::UdpFrame f;
+    if (capture::net::parse_udp(captured, wire_bytes, f) != capture::net::ParseError::ok) return;
     const capture::StreamKey k{f.dst_ip, f.dst_port, f.src_ip};
     if (std::find(c_.keys.begin(), c_.keys.end(), k) == c_.keys.end()) c_.keys.push_back(k);
   }
@@ -66,7 +66,7 @@ const Corpus* corpus() {
     auto out = std::make_unique<Corpus>();
     out->path = path;
     KeyCollector collect(*out);
-    auto src = pcapsrc::PcapSource::open_file(path, pcapsrc::Pace::fast);
+    auto src = capture::pcap::PcapSource::open_file(path, capture::pcap::Pace::fast);
     while (src.dispatch(collect, 4096) >= 0) {
     }
     return out;
@@ -91,7 +91,7 @@ void count(benchmark::State& state, const Corpus& c) {
 }
 
 // rocecapd's stream set-up for a CODIF stream with default capture/output settings
-// (daemon/lib/runtime.cpp stream_spec).
+// (daemon/lib/run_assembly.cpp stream_spec).
 capture::StreamSpec spec_for(const capture::StreamKey& key) {
   capture::StreamSpec s;
   s.key = key;
@@ -135,7 +135,7 @@ struct Pipeline {
 // Replays the whole file, letting `consume` drain the rings after every dispatch.
 template <typename Consume>
 void replay(const Corpus& c, capture::Ingest& ingest, Consume&& consume) {
-  auto src = pcapsrc::PcapSource::open_file(c.path, pcapsrc::Pace::fast);
+  auto src = capture::pcap::PcapSource::open_file(c.path, capture::pcap::Pace::fast);
   while (src.dispatch(ingest, kDispatchBatch) >= 0)
     consume();
   ingest.flush_all();
@@ -178,12 +178,12 @@ void BM_Baseline_Memcpy(benchmark::State& state) {
 void BM_PcapReadOnly(benchmark::State& state) {
   const Corpus* c = need_corpus(state);
   if (c == nullptr) return;
-  struct Null final : pcapsrc::FrameSink {
+  struct Null final : capture::pcap::FrameSink {
     uint64_t n = 0;
     void on_frame(std::span<const std::byte>, std::size_t, int64_t) noexcept override { ++n; }
   } sink;
   for (auto _ : state) {
-    auto src = pcapsrc::PcapSource::open_file(c->path, pcapsrc::Pace::fast);
+    auto src = capture::pcap::PcapSource::open_file(c->path, capture::pcap::Pace::fast);
     while (src.dispatch(sink, kDispatchBatch) >= 0) {
     }
   }

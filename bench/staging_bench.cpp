@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "capture/host_memory.hpp"
+#include "capture/memory/host_memory.hpp"
 #include "capture/stream_ring.hpp"
 #include "writers/staging/host_copy_engine.hpp"
 #include "writers/staging/payload_stager.hpp"
@@ -29,11 +29,11 @@
 
 namespace {
 
-using rocecap::capture::MemoryKind;
-using rocecap::capture::PayloadMemory;
 using rocecap::capture::RingConfig;
 using rocecap::capture::SlotId;
 using rocecap::capture::StreamRing;
+using rocecap::capture::memory::MemoryKind;
+using rocecap::capture::memory::PayloadMemory;
 namespace staging = rocecap::writers::staging;
 
 struct Options {
@@ -112,7 +112,7 @@ Setup make_setup(const Options& o, const RingConfig& rc) {
   if (o.engine == "host") {
     s.ring = std::make_unique<StreamRing>(rc);
     s.engine = std::make_unique<staging::HostCopyEngine>();
-    s.block = std::make_unique<rocecap::capture::HostMemory>(block_bytes, rc.memory);
+    s.block = std::make_unique<rocecap::capture::memory::HostMemory>(block_bytes, rc.memory);
     return s;
   }
 #ifdef ROCECAP_HAVE_CUDA
@@ -142,8 +142,8 @@ int run(const Options& o) {
   RingConfig rc;
   rc.slots = o.frames;
   rc.payload_slot_bytes = o.slot_bytes;
-  rc.memory.huge_pages = rocecap::capture::Want::prefer;
-  rc.memory.lock = rocecap::capture::Want::no;
+  rc.memory.huge_pages = rocecap::capture::memory::Want::prefer;
+  rc.memory.lock = rocecap::capture::memory::Want::no;
   Setup s = make_setup(o, rc);
   for (SlotId id = 0; id < rc.slots; ++id)
     s.ring->meta(id).payload_bytes = o.frame_bytes;
@@ -155,7 +155,8 @@ int run(const Options& o) {
   staging::StagingOptions so;
   so.buffer_bytes = o.buffer_bytes;
   staging::PayloadStager stager(std::move(s.engine), s.ring->payload_stride(), so);
-  staging::PinnedBuffer big = stager.engine().allocate_pinned(std::size_t{o.frames} * o.frame_bytes);
+  staging::PinnedBuffer big =
+      stager.engine().allocate_pinned(std::size_t{o.frames} * o.frame_bytes);
 
   std::vector<double> staged_t, block_t;
   uint64_t sink_sum = 0;  // reads one byte per frame, as a writer would touch the data
@@ -208,9 +209,10 @@ int main(int argc, char** argv) {
   }
   std::string why;
   if (o.engine == "cuda" && !cuda_available(why)) {
-    std::printf("staging_bench: GPU staging not measured: %s. GPU numbers need a GPU host; "
-                "`staging_bench --engine host` measures the host engine.\n",
-                why.c_str());
+    std::printf(
+        "staging_bench: GPU staging not measured: %s. GPU numbers need a GPU host; "
+        "`staging_bench --engine host` measures the host engine.\n",
+        why.c_str());
     return 0;
   }
   try {

@@ -36,8 +36,8 @@
 #include <vector>
 
 #include "capture/ingest.hpp"
-#include "capture/privileges.hpp"
 #include "capture/verbs/verbs_source.hpp"
+#include "daemon/lib/privileges.hpp"
 
 namespace {
 
@@ -82,7 +82,7 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// rocecapd's defaults (daemon/lib/runtime.cpp): 4096 slots, 128-byte split, 9216-byte
+// rocecapd's defaults (daemon/lib/run_assembly.cpp): 4096 slots, 128-byte split, 9216-byte
 // frames, reorder window 8. One group, one antenna (source address) per stream.
 StreamSpec stream_spec(uint32_t index) {
   StreamSpec s;
@@ -324,7 +324,7 @@ int run(const Options& o) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse(argc, argv);
-    if (const auto why = rocecap::capture::check_privileges("verbs", 0); !why.empty()) {
+    if (const auto why = rocecap::daemon::check_privileges("verbs", 0); !why.empty()) {
       std::fprintf(stderr, "verbs_capture_bench: %s\n", why.c_str());
       return 77;
     }

@@ -92,7 +92,7 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   // bytes, which begin with it, so the copy is made only when the head was not enough.
   // A GPU payload slot is never read by the CPU: then only the header slot is parsed.
   if (r != kCheckOk && head < byte_len && head < kJoinBytes &&
-      ring.payload_kind() == MemoryKind::host) {
+      ring.payload_kind() == memory::MemoryKind::host) {
     r = check_joined(ring, slot, head, byte_len, c);
   }
   // The flow rule of the stream's QP matched the frame; any other answer means a rule or

@@ -18,9 +18,9 @@
 #include "capture/frame_check.hpp"
 #include "capture/pcap/pcap_source.hpp"
 #include "capture/reject_reason.hpp"
-#include "capture/relaxed_counter.hpp"
-#include "capture/spsc_queue.hpp"
 #include "capture/stream_pipeline.hpp"
+#include "common/relaxed_counter.hpp"
+#include "common/spsc_queue.hpp"
 
 namespace rocecap::capture {
 
@@ -30,7 +30,7 @@ struct ArrivalRef {
   SlotId slot = 0;
 };
 
-class Ingest final : public pcapsrc::FrameSink {
+class Ingest final : public pcap::FrameSink {
  public:
   // `streams` are this interface's streams (not owned; they outlive the Ingest).
   // With record_arrivals, every placed frame is also queued in arrival order (arrivals()).
@@ -62,7 +62,7 @@ class Ingest final : public pcapsrc::FrameSink {
   void flush_all() noexcept;
 
   // The writer side of the arrival queue (null without record_arrivals).
-  SpscQueue<ArrivalRef>* arrivals() noexcept { return arrivals_ ? &*arrivals_ : nullptr; }
+  common::SpscQueue<ArrivalRef>* arrivals() noexcept { return arrivals_ ? &*arrivals_ : nullptr; }
 
   const std::vector<StreamPipeline*>& streams() const noexcept { return streams_; }
   uint64_t rejected(std::size_t reason) const noexcept { return rejected_[reason].get(); }
@@ -92,10 +92,10 @@ class Ingest final : public pcapsrc::FrameSink {
 
   std::vector<StreamPipeline*> streams_;
   StreamClassifier classifier_;
-  std::optional<SpscQueue<ArrivalRef>> arrivals_;
-  std::array<RelaxedCounter, kRejectReasonCount> rejected_{};
-  RelaxedCounter seen_;
-  RelaxedCounter arrival_overflows_;
+  std::optional<common::SpscQueue<ArrivalRef>> arrivals_;
+  std::array<common::RelaxedCounter, kRejectReasonCount> rejected_{};
+  common::RelaxedCounter seen_;
+  common::RelaxedCounter arrival_overflows_;
   int64_t tick_ = 0;
   // on_slot's check result, reused: a fresh Checked per packet costs its zero-initialisation,
   // and check_frame writes every field a caller reads when it accepts a frame.

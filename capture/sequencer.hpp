@@ -48,8 +48,8 @@
 #include <string_view>
 
 #include "capture/codif/header.hpp"
-#include "capture/relaxed_counter.hpp"
-#include "capture/spsc_queue.hpp"
+#include "common/relaxed_counter.hpp"
+#include "common/spsc_queue.hpp"
 
 namespace rocecap::capture {
 
@@ -244,7 +244,7 @@ class Sequencer {
   uint64_t mask_;
   std::unique_ptr<uint64_t[]> seen_bits_;  // history bits: index delivered or pending
   std::unique_ptr<uint32_t[]> tags_;       // tag of each pending index
-  SpscQueue<GapEvent> gaps_;
+  common::SpscQueue<GapEvent> gaps_;
 
   bool started_ = false;
   Signature sig_{};
@@ -259,16 +259,17 @@ class Sequencer {
   Signature candidate_sig_{};
   uint64_t candidate_last_ = 0;  // the index of the last of them
 
-  struct alignas(kCacheLine) Counters {
-    RelaxedCounter received, bytes, delivered, lost, duplicate, late_placed, late_dropped, invalid,
-        resync, outliers, gap_events, gap_events_dropped, first_index, last_index, first_time_ns,
+  struct alignas(common::kCacheLine) Counters {
+    common::RelaxedCounter received, bytes, delivered, lost, duplicate, late_placed, late_dropped,
+        invalid, resync, outliers, gap_events, gap_events_dropped, first_index, last_index,
+        first_time_ns,
         last_stamp;  // the highest frame's seconds << 32 | frame
   } counters_;
   // What stats() needs besides last_stamp to compute last_time_ns, set per segment under a
   // sequence lock (odd while start_segment writes it), so that a reader on another thread
   // never pairs one segment's stamp with another's epoch or period.
   std::atomic<uint64_t> seg_version_{0};
-  RelaxedCounter seg_epoch_, seg_period_, seg_frames_per_period_;
+  common::RelaxedCounter seg_epoch_, seg_period_, seg_frames_per_period_;
 };
 
 }  // namespace rocecap::capture

@@ -55,7 +55,7 @@ struct StreamSpec {
 class StreamPipeline {
  public:
   // Throws std::invalid_argument / std::system_error from the ring or sequencer (start-up).
-  StreamPipeline(const StreamSpec& spec, std::unique_ptr<PayloadMemory> payload = nullptr)
+  StreamPipeline(const StreamSpec& spec, std::unique_ptr<memory::PayloadMemory> payload = nullptr)
       : spec_(spec),
         ring_(spec.ring, std::move(payload)),
         publisher_(ring_),

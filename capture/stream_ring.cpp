@@ -28,8 +28,8 @@ const RingConfig& checked(const RingConfig& c) {
   return c;
 }
 
-std::unique_ptr<PayloadMemory> host_payload(const RingConfig& c) {
-  return std::make_unique<HostMemory>(StreamRing::payload_bytes_needed(c), c.memory);
+std::unique_ptr<memory::PayloadMemory> host_payload(const RingConfig& c) {
+  return std::make_unique<memory::HostMemory>(StreamRing::payload_bytes_needed(c), c.memory);
 }
 
 }  // namespace
@@ -44,11 +44,11 @@ std::size_t StreamRing::payload_bytes_needed(const RingConfig& c) noexcept {
   return payload_stride(c) * c.slots;
 }
 
-StreamRing::StreamRing(const RingConfig& config, std::unique_ptr<PayloadMemory> payload)
+StreamRing::StreamRing(const RingConfig& config, std::unique_ptr<memory::PayloadMemory> payload)
     : slots_(checked(config).slots),
       header_stride_(header_stride(config)),
       payload_stride_(payload_stride(config)),
-      header_mem_(std::make_unique<HostMemory>(header_stride_ * slots_, config.memory)),
+      header_mem_(std::make_unique<memory::HostMemory>(header_stride_ * slots_, config.memory)),
       payload_(payload ? std::move(payload) : host_payload(config)),
       header_base_(header_mem_->data()),
       payload_base_(payload_->data()),

@@ -22,10 +22,10 @@
 #include <optional>
 #include <span>
 
-#include "capture/host_memory.hpp"
-#include "capture/payload_memory.hpp"
-#include "capture/relaxed_counter.hpp"
-#include "capture/spsc_queue.hpp"
+#include "capture/memory/host_memory.hpp"
+#include "capture/memory/payload_memory.hpp"
+#include "common/relaxed_counter.hpp"
+#include "common/spsc_queue.hpp"
 
 namespace rocecap::capture {
 
@@ -54,8 +54,8 @@ struct RingConfig {
   uint32_t slots = 4096;
   uint32_t header_slot_bytes = 128;  // the header/payload split size
   uint32_t payload_slot_bytes = 9000;
-  uint32_t payload_align = 64;  // power of two; 4096 for direct I/O from the slab
-  HostMemoryOptions memory{};   // for the header slab and a host payload slab
+  uint32_t payload_align = 64;         // power of two; 4096 for direct I/O from the slab
+  memory::HostMemoryOptions memory{};  // for the header slab and a host payload slab
 };
 
 // Counter snapshot. Producer and consumer counters are written by one thread each.
@@ -75,8 +75,9 @@ class StreamRing {
 
   // Allocates everything. `payload`, when given (GPU memory, say), must hold
   // payload_bytes_needed(config) bytes aligned to config.payload_align; without it the
-  // payload slab is HostMemory. Throws std::invalid_argument naming the bad field.
-  explicit StreamRing(const RingConfig& config, std::unique_ptr<PayloadMemory> payload = nullptr);
+  // payload slab is memory::HostMemory. Throws std::invalid_argument naming the bad field.
+  explicit StreamRing(const RingConfig& config,
+                      std::unique_ptr<memory::PayloadMemory> payload = nullptr);
 
   static std::size_t header_stride(const RingConfig& c) noexcept;
   static std::size_t payload_stride(const RingConfig& c) noexcept;
@@ -121,30 +122,30 @@ class StreamRing {
   uint32_t slots() const noexcept { return slots_; }
   std::size_t header_stride() const noexcept { return header_stride_; }
   std::size_t payload_stride() const noexcept { return payload_stride_; }
-  MemoryKind payload_kind() const noexcept { return payload_->kind(); }
-  const HostMemory& header_memory() const noexcept { return *header_mem_; }
-  const PayloadMemory& payload_memory() const noexcept { return *payload_; }
+  memory::MemoryKind payload_kind() const noexcept { return payload_->kind(); }
+  const memory::HostMemory& header_memory() const noexcept { return *header_mem_; }
+  const memory::PayloadMemory& payload_memory() const noexcept { return *payload_; }
 
   RingStats stats() const noexcept;  // any thread
 
  private:
-  struct alignas(kCacheLine) ProducerCounters {
-    RelaxedCounter taken, published, returned, ring_full_drops;
+  struct alignas(common::kCacheLine) ProducerCounters {
+    common::RelaxedCounter taken, published, returned, ring_full_drops;
   };
-  struct alignas(kCacheLine) ConsumerCounters {
-    RelaxedCounter consumed, released;
+  struct alignas(common::kCacheLine) ConsumerCounters {
+    common::RelaxedCounter consumed, released;
   };
 
   uint32_t slots_;
   std::size_t header_stride_;
   std::size_t payload_stride_;
-  std::unique_ptr<HostMemory> header_mem_;
-  std::unique_ptr<PayloadMemory> payload_;
+  std::unique_ptr<memory::HostMemory> header_mem_;
+  std::unique_ptr<memory::PayloadMemory> payload_;
   std::byte* header_base_;
   std::byte* payload_base_;
   std::unique_ptr<SlotMeta[]> meta_;
-  SpscQueue<SlotId> ready_;
-  SpscQueue<SlotId> free_;
+  common::SpscQueue<SlotId> ready_;
+  common::SpscQueue<SlotId> free_;
   // Slots given back by the producer: its own stack, handed out before the free queue.
   std::unique_ptr<SlotId[]> stash_;
   uint32_t stash_size_ = 0;

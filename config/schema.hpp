@@ -19,7 +19,7 @@ inline constexpr uint32_t kMaxVerbsRingDepth = 32768;  // mlx5 max_qp_wr
 // max_cqe with the same rounding (capture/verbs/cq_size.hpp).
 inline constexpr uint32_t kMaxCqSize = 4194303;
 inline constexpr uint32_t kMaxReorderWindow = 1024;
-inline constexpr std::size_t kMaxSyncWords = 4;  // codif::SyncSet::kMaxSyncs
+inline constexpr std::size_t kMaxSyncWords = 4;  // capture::codif::SyncSet::kMaxSyncs
 inline constexpr unsigned kMaxCpuId = 4095;
 // The longest frame an interface delivers is its MTU plus the Ethernet header plus VLAN tags
 // (FCS excluded: the NIC strips it). Two tags: the most the capture parser accepts

@@ -37,6 +37,7 @@ constexpr const char* kExitCodes =
 
 int main(int argc, char** argv) {
   using namespace rocecap;
+  using namespace rocecap::daemon;
   CLI::App app{"rocecapd: capture CODIF/UDP multicast streams into per-antenna files"};
   app.footer(kExitCodes);
   std::string config_path, check_path;

@@ -52,17 +52,18 @@ class Reader {
 };
 
 // One CODIF header: decoded and valid for a frame of its own declared size.
-bool codif_header(const std::byte* p, const codif::SyncSet& syncs, codif::Header& h,
-                  codif::Timing& t) {
-  std::array<std::byte, codif::kHeaderBytes> raw{};
+bool codif_header(const std::byte* p, const capture::codif::SyncSet& syncs,
+                  capture::codif::Header& h, capture::codif::Timing& t) {
+  std::array<std::byte, capture::codif::kHeaderBytes> raw{};
   std::memcpy(raw.data(), p, raw.size());
-  return codif::decode(raw, syncs, h) &&
-         codif::validate(h, static_cast<std::size_t>(h.frame_bytes()), t) == codif::Invalid::ok;
+  return capture::codif::decode(raw, syncs, h) &&
+         capture::codif::validate(h, static_cast<std::size_t>(h.frame_bytes()), t) ==
+             capture::codif::Invalid::ok;
 }
 
-void note_frame(FileScan& s, const codif::Header& h, const codif::Timing& t) {
-  const uint64_t index = codif::absolute_index(h, t);
-  const int64_t ns = codif::frame_start_unix_ns(h, t);
+void note_frame(FileScan& s, const capture::codif::Header& h, const capture::codif::Timing& t) {
+  const uint64_t index = capture::codif::absolute_index(h, t);
+  const int64_t ns = capture::codif::frame_start_unix_ns(h, t);
   if (!s.first_index) {
     s.first_index = index;
     s.first_unix_ns = ns;
@@ -77,9 +78,9 @@ void note_frame(FileScan& s, const codif::Header& h, const codif::Timing& t) {
 void walk_codif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only) {
   uint64_t at = 0, frame_bytes = 0;
   while (at < s.bytes_on_disk) {
-    const std::byte* p = r.get(at, codif::kHeaderBytes);
-    codif::Header h;
-    codif::Timing t;
+    const std::byte* p = r.get(at, capture::codif::kHeaderBytes);
+    capture::codif::Header h;
+    capture::codif::Timing t;
     if (p == nullptr) {
       s.stop = "a header cut short at byte " + std::to_string(at);
       break;
@@ -94,7 +95,7 @@ void walk_codif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only)
                std::to_string(frame_bytes) + ") at byte " + std::to_string(at);
       break;
     }
-    const uint64_t stride = headers_only ? codif::kHeaderBytes : frame_bytes;
+    const uint64_t stride = headers_only ? capture::codif::kHeaderBytes : frame_bytes;
     if (at + stride > s.bytes_on_disk) {
       s.stop = "a frame cut short at byte " + std::to_string(at) + " (" +
                std::to_string(s.bytes_on_disk - at) + " of " + std::to_string(stride) + " bytes)";
@@ -183,13 +184,14 @@ std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind k
   FileScan s;
   s.bytes_on_disk = s.bytes_whole = static_cast<uint64_t>(end);
   Reader reader(fd, s.bytes_on_disk, path);
-  codif::Header first, last;
-  codif::Timing t1, t2;
-  const std::byte* p = reader.get(0, codif::kHeaderBytes);
+  capture::codif::Header first, last;
+  capture::codif::Timing t1, t2;
+  const std::byte* p = reader.get(0, capture::codif::kHeaderBytes);
   if (p == nullptr || !codif_header(p, opts.syncs, first, t1)) return std::nullopt;
-  const uint64_t stride = kind == FileKind::codifhdr ? codif::kHeaderBytes : first.frame_bytes();
+  const uint64_t stride =
+      kind == FileKind::codifhdr ? capture::codif::kHeaderBytes : first.frame_bytes();
   if (s.bytes_on_disk % stride != 0) return std::nullopt;
-  p = reader.get(s.bytes_on_disk - stride, codif::kHeaderBytes);
+  p = reader.get(s.bytes_on_disk - stride, capture::codif::kHeaderBytes);
   if (p == nullptr || !codif_header(p, opts.syncs, last, t2) ||
       last.frame_bytes() != first.frame_bytes()) {
     return std::nullopt;

@@ -35,7 +35,7 @@ struct FileScan {
 };
 
 struct ScanOptions {
-  codif::SyncSet syncs = codif::SyncSet::defaults();
+  capture::codif::SyncSet syncs = capture::codif::SyncSet::defaults();
   uint64_t record_bytes = 0;  // raw_data: bytes per record when known (0: cannot be checked)
   bool trim = false;          // cut the file at bytes_whole
 };

@@ -28,7 +28,7 @@ bool final_state(const std::string& s) {
 }
 
 std::string ip(uint32_t a) {
-  return net::format_ipv4(a).data();
+  return capture::net::format_ipv4(a).data();
 }
 
 json zero_stream(const config::RunConfig& cfg, const config::StreamRef& ref) {
@@ -105,7 +105,7 @@ struct Walk {
   bool trust_listed;                   // the manifest was final: a listed size is the truth
   std::map<std::string, json> listed;  // relative path -> its entry, as found
   RecoveryResult& r;
-  codif::SyncSet syncs;
+  capture::codif::SyncSet syncs;
   uint64_t max_seq = 0;
   bool any = false;
   int attempt = 1;
@@ -312,7 +312,7 @@ void walk_all(Walk& w, json& m) {
     std::vector<FileScan> scans;
     uint64_t record_bytes = 0;
     if (wf.kind == FileKind::raw_data && frame_bytes.count(wf.owner) != 0) {
-      record_bytes = frame_bytes[wf.owner] - codif::kHeaderBytes;
+      record_bytes = frame_bytes[wf.owner] - capture::codif::kHeaderBytes;
       if (w.cfg.streams.format == config::StreamFormat::udp) record_bytes = 0;
     }
     json files = walk_writer(w, wf, record_bytes, scans);
@@ -364,11 +364,12 @@ json recovery_section(const RecoveryResult& r, const RecoverOptions& opts,
                "; frames received after it are in the files but not in those counters"}};
 }
 
-codif::SyncSet sync_words(const config::RunConfig& cfg) {
-  if (cfg.streams.sync.empty()) return codif::SyncSet::defaults();
-  codif::SyncSet set;
+capture::codif::SyncSet sync_words(const config::RunConfig& cfg) {
+  if (cfg.streams.sync.empty()) return capture::codif::SyncSet::defaults();
+  capture::codif::SyncSet set;
   for (const auto& s : cfg.streams.sync)
-    set.add(s.word, s.layout == config::CodifLayout::v1 ? codif::Layout::v1 : codif::Layout::v3);
+    set.add(s.word, s.layout == config::CodifLayout::v1 ? capture::codif::Layout::v1
+                                                        : capture::codif::Layout::v3);
   return set;
 }
 

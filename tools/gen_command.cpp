@@ -57,7 +57,7 @@ void install_stop_handlers() {
 
 uint32_t parse_address(const std::string& text, const char* option) {
   uint32_t ip = 0;
-  if (!net::parse_ipv4(text, ip)) {
+  if (!capture::net::parse_ipv4(text, ip)) {
     throw std::invalid_argument(std::string(option) + ": '" + text + "' is not an IPv4 address");
   }
   return ip;
@@ -69,7 +69,7 @@ GroupAddress parse_group(const std::string& text) {
     throw std::invalid_argument("--groups: '" + text + "' is not GROUP:PORT");
   }
   GroupAddress g{parse_address(text.substr(0, colon), "--groups"), 0};
-  if (!net::is_multicast(g.ip)) {
+  if (!capture::net::is_multicast(g.ip)) {
     throw std::invalid_argument("--groups: " + text.substr(0, colon) +
                                 " is not a multicast address");
   }
@@ -107,7 +107,7 @@ void check_distinct(const GenSetup& s) {
     for (std::size_t j = i + 1; j < s.sources.size(); ++j) {
       if (s.sources[i] == s.sources[j]) {
         throw std::invalid_argument(
-            "--sources: " + std::string(net::format_ipv4(s.sources[i]).data()) +
+            "--sources: " + std::string(capture::net::format_ipv4(s.sources[i]).data()) +
             " is listed twice");
       }
     }
@@ -119,7 +119,7 @@ void check_distinct(const GenSetup& s) {
     for (std::size_t j = i + 1; j < s.groups.size(); ++j) {
       if (s.groups[i].ip == s.groups[j].ip && s.groups[i].port == s.groups[j].port) {
         throw std::invalid_argument(
-            "--groups: " + std::string(net::format_ipv4(s.groups[i].ip).data()) + ":" +
+            "--groups: " + std::string(capture::net::format_ipv4(s.groups[i].ip).data()) + ":" +
             std::to_string(s.groups[i].port) + " is listed twice");
       }
     }

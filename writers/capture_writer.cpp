@@ -46,7 +46,7 @@ constexpr uint32_t kPcapTag = UINT32_MAX;
 
 bool any_gpu_ring(const capture::Ingest& ingest) {
   return std::any_of(ingest.streams().begin(), ingest.streams().end(), [](const auto* sp) {
-    return sp->ring().payload_kind() == capture::MemoryKind::gpu;
+    return sp->ring().payload_kind() == capture::memory::MemoryKind::gpu;
   });
 }
 
@@ -79,7 +79,8 @@ CaptureWriter::CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters>
   if (pcap_) arrivals_.resize(ingest_.arrivals()->capacity());
   const bool gpu = any_gpu_ring(ingest_);
   if (gpu || options_.force_staging) {
-    const capture::MemoryKind kind = gpu ? capture::MemoryKind::gpu : capture::MemoryKind::host;
+    const capture::memory::MemoryKind kind =
+        gpu ? capture::memory::MemoryKind::gpu : capture::memory::MemoryKind::host;
     auto engine = options_.copy_engine
                       ? options_.copy_engine()
                       : staging::make_copy_engine(kind, options_.staging.cuda_device);
@@ -113,7 +114,7 @@ std::size_t CaptureWriter::poll() {
 }
 
 void CaptureWriter::write_arrivals() {
-  capture::SpscQueue<capture::ArrivalRef>* queue = ingest_.arrivals();
+  common::SpscQueue<capture::ArrivalRef>* queue = ingest_.arrivals();
   if (queue == nullptr) return;  // checked at construction; keeps the compiler sure too
   const std::size_t n = queue->pop(arrivals_);
   for (std::size_t i = 0; i < n; ++i) {
@@ -137,7 +138,7 @@ std::size_t CaptureWriter::poll_staged() {
     popped_[s] = ingest_.streams()[s]->ring().pop(batches_[s]);
   }
   stage_items_.clear();
-  capture::SpscQueue<capture::ArrivalRef>* queue = ingest_.arrivals();
+  common::SpscQueue<capture::ArrivalRef>* queue = ingest_.arrivals();
   if (pcap_ && queue != nullptr) {  // drained after the pops, as in poll()
     const std::size_t n = queue->pop(arrivals_);
     for (std::size_t i = 0; i < n; ++i) {
@@ -198,7 +199,7 @@ void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::b
   const bool segment_start = (m.flags & capture::kSlotSegmentStart) != 0 || !st.started;
   const bool codif = ingest_.streams()[s]->spec().format == capture::StreamFormat::codif;
 
-  std::array<std::byte, codif::kHeaderBytes> header{};
+  std::array<std::byte, capture::codif::kHeaderBytes> header{};
   if (codif) {
     // The 64 CODIF header bytes, gathered if the split fell inside them.
     const auto [h0, h1] = udp.from(0);
@@ -210,7 +211,7 @@ void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::b
                  m.frame_index - st.last_index - 1);
     }
   }
-  const auto [d0, d1] = udp.from(codif ? codif::kHeaderBytes : 0);
+  const auto [d0, d1] = udp.from(codif ? capture::codif::kHeaderBytes : 0);
   if (w.raw) {
     w.raw->set_next_index(m.frame_index);
     check(w.raw->write_frame(header, d0, d1));
@@ -230,16 +231,16 @@ void CaptureWriter::count_frame(std::size_t s, const SlotMeta& m) {
 }
 
 void CaptureWriter::write_fill(std::size_t s,
-                               std::span<const std::byte, codif::kHeaderBytes> header,
+                               std::span<const std::byte, capture::codif::kHeaderBytes> header,
                                uint32_t udp_payload_bytes, uint64_t from, uint64_t count) {
-  codif::Header h;
-  codif::Timing t;
+  capture::codif::Header h;
+  capture::codif::Timing t;
   // The frame was validated at capture, so this only recovers its timing.
-  if (!codif::decode(header, ingest_.streams()[s]->spec().syncs, h) ||
-      codif::validate(h, udp_payload_bytes, t) != codif::Invalid::ok) {
+  if (!capture::codif::decode(header, ingest_.streams()[s]->spec().syncs, h) ||
+      capture::codif::validate(h, udp_payload_bytes, t) != capture::codif::Invalid::ok) {
     return;
   }
-  const codif::Header first_missing = codif::at_index(h, t, from);
+  const capture::codif::Header first_missing = capture::codif::at_index(h, t, from);
   StreamWriters& w = per_stream_[s];
   if (w.raw) {
     w.raw->set_next_index(from);

@@ -105,7 +105,8 @@ class CaptureWriter {
   void count_frame(std::size_t stream, const capture::SlotMeta& m);
   void on_staged(const staging::StageItem& item, std::span<const std::byte> payload, bool ok);
   void report_staging_errors();
-  void write_fill(std::size_t stream, std::span<const std::byte, codif::kHeaderBytes> header,
+  void write_fill(std::size_t stream,
+                  std::span<const std::byte, capture::codif::kHeaderBytes> header,
                   uint32_t udp_payload_bytes, uint64_t from, uint64_t count);
   void take_gap_events(std::size_t stream);
   void check(Status s);

@@ -20,10 +20,10 @@ class CodifHeaderWriter {
  public:
   CodifHeaderWriter(PathMaker path_maker, const RotationOptions& rotation);
 
-  Status write_frame(std::span<const std::byte, codif::kHeaderBytes> header);
+  Status write_frame(std::span<const std::byte, capture::codif::kHeaderBytes> header);
   // As RawWriter::write_fill, headers only.
-  Status write_fill(const codif::Header& first_missing, const codif::Timing& timing,
-                    uint64_t count);
+  Status write_fill(const capture::codif::Header& first_missing,
+                    const capture::codif::Timing& timing, uint64_t count);
 
   Status close() { return out_.close(); }
   void request_rotation() noexcept { out_.request_rotation(); }

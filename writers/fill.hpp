@@ -8,9 +8,10 @@
 namespace rocecap::writers {
 
 // Header of the frame `n` frames after `first_missing`, with the invalid bit set.
-inline codif::Header fill_header(const codif::Header& first_missing, const codif::Timing& timing,
-                                 uint64_t n) noexcept {
-  codif::Header h = codif::advance(first_missing, timing, n);
+inline capture::codif::Header fill_header(const capture::codif::Header& first_missing,
+                                          const capture::codif::Timing& timing,
+                                          uint64_t n) noexcept {
+  capture::codif::Header h = capture::codif::advance(first_missing, timing, n);
   h.invalid = true;
   return h;
 }

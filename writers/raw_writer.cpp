@@ -10,7 +10,7 @@ namespace rocecap::writers {
 RawWriter::RawWriter(PathMaker path_maker, const RotationOptions& rotation, RawOptions options)
     : out_(std::move(path_maker), rotation), options_(options) {}
 
-Status RawWriter::write_frame(std::span<const std::byte, codif::kHeaderBytes> header,
+Status RawWriter::write_frame(std::span<const std::byte, capture::codif::kHeaderBytes> header,
                               std::span<const std::byte> data,
                               std::span<const std::byte> data_tail) {
   if (options_.strip_headers) {
@@ -21,18 +21,18 @@ Status RawWriter::write_frame(std::span<const std::byte, codif::kHeaderBytes> he
   return out_.write(pieces);
 }
 
-Status RawWriter::write_fill(const codif::Header& first_missing, const codif::Timing& timing,
-                             uint64_t count) {
+Status RawWriter::write_fill(const capture::codif::Header& first_missing,
+                             const capture::codif::Timing& timing, uint64_t count) {
   const std::size_t data_bytes = first_missing.payload_bytes();
   Status first_error;
-  std::array<std::byte, codif::kHeaderBytes> header{};
+  std::array<std::byte, capture::codif::kHeaderBytes> header{};
   for (uint64_t i = 0; i < count; ++i) {
     Status s;
     if (options_.strip_headers) {
       const std::array<Piece, 1> pieces{zeros_piece(data_bytes)};
       s = out_.write(pieces, RecordKind::fill);
     } else {
-      codif::encode(fill_header(first_missing, timing, i), header);
+      capture::codif::encode(fill_header(first_missing, timing, i), header);
       const std::array<Piece, 2> pieces{bytes_piece(header), zeros_piece(data_bytes)};
       s = out_.write(pieces, RecordKind::fill);
     }

@@ -28,15 +28,15 @@ class RawWriter {
   // slots of the split capture).
   // The data may come in two pieces (`data`, then `data_tail`): the split capture puts the
   // first bytes after the CODIF header in the header slot and the rest in the payload slot.
-  Status write_frame(std::span<const std::byte, codif::kHeaderBytes> header,
+  Status write_frame(std::span<const std::byte, capture::codif::kHeaderBytes> header,
                      std::span<const std::byte> data, std::span<const std::byte> data_tail = {});
 
   // `count` fill frames: the headers of the frames from `first_missing` on (its index, then
   // +1...) with the invalid bit set, and first_missing.payload_bytes() zero bytes each.
   // The caller bounds `count` (the Sequencer resynchronises instead of filling huge jumps).
   // Returns the first error; fill frames that could not be written are counted as dropped.
-  Status write_fill(const codif::Header& first_missing, const codif::Timing& timing,
-                    uint64_t count);
+  Status write_fill(const capture::codif::Header& first_missing,
+                    const capture::codif::Timing& timing, uint64_t count);
 
   Status close() { return out_.close(); }
   void request_rotation() noexcept { out_.request_rotation(); }

@@ -1,6 +1,6 @@
 #include "capture/codif/frame_indexer.hpp"
 
-namespace rocecap::codif {
+namespace rocecap::capture::codif {
 namespace {
 
 // Bits that must stay constant within a stream, per layout (doc/codif.md). Left out: frame and
@@ -77,4 +77,4 @@ std::string_view to_string(FrameIndexer::Status s) noexcept {
   return "unknown";
 }
 
-}  // namespace rocecap::codif
+}  // namespace rocecap::capture::codif

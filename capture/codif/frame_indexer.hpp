@@ -17,7 +17,7 @@
 
 #include "capture/codif/header.hpp"
 
-namespace rocecap::codif {
+namespace rocecap::capture::codif {
 
 class FrameIndexer {
  public:
@@ -114,4 +114,4 @@ class FrameIndexer {
 
 std::string_view to_string(FrameIndexer::Status s) noexcept;
 
-}  // namespace rocecap::codif
+}  // namespace rocecap::capture::codif

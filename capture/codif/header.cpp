@@ -5,7 +5,7 @@
 #include <cstring>
 #include <limits>
 
-namespace rocecap::codif {
+namespace rocecap::capture::codif {
 namespace {
 
 __extension__ using u128 = unsigned __int128;
@@ -270,4 +270,4 @@ std::array<char, 3> station_name(uint16_t id) noexcept {
   return {printable(id >> 8), printable(id & 0xFF), '\0'};
 }
 
-}  // namespace rocecap::codif
+}  // namespace rocecap::capture::codif

@@ -12,7 +12,7 @@
 #include <span>
 #include <string_view>
 
-namespace rocecap::codif {
+namespace rocecap::capture::codif {
 
 inline constexpr std::size_t kHeaderBytes = 64;
 inline constexpr uint32_t kSyncV3 = 0xFEEDCAFE;
@@ -142,4 +142,4 @@ constexpr uint16_t station_id(char a, char b) noexcept {
   return static_cast<uint16_t>((static_cast<uint8_t>(a) << 8) | static_cast<uint8_t>(b));
 }
 
-}  // namespace rocecap::codif
+}  // namespace rocecap::capture::codif

@@ -11,7 +11,7 @@
 #include <string>
 
 #include "capture/memory/cuda_runtime.hpp"
-#include "capture/payload_memory.hpp"
+#include "capture/memory/payload_memory.hpp"
 
 namespace rocecap::capture::memory {
 

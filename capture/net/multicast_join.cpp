@@ -14,7 +14,7 @@
 
 #include "capture/net/packet.hpp"
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 namespace {
 
 // Linux's default for net.ipv4.igmp_max_memberships (IP_MAX_MEMBERSHIPS, include/linux/igmp.h).
@@ -100,4 +100,4 @@ MulticastJoin::~MulticastJoin() {
   leave_all();
 }
 
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 
 // The per-socket membership limit: /proc/sys/net/ipv4/igmp_max_memberships of this process's
 // network namespace, or Linux's default of 20 where it cannot be read. Never below 1.
@@ -44,4 +44,4 @@ class MulticastJoin {
   std::vector<uint32_t> groups_;
 };
 
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

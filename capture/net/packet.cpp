@@ -3,7 +3,7 @@
 #include <charconv>
 #include <cstring>
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 namespace {
 
 inline uint16_t load_be16(const std::byte* p) noexcept {
@@ -154,4 +154,4 @@ std::array<char, 16> format_ipv4(uint32_t addr) noexcept {
   return buf;
 }
 
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

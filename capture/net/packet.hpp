@@ -11,7 +11,7 @@
 #include <span>
 #include <string_view>
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 
 inline constexpr std::size_t kEthHeaderBytes = 14;
 inline constexpr std::size_t kVlanTagBytes = 4;
@@ -90,4 +90,4 @@ inline constexpr bool is_multicast(uint32_t addr) noexcept {
   return (addr >> 28) == 0xE;
 }
 
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 namespace {
 
 constexpr std::size_t kMaxIpOptionWords = 10;
@@ -81,4 +81,4 @@ uint16_t internet_checksum(std::span<const std::byte> bytes) noexcept {
   return static_cast<uint16_t>(~sum);
 }
 
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

@@ -10,7 +10,7 @@
 
 #include "capture/net/packet.hpp"
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 
 struct VlanTag {
   uint16_t tpid = kEtherTypeVlan;  // 0x8100, or 0x88A8 for an outer 802.1ad tag
@@ -44,4 +44,4 @@ std::size_t write_udp_headers(const UdpFrameSpec& spec, std::size_t payload_byte
 // RFC 1071 one's-complement checksum of `bytes` (even length expected for IPv4 headers).
 uint16_t internet_checksum(std::span<const std::byte> bytes) noexcept;
 
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

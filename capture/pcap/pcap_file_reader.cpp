@@ -6,7 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
-namespace rocecap::pcapsrc {
+namespace rocecap::capture::pcap {
 namespace {
 
 constexpr std::size_t kFileHeader = 24;
@@ -112,4 +112,4 @@ PcapFileReader::Next PcapFileReader::next(PcapRecord& out) noexcept {
   return Next::record;
 }
 
-}  // namespace rocecap::pcapsrc
+}  // namespace rocecap::capture::pcap

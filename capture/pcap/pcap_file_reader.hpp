@@ -17,7 +17,7 @@
 #include <span>
 #include <string>
 
-namespace rocecap::pcapsrc {
+namespace rocecap::capture::pcap {
 
 struct PcapRecord {
   std::span<const std::byte> captured;  // valid until the next call of next()
@@ -70,4 +70,4 @@ class PcapFileReader {
   uint64_t offset_ = 24;   // file offset of buf_[begin_]
 };
 
-}  // namespace rocecap::pcapsrc
+}  // namespace rocecap::capture::pcap

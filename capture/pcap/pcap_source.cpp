@@ -11,7 +11,7 @@
 
 #include "capture/net/packet.hpp"
 
-namespace rocecap::pcapsrc {
+namespace rocecap::capture::pcap {
 namespace {
 
 [[noreturn]] void fail(const std::string& what, const std::string& detail) {
@@ -199,4 +199,4 @@ SourceStats PcapSource::stats() const noexcept {
   return s;
 }
 
-}  // namespace rocecap::pcapsrc
+}  // namespace rocecap::capture::pcap

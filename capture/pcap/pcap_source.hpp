@@ -16,7 +16,7 @@
 
 #include "capture/pcap/pcap_file_reader.hpp"
 
-namespace rocecap::pcapsrc {
+namespace rocecap::capture::pcap {
 
 // Receives frames on the capture thread. Must not block or throw.
 class FrameSink {
@@ -111,4 +111,4 @@ class PcapSource {
 // (vlan and ((...) or (vlan and (...))))".
 std::string build_filter(const std::vector<GroupPort>& groups);
 
-}  // namespace rocecap::pcapsrc
+}  // namespace rocecap::capture::pcap

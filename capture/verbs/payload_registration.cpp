@@ -29,7 +29,7 @@ std::string errno_text(int err) {
   return std::string(std::strerror(err)) + " (" + (name != nullptr ? name : "?") + ")";
 }
 
-MemoryRegion try_dmabuf(ibv_pd* pd, const PayloadMemory& m, std::string& why) {
+MemoryRegion try_dmabuf(ibv_pd* pd, const memory::PayloadMemory& m, std::string& why) {
   std::string export_why;
   const memory::DmaBufFd fd = memory::export_dmabuf(m.data(), m.size(), export_why);
   if (!fd) {
@@ -50,7 +50,7 @@ MemoryRegion try_dmabuf(ibv_pd* pd, const PayloadMemory& m, std::string& why) {
   return mr;
 }
 
-MemoryRegion try_peer_memory(ibv_pd* pd, const PayloadMemory& m, std::string& why) {
+MemoryRegion try_peer_memory(ibv_pd* pd, const memory::PayloadMemory& m, std::string& why) {
   MemoryRegion mr(ibv_reg_mr(pd, m.data(), m.size(), kAccess));
   if (!mr) {
     const int err = errno;
@@ -64,9 +64,9 @@ MemoryRegion try_peer_memory(ibv_pd* pd, const PayloadMemory& m, std::string& wh
 
 }  // namespace
 
-PayloadRegistration register_payload(ibv_pd* pd, const PayloadMemory& memory,
+PayloadRegistration register_payload(ibv_pd* pd, const memory::PayloadMemory& memory,
                                      const std::string& what) {
-  if (memory.kind() == MemoryKind::host) {
+  if (memory.kind() == memory::MemoryKind::host) {
     return {register_memory(pd, memory.data(), memory.size(), what), "host"};
   }
   std::string dmabuf_why;

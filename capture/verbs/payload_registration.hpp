@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "capture/memory/payload_choice.hpp"
-#include "capture/payload_memory.hpp"
+#include "capture/memory/payload_memory.hpp"
 #include "capture/verbs/verbs_objects.hpp"
 
 namespace rocecap::capture::verbs {
@@ -24,7 +24,7 @@ struct PayloadRegistration {
 };
 
 // Throws VerbsError starting with `what` and naming every path tried and why it failed.
-PayloadRegistration register_payload(ibv_pd* pd, const PayloadMemory& memory,
+PayloadRegistration register_payload(ibv_pd* pd, const memory::PayloadMemory& memory,
                                      const std::string& what);
 
 // Registering GPU slabs of a run's real number and sizes before the run commits to GPU memory.
@@ -36,7 +36,7 @@ PayloadRegistration register_payload(ibv_pd* pd, const PayloadMemory& memory,
 class GpuRegistrationTrial {
  public:
   // Makes one slab of `bytes`; default: GpuMemory on CUDA device `gpu`. Tests substitute one.
-  using SlabFactory = std::function<std::unique_ptr<PayloadMemory>(std::size_t bytes)>;
+  using SlabFactory = std::function<std::unique_ptr<memory::PayloadMemory>(std::size_t bytes)>;
   explicit GpuRegistrationTrial(int gpu, SlabFactory make = {});
 
   // Opens RDMA device `device` and registers one slab per entry of `slab_bytes` on it, keeping
@@ -52,7 +52,7 @@ class GpuRegistrationTrial {
   struct Held {
     Context ctx;
     ProtectionDomain pd;
-    std::vector<std::unique_ptr<PayloadMemory>> slabs;
+    std::vector<std::unique_ptr<memory::PayloadMemory>> slabs;
     std::vector<MemoryRegion> mrs;  // destroyed first (members go in reverse order)
   };
   SlabFactory make_;

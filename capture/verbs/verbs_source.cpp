@@ -68,7 +68,7 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
   check_cq_size(entries, depth_sum, static_cast<uint64_t>(dev.orig_attr.max_cqe));
   create_cq(static_cast<uint32_t>(entries), dev);
   streams_.resize(ingest_.streams().size());
-  recoveries_ = std::make_unique<RelaxedCounter[]>(streams_.size());
+  recoveries_ = std::make_unique<common::RelaxedCounter[]>(streams_.size());
   for (uint32_t i = 0; i < streams_.size(); ++i)
     build_stream(i, *ingest_.streams()[i]);
   if (event_mode_ && ibv_req_notify_cq(ibv_cq_ex_to_cq(cq_.get()), 0) != 0) {
@@ -91,7 +91,7 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
   s.name = stream_name(sp.spec().key);
   s.header_bytes = sp.split();
   s.payload_bytes = sp.spec().ring.payload_slot_bytes;
-  const HostMemory& hm = ring.header_memory();
+  const memory::HostMemory& hm = ring.header_memory();
   s.header_mr = register_memory(pd_.get(), hm.data(), hm.size(), what + " header slab");
   // Host memory, or GPU memory through dma-buf or peer memory (payload_registration.hpp).
   s.payload_mr = register_payload(pd_.get(), ring.payload_memory(), what + " payload slab").mr;

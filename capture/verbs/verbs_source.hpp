@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "capture/ingest.hpp"
-#include "capture/relaxed_counter.hpp"
 #include "capture/verbs/hca_clock.hpp"
 #include "capture/verbs/nic_clock.hpp"
 #include "capture/verbs/verbs_objects.hpp"
+#include "common/relaxed_counter.hpp"
 
 namespace rocecap::capture::verbs {
 
@@ -176,9 +176,9 @@ class VerbsSource {
   CompChannel channel_;
   CompletionQueue cq_;
   std::vector<StreamQp> streams_;
-  RelaxedCounter polls_, empty_polls_, completions_, oversize_, wc_errors_, posted_;
-  RelaxedCounter qp_recoveries_;
-  std::unique_ptr<RelaxedCounter[]> recoveries_;  // per stream
+  common::RelaxedCounter polls_, empty_polls_, completions_, oversize_, wc_errors_, posted_;
+  common::RelaxedCounter qp_recoveries_;
+  std::unique_ptr<common::RelaxedCounter[]> recoveries_;  // per stream
   uint32_t recovering_ = 0;                // streams whose QP is being recovered (capture thread)
   int flushed_ = 0;                        // flush completions in the current poll (capture thread)
   std::atomic<int> first_error_state_{0};  // 0 none, 1 being written, 2 recorded, 3 taken

@@ -9,7 +9,7 @@
 
 #include "rundir/atomic_write.hpp"
 
-namespace rocecap {
+namespace rocecap::daemon {
 namespace {
 
 std::string error(const std::string& what, const std::string& path) {
@@ -58,4 +58,4 @@ std::string replace_file_atomically_at(int dirfd, const std::string& name, std::
   return {};
 }
 
-}  // namespace rocecap
+}  // namespace rocecap::daemon

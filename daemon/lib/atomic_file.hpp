@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace rocecap {
+namespace rocecap::daemon {
 
 // Returns an empty string on success, else a message naming the path and the error.
 std::string replace_file_atomically(const std::string& path, std::string_view content);
@@ -16,4 +16,4 @@ std::string replace_file_atomically(const std::string& path, std::string_view co
 std::string replace_file_atomically_at(int dirfd, const std::string& name, std::string_view content,
                                        const std::string& shown, unsigned mode = 0640);
 
-}  // namespace rocecap
+}  // namespace rocecap::daemon

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <stdexcept>
 
-namespace rocecap {
+namespace rocecap::daemon {
 namespace {
 
 int syslog_priority(spdlog::level::level_enum level) {
@@ -71,4 +71,4 @@ std::shared_ptr<spdlog::logger> make_logger(const std::string& level, bool journ
   return logger;
 }
 
-}  // namespace rocecap
+}  // namespace rocecap::daemon

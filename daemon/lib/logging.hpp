@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-namespace rocecap {
+namespace rocecap::daemon {
 
 // True when JOURNAL_STREAM ("dev:inode") is the device and inode of file descriptor 2.
 bool stderr_is_journal();
@@ -17,4 +17,4 @@ bool stderr_is_journal();
 // (trace, debug, info, warn, error, critical, off).
 std::shared_ptr<spdlog::logger> make_logger(const std::string& level, bool journal);
 
-}  // namespace rocecap
+}  // namespace rocecap::daemon

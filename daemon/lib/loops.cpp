@@ -26,7 +26,7 @@ void refresh_drops(InterfaceRuntime& ir) noexcept {
     return;
   }
 #endif
-  const pcapsrc::SourceStats s = ir.source->stats();
+  const capture::pcap::SourceStats s = ir.source->stats();
   ir.progress.nic_drops.set(s.kernel_drops + s.interface_drops);
 }
 

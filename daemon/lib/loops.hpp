@@ -8,7 +8,7 @@
 #include <functional>
 #include <optional>
 
-#include "daemon/lib/runtime.hpp"
+#include "daemon/lib/run_assembly.hpp"
 
 namespace rocecap::daemon {
 

@@ -4,7 +4,7 @@
 
 #include "daemon/lib/atomic_file.hpp"
 
-namespace rocecap {
+namespace rocecap::daemon {
 namespace {
 
 nlohmann::json frame_time(const std::optional<ManifestFrameTime>& t) {
@@ -12,7 +12,7 @@ nlohmann::json frame_time(const std::optional<ManifestFrameTime>& t) {
   return {{"index", t->index}, {"time", iso8601_utc(t->unix_ns)}, {"unix_ns", t->unix_ns}};
 }
 
-nlohmann::json files_json(const std::vector<ManifestFile>& list) {
+nlohmann::json files_json(const std::vector<ManifestFileEntry>& list) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : list) {
     files.push_back({{"path", f.path}, {"format", f.format}, {"bytes", f.bytes}});
@@ -134,4 +134,4 @@ std::string write_manifest(const std::string& path, const nlohmann::json& m) {
   return replace_file_atomically(path, m.dump(2) + "\n");
 }
 
-}  // namespace rocecap
+}  // namespace rocecap::daemon

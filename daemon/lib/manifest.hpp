@@ -14,10 +14,10 @@
 
 #include "rundir/utc_time.hpp"
 
-namespace rocecap {
+namespace rocecap::daemon {
 
-struct ManifestFile {
-  std::string path;  // relative to the output directory (the run directory's parent)
+struct ManifestFileEntry {  // one output file as the manifest lists it
+  std::string path;         // relative to the output directory (the run directory's parent)
   std::string format;
   uint64_t bytes = 0;
 };
@@ -45,7 +45,7 @@ struct ManifestStream {
   std::optional<ManifestFrameTime> first_frame, last_frame;
   std::vector<std::pair<uint64_t, uint64_t>> gaps;  // [first missing index, count]
   uint64_t gaps_not_listed = 0;                     // gap events beyond the bounded list
-  std::vector<ManifestFile> files;
+  std::vector<ManifestFileEntry> files;
   std::vector<ManifestWriteLoss> write_error_lost;  // one per format written
 };
 
@@ -70,7 +70,7 @@ struct ManifestInterface {
   uint64_t write_errors = 0;      // failed writes of the per-interface output (pcap)
   uint64_t write_error_lost = 0;  // pcap records not written because of write errors
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
-  std::vector<ManifestFile> files;           // per-interface output (pcap)
+  std::vector<ManifestFileEntry> files;      // per-interface output (pcap)
   std::optional<ManifestVerbs> verbs;        // backend verbs only
 };
 
@@ -100,4 +100,4 @@ std::string write_manifest(const std::string& path, const Manifest& m);
 // The same for a manifest already rendered (and merged with earlier attempts, ManifestFile).
 std::string write_manifest(const std::string& path, const nlohmann::json& m);
 
-}  // namespace rocecap
+}  // namespace rocecap::daemon

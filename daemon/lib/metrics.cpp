@@ -61,7 +61,7 @@ Labels stream_labels(const Runtime& rt, const InterfaceRuntime& ir, std::size_t 
   const config::StreamRef& ref = ir.refs[s];
   const auto& g = rt.config->capture.interfaces[ref.interface].groups[ref.group];
   const std::string group =
-      std::string(net::format_ipv4(g.address).data()) + ":" + std::to_string(g.port);
+      std::string(capture::net::format_ipv4(g.address).data()) + ":" + std::to_string(g.port);
   return {{"interface", ir.name},
           {"group", group},
           {"antenna", rt.config->streams.antennas[ref.antenna].name}};
@@ -227,7 +227,7 @@ void add_writers(Exposition& e, const Runtime& rt) {
   struct Item {
     const char* name;
     const char* help;
-    capture::RelaxedCounter FormatCounters::*counter;
+    common::RelaxedCounter FormatCounters::*counter;
   };
   static const Item items[] = {
       {"rocecap_written_bytes_total", "Bytes written to files", &FormatCounters::bytes_written},
@@ -382,7 +382,7 @@ MetricsServer::MetricsServer(uint32_t address, uint16_t port,
                              std::shared_ptr<MetricsCollector> collector)
     : collector_(std::move(collector)) {
   const std::string where =
-      std::string(net::format_ipv4(address).data()) + ":" + std::to_string(port);
+      std::string(capture::net::format_ipv4(address).data()) + ":" + std::to_string(port);
   if (const std::string why = port != 0 ? bind_problem(address, port) : std::string();
       !why.empty()) {
     throw std::runtime_error("metrics: cannot listen on " + where + ": " + why);

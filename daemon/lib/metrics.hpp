@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/lib/runtime.hpp"
+#include "daemon/lib/run_assembly.hpp"
 
 namespace prometheus {
 class Exposer;

@@ -1,6 +1,6 @@
 #include "daemon/lib/published.hpp"
 
-#include "daemon/lib/runtime.hpp"
+#include "daemon/lib/run_assembly.hpp"
 
 namespace rocecap::daemon {
 namespace {

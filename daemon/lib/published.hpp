@@ -9,7 +9,7 @@
 #include <memory>
 #include <string_view>
 
-#include "capture/relaxed_counter.hpp"
+#include "common/relaxed_counter.hpp"
 
 namespace rocecap::daemon {
 
@@ -17,31 +17,31 @@ struct InterfaceRuntime;
 
 // Written by the capture thread once per housekeeping period.
 struct StreamActivity {
-  capture::RelaxedCounter last_arrival_ns;  // wall clock, Unix ns; 0: nothing yet
-  uint64_t seen_received = 0;               // capture thread only: received at the last look
+  common::RelaxedCounter last_arrival_ns;  // wall clock, Unix ns; 0: nothing yet
+  uint64_t seen_received = 0;              // capture thread only: received at the last look
 };
 
 // One output format of one interface, summed over its streams; written by the writer thread.
 struct FormatCounters {
-  capture::RelaxedCounter bytes_written;
-  capture::RelaxedCounter frames_written;
-  capture::RelaxedCounter fill_frames;
-  capture::RelaxedCounter frames_dropped;
-  capture::RelaxedCounter files_opened;
-  capture::RelaxedCounter write_errors;
-  capture::RelaxedCounter write_error_lost_frames;  // received frames / records (write_error)
-  capture::RelaxedCounter storage_errors;
-  capture::RelaxedCounter retries;
+  common::RelaxedCounter bytes_written;
+  common::RelaxedCounter frames_written;
+  common::RelaxedCounter fill_frames;
+  common::RelaxedCounter frames_dropped;
+  common::RelaxedCounter files_opened;
+  common::RelaxedCounter write_errors;
+  common::RelaxedCounter write_error_lost_frames;  // received frames / records (write_error)
+  common::RelaxedCounter storage_errors;
+  common::RelaxedCounter retries;
 };
 
 // GPU->host payload staging of one interface (writers/staging/payload_stager.hpp); written by
 // the writer thread, present only when its CaptureWriter stages.
 struct StagingCounters {
-  capture::RelaxedCounter bytes_copied;
-  capture::RelaxedCounter frames_staged;
-  capture::RelaxedCounter frames_failed;
-  capture::RelaxedCounter lag_ns_total;
-  capture::RelaxedCounter lag_ns_max;
+  common::RelaxedCounter bytes_copied;
+  common::RelaxedCounter frames_staged;
+  common::RelaxedCounter frames_failed;
+  common::RelaxedCounter lag_ns_total;
+  common::RelaxedCounter lag_ns_max;
 };
 
 enum class PublishedFormat : std::size_t { raw, codifhdr, pcap };
@@ -54,8 +54,8 @@ struct PublishedStats {
   std::array<bool, kOutputFormatCount> format_used{};  // set before threads start
   StagingCounters staging;
   bool staging_used = false;  // set before threads start
-  capture::RelaxedCounter writer_passes;
-  capture::RelaxedCounter writer_last_pass_ns;  // wall clock, Unix ns
+  common::RelaxedCounter writer_passes;
+  common::RelaxedCounter writer_last_pass_ns;  // wall clock, Unix ns
 };
 
 // Before any thread starts: sizes ir.published and records which formats ir writes.

@@ -12,7 +12,7 @@ namespace rocecap::daemon {
 namespace {
 
 std::string ip(uint32_t a) {
-  return net::format_ipv4(a).data();
+  return capture::net::format_ipv4(a).data();
 }
 
 std::string relative_path(const std::filesystem::path& p, const std::filesystem::path& root) {
@@ -132,7 +132,7 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
   m.host = id.host;
   m.version = id.version;
   m.backend = std::string(config::to_string(cfg.capture.backend));
-  m.payload_memory = std::string(capture::to_string(rt.payload.kind));
+  m.payload_memory = std::string(capture::memory::to_string(rt.payload.kind));
   m.payload_memory_reason = rt.payload.reason;
   m.config_file = cfg.source_path;
   m.config_text = cfg.source_text;

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "daemon/lib/manifest.hpp"
-#include "daemon/lib/runtime.hpp"
+#include "daemon/lib/run_assembly.hpp"
 
 namespace rocecap::daemon {
 

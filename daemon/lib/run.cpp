@@ -159,13 +159,13 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     return kExitStartup;
   }
   if (metrics)
-    log.info("metrics on http://{}:{}/metrics", net::format_ipv4(cfg.metrics.address).data(),
-             metrics->port());
+    log.info("metrics on http://{}:{}/metrics",
+             capture::net::format_ipv4(cfg.metrics.address).data(), metrics->port());
   if (metrics && config::metrics_exposed(cfg.metrics))
     log.warn(
         "metrics.listen {} is not a loopback address: anyone who can reach this host can "
         "read the run's metrics; use 127.0.0.1 behind a proxy or a firewall",
-        net::format_ipv4(cfg.metrics.address).data());
+        capture::net::format_ipv4(cfg.metrics.address).data());
   ManifestFile manifest(rt->run_dir);
   if (!dir.previous.is_null()) manifest.continue_run(std::move(dir.previous), dir.attempt);
   save_manifest(*rt, manifest, id, "running", log);

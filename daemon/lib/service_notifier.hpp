@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/lib/runtime.hpp"
+#include "daemon/lib/run_assembly.hpp"
 
 namespace rocecap::daemon {
 

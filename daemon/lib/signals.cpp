@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace rocecap {
+namespace rocecap::daemon {
 namespace {
 
 sigset_t watched() {
@@ -57,4 +57,4 @@ SignalWatcher::Event SignalWatcher::wait(std::chrono::milliseconds timeout) noex
   return last_ == SIGHUP ? Event::rotate : Event::stop;
 }
 
-}  // namespace rocecap
+}  // namespace rocecap::daemon

@@ -7,7 +7,7 @@
 
 #include <chrono>
 
-namespace rocecap {
+namespace rocecap::daemon {
 
 class SignalWatcher {
  public:
@@ -27,4 +27,4 @@ class SignalWatcher {
   int last_ = 0;
 };
 
-}  // namespace rocecap
+}  // namespace rocecap::daemon

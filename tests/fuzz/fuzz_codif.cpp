@@ -10,7 +10,7 @@
 #include "capture/codif/header.hpp"
 #include "fuzz_check.hpp"
 
-namespace codif = rocecap::codif;
+namespace codif = rocecap::capture::codif;
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include "capture/net/packet.hpp"
 #include "fuzz_check.hpp"
 
-using rocecap::net::ParseError;
-using rocecap::net::UdpFrame;
+using rocecap::capture::net::ParseError;
+using rocecap::capture::net::UdpFrame;
 
 namespace {
 
@@ -22,7 +22,7 @@ bool same(const UdpFrame& a, const UdpFrame& b) {
 }
 
 void check_ok(const UdpFrame& f, std::size_t head, std::size_t wire) {
-  FUZZ_CHECK(f.vlan_count <= rocecap::net::kMaxVlanTags);
+  FUZZ_CHECK(f.vlan_count <= rocecap::capture::net::kMaxVlanTags);
   FUZZ_CHECK(f.ip_offset == 14 + 4 * f.vlan_count);
   FUZZ_CHECK(f.udp_offset >= f.ip_offset + 20 && f.udp_offset <= f.ip_offset + 60);
   FUZZ_CHECK(f.payload_offset == f.udp_offset + 8);
@@ -44,12 +44,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
   std::memcpy(head.get(), data + 2, split);
 
   UdpFrame whole;
-  const ParseError rw = rocecap::net::parse_udp({frame.get(), wire}, whole);
+  const ParseError rw = rocecap::capture::net::parse_udp({frame.get(), wire}, whole);
   FUZZ_CHECK(rw != ParseError::headers_beyond_split);  // nothing split: cannot happen
   if (rw == ParseError::ok) check_ok(whole, wire, wire);
 
   UdpFrame part;
-  const ParseError rp = rocecap::net::parse_udp({head.get(), split}, wire, part);
+  const ParseError rp = rocecap::capture::net::parse_udp({head.get(), split}, wire, part);
   // Same checks in the same order on the same bytes: the split only adds headers_beyond_split.
   FUZZ_CHECK(rp == rw || rp == ParseError::headers_beyond_split);
   if (rp == ParseError::ok) {
@@ -57,6 +57,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, std::size_t size) {
     FUZZ_CHECK(same(part, whole));
   }
   if (rw == ParseError::ok && split >= whole.payload_offset) FUZZ_CHECK(rp == ParseError::ok);
-  FUZZ_CHECK(rocecap::net::to_string(rp) != "unknown");
+  FUZZ_CHECK(rocecap::capture::net::to_string(rp) != "unknown");
   return 0;
 }

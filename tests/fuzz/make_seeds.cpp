@@ -23,11 +23,11 @@ bool write(const fs::path& file, const Bytes& b) {
   return static_cast<bool>(out);
 }
 
-codif::Header small(codif::Layout layout, uint32_t sync) {
-  codif::Header h;
+capture::codif::Header small(capture::codif::Layout layout, uint32_t sync) {
+  capture::codif::Header h;
   h.layout = layout;
   h.sync = sync;
-  h.version = layout == codif::Layout::v3 ? 3 : 1;
+  h.version = layout == capture::codif::Layout::v3 ? 3 : 1;
   h.epoch = 40;
   h.nbits = 16;
   h.complex = true;
@@ -37,31 +37,32 @@ codif::Header small(codif::Layout layout, uint32_t sync) {
   h.total_samples = 8 * 1000;
   h.seconds = 27 * 5;
   h.frame = 999;
-  h.station_id = codif::station_id('A', 'T');
+  h.station_id = capture::codif::station_id('A', 'T');
   return h;
 }
 
-Bytes codif_payload(const codif::Header& h) {
+Bytes codif_payload(const capture::codif::Header& h) {
   Bytes p(static_cast<std::size_t>(h.frame_bytes()));
-  codif::encode(h, std::span<std::byte, codif::kHeaderBytes>(p.data(), codif::kHeaderBytes));
+  capture::codif::encode(h, std::span<std::byte, capture::codif::kHeaderBytes>(
+                                p.data(), capture::codif::kHeaderBytes));
   return p;
 }
 
 Bytes udp_frame(uint8_t vlans, uint8_t option_words, const Bytes& payload, uint16_t split) {
-  net::UdpFrameSpec s;
-  s.dst_mac = net::multicast_mac(0xEF110001);
+  capture::net::UdpFrameSpec s;
+  s.dst_mac = capture::net::multicast_mac(0xEF110001);
   s.vlan_count = vlans;
-  s.vlans[0] = {net::kEtherTypeQinQ, 100};
-  s.vlans[1] = {net::kEtherTypeVlan, 200};
+  s.vlans[0] = {capture::net::kEtherTypeQinQ, 100};
+  s.vlans[1] = {capture::net::kEtherTypeVlan, 200};
   s.ip_option_words = option_words;
   s.src_ip = 0xC0000201;
   s.dst_ip = 0xEF110001;
   s.src_port = 36001;
   s.dst_port = 36001;
-  Bytes b(2 + net::udp_header_bytes(s) + payload.size());
+  Bytes b(2 + capture::net::udp_header_bytes(s) + payload.size());
   b[0] = static_cast<std::byte>(split);
   b[1] = static_cast<std::byte>(split >> 8);
-  net::write_udp_headers(s, payload.size(), std::span(b).subspan(2));
+  capture::net::write_udp_headers(s, payload.size(), std::span(b).subspan(2));
   std::copy(payload.begin(), payload.end(), b.end() - static_cast<std::ptrdiff_t>(payload.size()));
   return b;
 }
@@ -78,10 +79,12 @@ int main(int argc, char** argv) {
     fs::create_directories(root / t / "seeds");
     fs::create_directories(root / t / "work");
   }
-  const Bytes v3 = codif_payload(small(codif::Layout::v3, codif::kSyncV3));
-  const Bytes v1 = codif_payload(small(codif::Layout::v1, codif::kSyncV1));
-  const Bytes beef = codif_payload(small(codif::Layout::v3, codif::kSyncAdeadbee));
-  const Bytes beef1 = codif_payload(small(codif::Layout::v1, codif::kSyncAdeadbee));
+  const Bytes v3 = codif_payload(small(capture::codif::Layout::v3, capture::codif::kSyncV3));
+  const Bytes v1 = codif_payload(small(capture::codif::Layout::v1, capture::codif::kSyncV1));
+  const Bytes beef =
+      codif_payload(small(capture::codif::Layout::v3, capture::codif::kSyncAdeadbee));
+  const Bytes beef1 =
+      codif_payload(small(capture::codif::Layout::v1, capture::codif::kSyncAdeadbee));
   bool ok = write(root / "codif/seeds/v3", v3) && write(root / "codif/seeds/v1", v1) &&
             write(root / "codif/seeds/adeadbee_v3", beef) &&
             write(root / "codif/seeds/adeadbee_v1", beef1);

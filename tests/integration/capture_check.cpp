@@ -15,7 +15,7 @@ namespace {
 
 uint32_t ipv4_or_throw(const std::string& text, const char* what) {
   uint32_t addr = 0;
-  if (!net::parse_ipv4(text, addr)) {
+  if (!capture::net::parse_ipv4(text, addr)) {
     throw std::invalid_argument(std::string("summary: ") + what + " '" + text +
                                 "' is not a dotted-quad IPv4 address");
   }
@@ -23,7 +23,7 @@ uint32_t ipv4_or_throw(const std::string& text, const char* what) {
 }
 
 std::string ip(uint32_t addr) {
-  return net::format_ipv4(addr).data();
+  return capture::net::format_ipv4(addr).data();
 }
 
 std::string flow_name(const std::string& group, uint16_t port, const std::string& source) {
@@ -147,13 +147,14 @@ std::vector<SentDatagram> expected_sequence(const tools::GenStream& s) {
 }
 
 // The first generated frame's header: everything but the frame position is constant.
-static codif::Header first_header(const tools::GenFrameParams& p, uint32_t antenna,
-                                  const codif::Header& free_fields) {
-  codif::Header h = free_fields;
-  h.layout = p.layout == "v1" ? codif::Layout::v1 : codif::Layout::v3;
-  h.sync = h.layout == codif::Layout::v1 ? codif::kSyncV1 : codif::kSyncV3;
+static capture::codif::Header first_header(const tools::GenFrameParams& p, uint32_t antenna,
+                                           const capture::codif::Header& free_fields) {
+  capture::codif::Header h = free_fields;
+  h.layout = p.layout == "v1" ? capture::codif::Layout::v1 : capture::codif::Layout::v3;
+  h.sync =
+      h.layout == capture::codif::Layout::v1 ? capture::codif::kSyncV1 : capture::codif::kSyncV3;
   // doc/codif.md: the current layout's Version field is 3; the v1 version is taken from the data.
-  if (h.layout == codif::Layout::v3) h.version = 3;
+  if (h.layout == capture::codif::Layout::v3) h.version = 3;
   h.epoch = p.epoch;
   h.nbits = p.nbits;
   h.complex = p.complex;
@@ -161,7 +162,7 @@ static codif::Header first_header(const tools::GenFrameParams& p, uint32_t anten
   h.period = p.period;
   h.thread_id = static_cast<uint16_t>(p.thread_id + antenna);
   h.group_id = p.group_id;
-  h.station_id = p.station.size() == 2 ? codif::station_id(p.station[0], p.station[1]) : 0;
+  h.station_id = p.station.size() == 2 ? capture::codif::station_id(p.station[0], p.station[1]) : 0;
   h.nchan = p.nchan;
   h.data_words = p.payload_bytes / 8;
   h.total_samples = p.total_samples;
@@ -170,13 +171,13 @@ static codif::Header first_header(const tools::GenFrameParams& p, uint32_t anten
   return h;
 }
 
-codif::Timing frame_timing(const tools::GenFrameParams& p) {
-  const codif::Header h = first_header(p, 0, codif::Header{});
-  codif::Timing t;
-  const codif::Invalid v = codif::validate(h, h.frame_bytes(), t);
-  if (v != codif::Invalid::ok) {
+capture::codif::Timing frame_timing(const tools::GenFrameParams& p) {
+  const capture::codif::Header h = first_header(p, 0, capture::codif::Header{});
+  capture::codif::Timing t;
+  const capture::codif::Invalid v = capture::codif::validate(h, h.frame_bytes(), t);
+  if (v != capture::codif::Invalid::ok) {
     throw std::invalid_argument("summary: frame parameters break the CODIF rules: " +
-                                std::string(codif::to_string(v)));
+                                std::string(capture::codif::to_string(v)));
   }
   if (p.payload_bytes % 8 != 0) {
     throw std::invalid_argument("summary: frame.payload_bytes is not a multiple of 8");
@@ -184,12 +185,13 @@ codif::Timing frame_timing(const tools::GenFrameParams& p) {
   return t;
 }
 
-codif::Header expected_header(const tools::GenFrameParams& p, uint32_t antenna, uint64_t index,
-                              const codif::Header& free_fields) {
-  return codif::at_index(first_header(p, antenna, free_fields), frame_timing(p), index);
+capture::codif::Header expected_header(const tools::GenFrameParams& p, uint32_t antenna,
+                                       uint64_t index, const capture::codif::Header& free_fields) {
+  return capture::codif::at_index(first_header(p, antenna, free_fields), frame_timing(p), index);
 }
 
-std::string header_difference(const codif::Header& got, const codif::Header& want) {
+std::string header_difference(const capture::codif::Header& got,
+                              const capture::codif::Header& want) {
   std::ostringstream out;
   auto field = [&](const char* name, auto g, auto w) {
     if (g == w) return;
@@ -224,19 +226,21 @@ std::string header_difference(const codif::Header& got, const codif::Header& wan
 }
 
 std::vector<uint32_t> igmp_joined_groups(std::span<const std::byte> frame) {
-  net::UdpFrame f;
+  capture::net::UdpFrame f;
   // parse_udp validates Ethernet/VLAN/IPv4 and stops at the protocol: IGMP reads not_udp.
-  if (net::parse_udp(frame, f) != net::ParseError::not_udp) return {};
+  if (capture::net::parse_udp(frame, f) != capture::net::ParseError::not_udp) return {};
   // parse_udp fills no offsets for a non-UDP frame: skip the (already checked) VLAN tags here.
-  const std::size_t ip_offset = net::kEthHeaderBytes + f.vlan_count * net::kVlanTagBytes;
+  const std::size_t ip_offset =
+      capture::net::kEthHeaderBytes + f.vlan_count * capture::net::kVlanTagBytes;
   const auto ip_hdr = frame.subspan(ip_offset);
-  if (ip_hdr.size() < net::kIpv4MinHeaderBytes ||
-      std::to_integer<uint8_t>(ip_hdr[9]) != net::kIpProtoIgmp) {
+  if (ip_hdr.size() < capture::net::kIpv4MinHeaderBytes ||
+      std::to_integer<uint8_t>(ip_hdr[9]) != capture::net::kIpProtoIgmp) {
     return {};
   }
   const std::size_t ihl = (std::to_integer<uint8_t>(ip_hdr[0]) & 0x0F) * 4u;
   const std::size_t total = load_be16(ip_hdr, 2);
-  if (ihl < net::kIpv4MinHeaderBytes || total < ihl + 8 || total > ip_hdr.size()) return {};
+  if (ihl < capture::net::kIpv4MinHeaderBytes || total < ihl + 8 || total > ip_hdr.size())
+    return {};
   const auto igmp = ip_hdr.subspan(ihl, total - ihl);
   const uint8_t type = std::to_integer<uint8_t>(igmp[0]);
   if (type == 0x16) return {load_be32(igmp, 4)};
@@ -325,14 +329,14 @@ void CaptureChecker::error(std::string message) {
 void CaptureChecker::add_frame(std::span<const std::byte> frame) {
   ++frames_;
   const std::string where = "frame #" + std::to_string(frames_) + ": ";
-  net::UdpFrame f;
-  const net::ParseError pe = net::parse_udp(frame, f);
-  if (pe == net::ParseError::not_udp) {
+  capture::net::UdpFrame f;
+  const capture::net::ParseError pe = capture::net::parse_udp(frame, f);
+  if (pe == capture::net::ParseError::not_udp) {
     add_igmp(frame);
     return;
   }
-  if (pe != net::ParseError::ok) {
-    error(where + "not a whole IPv4/UDP frame (" + std::string(net::to_string(pe)) + ")");
+  if (pe != capture::net::ParseError::ok) {
+    error(where + "not a whole IPv4/UDP frame (" + std::string(capture::net::to_string(pe)) + ")");
     return;
   }
   const auto it = by_key_.find({f.dst_ip, f.dst_port, f.src_ip});
@@ -341,7 +345,7 @@ void CaptureChecker::add_frame(std::span<const std::byte> frame) {
           std::to_string(f.dst_port) + " belongs to no stream of the summary");
     return;
   }
-  if (f.dst_mac != net::multicast_mac(f.dst_ip)) {
+  if (f.dst_mac != capture::net::multicast_mac(f.dst_ip)) {
     error(where + "destination MAC is not the multicast MAC of " + ip(f.dst_ip));
   }
   add_datagram(flows_[it->second], frame.subspan(f.payload_offset, f.payload_bytes));
@@ -358,25 +362,26 @@ void CaptureChecker::add_igmp(std::span<const std::byte> frame) {
 
 // Decodes with the standard sync words; failing that, with whatever word sits where the
 // configured layout keeps its sync, so a frame sent with a corrupted sync is still identified.
-bool CaptureChecker::decode_any_sync(std::span<const std::byte> payload, codif::Header& h,
+bool CaptureChecker::decode_any_sync(std::span<const std::byte> payload, capture::codif::Header& h,
                                      SentAs& as) {
   as = SentAs::intact;
-  if (codif::decode(payload, codif::SyncSet::defaults(), h)) return true;
+  if (capture::codif::decode(payload, capture::codif::SyncSet::defaults(), h)) return true;
   const bool v1 = summary_.frame.layout == "v1";
-  codif::SyncSet any;
-  any.add(load_le32(payload, v1 ? 44 : 40), v1 ? codif::Layout::v1 : codif::Layout::v3);
+  capture::codif::SyncSet any;
+  any.add(load_le32(payload, v1 ? 44 : 40),
+          v1 ? capture::codif::Layout::v1 : capture::codif::Layout::v3);
   as = SentAs::bad_sync;
-  return codif::decode(payload, any, h);
+  return capture::codif::decode(payload, any, h);
 }
 
 void CaptureChecker::add_datagram(Flow& flow, std::span<const std::byte> payload) {
   const std::string where = "frame #" + std::to_string(frames_) + " (" + flow.tally.name + "): ";
-  if (payload.size() < codif::kHeaderBytes) {
+  if (payload.size() < capture::codif::kHeaderBytes) {
     error(where + "UDP payload of " + std::to_string(payload.size()) +
           " bytes is shorter than a CODIF header");
     return;
   }
-  codif::Header got;
+  capture::codif::Header got;
   SentAs as = SentAs::intact;
   if (!decode_any_sync(payload, got, as)) {
     error(where + "CODIF header does not decode even with its own sync word");
@@ -387,7 +392,7 @@ void CaptureChecker::add_datagram(Flow& flow, std::span<const std::byte> payload
     have_free_fields_ = true;
   }
   as = classify(got, as, payload.size(), where);
-  const uint64_t index = codif::absolute_index(got, timing_);
+  const uint64_t index = capture::codif::absolute_index(got, timing_);
   if (index < flow.first_index || index >= flow.first_index + flow.frames) {
     error(where + "frame index " + std::to_string(index) + " outside the generated range");
   }
@@ -397,31 +402,33 @@ void CaptureChecker::add_datagram(Flow& flow, std::span<const std::byte> payload
 
 // What happened to a decoded frame, from how a receiver judges it: a bad sync must be the
 // only fault of its frame; a truncated frame must fail on its size alone.
-SentAs CaptureChecker::classify(const codif::Header& got, SentAs decoded_as,
+SentAs CaptureChecker::classify(const capture::codif::Header& got, SentAs decoded_as,
                                 std::size_t udp_payload_bytes, const std::string& where) {
-  codif::Timing t;
-  const codif::Invalid v = codif::validate(got, udp_payload_bytes, t);
-  const std::size_t full_bytes = codif::kHeaderBytes + summary_.frame.payload_bytes;
+  capture::codif::Timing t;
+  const capture::codif::Invalid v = capture::codif::validate(got, udp_payload_bytes, t);
+  const std::size_t full_bytes = capture::codif::kHeaderBytes + summary_.frame.payload_bytes;
   if (decoded_as == SentAs::bad_sync) {
-    if (v != codif::Invalid::ok) {
-      error(where + "bad-sync frame also fails validation: " + std::string(codif::to_string(v)));
+    if (v != capture::codif::Invalid::ok) {
+      error(where +
+            "bad-sync frame also fails validation: " + std::string(capture::codif::to_string(v)));
     }
     return SentAs::bad_sync;
   }
-  if (v == codif::Invalid::size_mismatch && udp_payload_bytes < full_bytes) {
+  if (v == capture::codif::Invalid::size_mismatch && udp_payload_bytes < full_bytes) {
     return SentAs::truncated;
   }
-  if (v != codif::Invalid::ok) {
-    error(where + "frame rejected for an unexpected reason: " + std::string(codif::to_string(v)));
+  if (v != capture::codif::Invalid::ok) {
+    error(where +
+          "frame rejected for an unexpected reason: " + std::string(capture::codif::to_string(v)));
   }
   return got.invalid ? SentAs::invalid : SentAs::intact;
 }
 
 // Header fields against what gen writes for (antenna, index), payload against the pattern.
-void CaptureChecker::check_contents(const Flow& flow, const codif::Header& got, SentAs as,
+void CaptureChecker::check_contents(const Flow& flow, const capture::codif::Header& got, SentAs as,
                                     uint64_t index, std::span<const std::byte> payload,
                                     const std::string& where) {
-  codif::Header want = expected_header(summary_.frame, flow.antenna, index, free_fields_);
+  capture::codif::Header want = expected_header(summary_.frame, flow.antenna, index, free_fields_);
   if (as == SentAs::bad_sync) {
     if (got.sync == want.sync) error(where + "sync word intact but decoding failed");
     want.sync = got.sync;
@@ -430,7 +437,7 @@ void CaptureChecker::check_contents(const Flow& flow, const codif::Header& got, 
   if (const std::string d = header_difference(got, want); !d.empty()) {
     error(where + "index " + std::to_string(index) + " header differs: " + d);
   }
-  const auto data = payload.subspan(codif::kHeaderBytes);
+  const auto data = payload.subspan(capture::codif::kHeaderBytes);
   const std::size_t bad = tools::first_pattern_mismatch(flow.antenna, index, 0, data);
   if (bad != data.size()) {
     error(where + "index " + std::to_string(index) + " payload byte " + std::to_string(bad) +

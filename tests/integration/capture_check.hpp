@@ -48,17 +48,18 @@ std::vector<SentDatagram> expected_sequence(const tools::GenStream& s);
 
 // The timing implied by the generator's frame parameters; throws std::invalid_argument naming
 // the CODIF rule they break.
-codif::Timing frame_timing(const tools::GenFrameParams& p);
+capture::codif::Timing frame_timing(const tools::GenFrameParams& p);
 
 // The header gen writes for frame `index` of antenna `antenna` (thread id = thread_id +
 // antenna). Fields the summary does not determine (atypical, cal, representation, protocol,
 // secondary id, sample block length, metadata; the version of the v1 layout) are copied from
 // `free_fields`: the checker takes them from the first frame and requires them constant.
-codif::Header expected_header(const tools::GenFrameParams& p, uint32_t antenna, uint64_t index,
-                              const codif::Header& free_fields);
+capture::codif::Header expected_header(const tools::GenFrameParams& p, uint32_t antenna,
+                                       uint64_t index, const capture::codif::Header& free_fields);
 
 // "field: got X, expected Y" for every field that differs; empty when the headers are equal.
-std::string header_difference(const codif::Header& got, const codif::Header& want);
+std::string header_difference(const capture::codif::Header& got,
+                              const capture::codif::Header& want);
 
 // Groups (host order) that one Ethernet frame reports joined, when it is an IGMPv2 (0x16)
 // membership report or an IGMPv3 (0x22) report with join records; empty otherwise.
@@ -112,21 +113,21 @@ class CaptureChecker {
   void error(std::string message);
   void add_igmp(std::span<const std::byte> frame);
   void add_datagram(Flow& flow, std::span<const std::byte> payload);
-  bool decode_any_sync(std::span<const std::byte> payload, codif::Header& h, SentAs& as);
-  SentAs classify(const codif::Header& got, SentAs decoded_as, std::size_t udp_payload_bytes,
-                  const std::string& where);
-  void check_contents(const Flow& flow, const codif::Header& got, SentAs as, uint64_t index,
-                      std::span<const std::byte> payload, const std::string& where);
+  bool decode_any_sync(std::span<const std::byte> payload, capture::codif::Header& h, SentAs& as);
+  SentAs classify(const capture::codif::Header& got, SentAs decoded_as,
+                  std::size_t udp_payload_bytes, const std::string& where);
+  void check_contents(const Flow& flow, const capture::codif::Header& got, SentAs as,
+                      uint64_t index, std::span<const std::byte> payload, const std::string& where);
   void check_flow(const Flow& flow, CheckResult& r) const;
 
   tools::GenSummary summary_;
-  codif::Timing timing_{};
+  capture::codif::Timing timing_{};
   std::vector<Flow> flows_;
   std::map<FlowKey, std::size_t> by_key_;
   std::vector<uint32_t> groups_;
   std::vector<uint32_t> joined_;
   bool have_free_fields_ = false;
-  codif::Header free_fields_{};
+  capture::codif::Header free_fields_{};
   uint64_t frames_ = 0;
   uint64_t igmp_reports_ = 0;
   std::vector<std::string> errors_;

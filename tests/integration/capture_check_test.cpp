@@ -78,14 +78,14 @@ void put_be32(Bytes& b, std::size_t at, uint32_t v) {
 
 uint32_t addr(const char* text) {
   uint32_t a = 0;
-  EXPECT_TRUE(net::parse_ipv4(text, a)) << text;
+  EXPECT_TRUE(capture::net::parse_ipv4(text, a)) << text;
   return a;
 }
 
 // Ethernet + IPv4 (IHL 5) + UDP around `payload`.
 Bytes udp_frame(const char* src, const char* group, uint16_t port, const Bytes& payload) {
   Bytes f(14 + 20 + 8 + payload.size());
-  const auto mac = net::multicast_mac(addr(group));
+  const auto mac = capture::net::multicast_mac(addr(group));
   std::memcpy(f.data(), mac.data(), 6);
   put_be16(f, 12, 0x0800);
   f[14] = std::byte{0x45};
@@ -103,9 +103,9 @@ Bytes udp_frame(const char* src, const char* group, uint16_t port, const Bytes& 
 
 // A CODIF frame written field by field from the test's parameters (not via the checker).
 Bytes codif_frame(uint32_t antenna, uint64_t index, SentAs as) {
-  codif::Header h;
-  h.layout = codif::Layout::v3;
-  h.sync = codif::kSyncV3;
+  capture::codif::Header h;
+  h.layout = capture::codif::Layout::v3;
+  h.sync = capture::codif::kSyncV3;
   h.version = 3;
   h.frame = static_cast<uint32_t>(index % 100);
   h.seconds = static_cast<uint32_t>(index / 100);
@@ -120,7 +120,7 @@ Bytes codif_frame(uint32_t antenna, uint64_t index, SentAs as) {
   h.total_samples = 819200;
   h.invalid = as == SentAs::invalid;
   Bytes b(64 + 8192);
-  codif::encode(h, std::span<std::byte, 64>(b.data(), 64));
+  capture::codif::encode(h, std::span<std::byte, 64>(b.data(), 64));
   tools::fill_pattern(antenna, index, 0, std::span(b).subspan(64));
   if (as == SentAs::bad_sync) b[40] ^= std::byte{0x5A};  // v3 sync: word 5, low 32 bits
   if (as == SentAs::truncated) b.resize(64 + 4000);

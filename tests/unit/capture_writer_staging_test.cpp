@@ -41,8 +41,8 @@ capture::StreamSpec spec(uint32_t src, uint32_t split) {
   s.ring.slots = 64;
   s.ring.header_slot_bytes = split;
   s.ring.payload_slot_bytes = 2048;
-  s.ring.memory.huge_pages = capture::Want::no;
-  s.ring.memory.lock = capture::Want::no;
+  s.ring.memory.huge_pages = capture::memory::Want::no;
+  s.ring.memory.lock = capture::memory::Want::no;
   s.sequencer.reorder_window = 4;
   return s;
 }
@@ -58,7 +58,7 @@ struct Capture {
   Capture(const std::filesystem::path& dir, const Case& setup, Path path) {
     for (uint32_t src : {tf::kSrcA, tf::kSrcB}) {
       const capture::StreamSpec sp = spec(src, setup.split);
-      std::unique_ptr<capture::PayloadMemory> mem;
+      std::unique_ptr<capture::memory::PayloadMemory> mem;
       if (path != Path::direct) {
         auto m = std::make_unique<test::ProtectedGpuMemory>(
             capture::StreamRing::payload_bytes_needed(sp.ring));

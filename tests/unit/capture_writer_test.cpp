@@ -28,18 +28,18 @@ capture::StreamSpec spec(uint32_t src) {
   s.ring.slots = 64;
   s.ring.header_slot_bytes = 128;
   s.ring.payload_slot_bytes = tf::kPayload;
-  s.ring.memory.huge_pages = capture::Want::no;
-  s.ring.memory.lock = capture::Want::no;
+  s.ring.memory.huge_pages = capture::memory::Want::no;
+  s.ring.memory.lock = capture::memory::Want::no;
   s.sequencer.reorder_window = 4;
   return s;
 }
 
 // Expected raw bytes of frame `index`: as sent, or a fill frame (invalid header, zero data).
 void append_expected(Bytes& out, uint64_t index, bool fill, bool header) {
-  codif::Header h = codif::at_index(tf::base_header(), tf::kTiming, index);
+  capture::codif::Header h = capture::codif::at_index(tf::base_header(), tf::kTiming, index);
   h.invalid = fill;
   std::array<std::byte, 64> hb;
-  codif::encode(h, hb);
+  capture::codif::encode(h, hb);
   if (header) out.insert(out.end(), hb.begin(), hb.end());
   if (!header) return;
   for (uint32_t i = 0; i < tf::kPayload; ++i) {

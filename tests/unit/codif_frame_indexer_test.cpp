@@ -8,7 +8,7 @@
 #include "capture/codif/frame_indexer.hpp"
 #include "codif_test_util.hpp"
 
-namespace rocecap::codif {
+namespace rocecap::capture::codif {
 namespace {
 
 using test::askap;
@@ -207,4 +207,4 @@ TEST(FrameIndexer, StatusNames) {
 }
 
 }  // namespace
-}  // namespace rocecap::codif
+}  // namespace rocecap::capture::codif

@@ -11,7 +11,7 @@
 #include "capture/net/udp_builder.hpp"
 #include "codif_test_util.hpp"
 
-namespace rocecap::codif {
+namespace rocecap::capture::codif {
 namespace {
 
 using test::askap;
@@ -523,20 +523,21 @@ TEST(CodifPacket, AtcaStyle8298BytePacket) {
   h.frame = 4242;
   std::vector<std::byte> codif = payload(h);
   ASSERT_EQ(codif.size(), 8256u);
-  net::UdpFrameSpec s;
-  s.dst_mac = net::multicast_mac(0xEF110001);
+  capture::net::UdpFrameSpec s;
+  s.dst_mac = capture::net::multicast_mac(0xEF110001);
   s.src_ip = 0xC0000201;
   s.dst_ip = 0xEF110001;  // 239.17.0.1:36001
   s.src_port = 36001;
   s.dst_port = 36001;
   std::vector<std::byte> wire(14 + 20 + 8 + codif.size());
   ASSERT_EQ(wire.size(), 8298u);
-  ASSERT_EQ(net::write_udp_headers(s, codif.size(), wire), 42u);
+  ASSERT_EQ(capture::net::write_udp_headers(s, codif.size(), wire), 42u);
   std::copy(codif.begin(), codif.end(), wire.begin() + 42);
 
   // As the verbs path sees it: 128-byte header slot, the rest in the payload slot.
-  net::UdpFrame f;
-  ASSERT_EQ(net::parse_udp(std::span(wire).first(128), wire.size(), f), net::ParseError::ok);
+  capture::net::UdpFrame f;
+  ASSERT_EQ(capture::net::parse_udp(std::span(wire).first(128), wire.size(), f),
+            capture::net::ParseError::ok);
   ASSERT_EQ(f.payload_offset, 42);
   ASSERT_EQ(f.payload_bytes, 8256u);
   Header d;
@@ -548,4 +549,4 @@ TEST(CodifPacket, AtcaStyle8298BytePacket) {
 }
 
 }  // namespace
-}  // namespace rocecap::codif
+}  // namespace rocecap::capture::codif

@@ -9,7 +9,7 @@
 
 #include "capture/codif/header.hpp"
 
-namespace rocecap::codif::test {
+namespace rocecap::capture::codif::test {
 
 inline std::array<std::byte, kHeaderBytes> to_bytes(const std::array<uint64_t, 8>& words) {
   std::array<std::byte, kHeaderBytes> b{};
@@ -57,4 +57,4 @@ inline std::vector<std::byte> payload(const Header& h) {
   return p;
 }
 
-}  // namespace rocecap::codif::test
+}  // namespace rocecap::capture::codif::test

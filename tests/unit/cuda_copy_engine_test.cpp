@@ -34,7 +34,7 @@ int gpus() {
 }
 
 #ifdef ROCECAP_HAVE_CUDA
-class DeviceMemory final : public capture::PayloadMemory {
+class DeviceMemory final : public capture::memory::PayloadMemory {
  public:
   explicit DeviceMemory(std::size_t bytes) : size_(bytes) {
     void* p = nullptr;
@@ -46,7 +46,9 @@ class DeviceMemory final : public capture::PayloadMemory {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
   std::byte* data() const noexcept override { return data_; }
   std::size_t size() const noexcept override { return size_; }
-  capture::MemoryKind kind() const noexcept override { return capture::MemoryKind::gpu; }
+  capture::memory::MemoryKind kind() const noexcept override {
+    return capture::memory::MemoryKind::gpu;
+  }
 
  private:
   std::byte* data_ = nullptr;
@@ -60,7 +62,8 @@ TEST(CudaCopyEngine, StagesDevicePayloadsByteExact) {
   capture::RingConfig c;
   c.slots = 16;
   c.payload_slot_bytes = 8000;  // stride 8000 (a multiple of 64)
-  c.memory = capture::HostMemoryOptions{capture::Want::no, capture::Want::no};
+  c.memory =
+      capture::memory::HostMemoryOptions{capture::memory::Want::no, capture::memory::Want::no};
   capture::StreamRing ring(
       c, std::make_unique<DeviceMemory>(capture::StreamRing::payload_bytes_needed(c)));
   std::vector<test::Bytes> want;
@@ -97,7 +100,7 @@ TEST(CudaCopyEngine, StagesDevicePayloadsByteExact) {
 TEST(CudaCopyEngine, GpuStagingWithoutADeviceFailsNamingTheCause) {
   if (gpus() != 0) GTEST_SKIP() << "a CUDA device is present: the refusal cannot be shown";
   try {
-    (void)make_copy_engine(capture::MemoryKind::gpu);
+    (void)make_copy_engine(capture::memory::MemoryKind::gpu);
     FAIL() << "a GPU copy engine was made without a GPU";
   } catch (const std::runtime_error& e) {
     const std::string what = e.what();
@@ -113,7 +116,7 @@ TEST(CudaCopyEngine, GpuStagingWithoutADeviceFailsNamingTheCause) {
 }
 
 TEST(CudaCopyEngine, HostEngineIsMadeForHostMemory) {
-  const auto e = make_copy_engine(capture::MemoryKind::host);
+  const auto e = make_copy_engine(capture::memory::MemoryKind::host);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->describe(), "host memcpy");
 }

@@ -44,7 +44,7 @@ class RecordingSink final : public DatagramSink {
 
 uint32_t ip(const char* text) {
   uint32_t v = 0;
-  EXPECT_TRUE(net::parse_ipv4(text, v));
+  EXPECT_TRUE(capture::net::parse_ipv4(text, v));
   return v;
 }
 
@@ -98,10 +98,11 @@ std::vector<Seen> stream_view(const std::vector<Sent>& sent, uint32_t sender, ui
     if (d.sender != sender || d.dst_ip != group) continue;
     Seen s;
     s.size = d.bytes.size();
-    codif::Header h;
-    s.decoded = codif::decode(std::span<const std::byte>(d.bytes), codif::SyncSet::defaults(), h);
+    capture::codif::Header h;
+    s.decoded = capture::codif::decode(std::span<const std::byte>(d.bytes),
+                                       capture::codif::SyncSet::defaults(), h);
     if (s.decoded) {
-      s.index = codif::absolute_index(h, b.timing());
+      s.index = capture::codif::absolute_index(h, b.timing());
       s.invalid = h.invalid;
       EXPECT_EQ(h.thread_id, 10 + sender);
       EXPECT_EQ(first_pattern_mismatch(sender, s.index, 0,
@@ -134,7 +135,7 @@ TEST(GenEngine, DatagramsMatchTheSummaryExactly) {
     EXPECT_EQ(g.antenna, k);
     EXPECT_EQ(g.frames, 400u);
     EXPECT_EQ(g.first_index, 3 * 10000u + 9990);
-    EXPECT_EQ(g.source, std::string(net::format_ipv4(s.sources[k]).data()));
+    EXPECT_EQ(g.source, std::string(capture::net::format_ipv4(s.sources[k]).data()));
     // Every listed index lies in range, and no index is in two lists.
     std::map<uint64_t, int> claims;
     for (const auto* list : {&g.dropped, &g.duplicated, &g.bad_sync, &g.truncated, &g.invalid}) {
@@ -209,10 +210,10 @@ TEST(GenEngine, DatagramsMatchTheSummaryExactly) {
       if (d.sender != 3 || d.dst_ip != s.groups[gi].ip) continue;
       EXPECT_EQ(d.src_ip, *s.foreign);
       EXPECT_EQ(d.dst_port, s.groups[gi].port);
-      codif::Header h;
-      ASSERT_TRUE(
-          codif::decode(std::span<const std::byte>(d.bytes), codif::SyncSet::defaults(), h));
-      idx.push_back(codif::absolute_index(h, b.timing()));
+      capture::codif::Header h;
+      ASSERT_TRUE(capture::codif::decode(std::span<const std::byte>(d.bytes),
+                                         capture::codif::SyncSet::defaults(), h));
+      idx.push_back(capture::codif::absolute_index(h, b.timing()));
     }
     EXPECT_EQ(idx, sum.foreign[gi].indices);
     EXPECT_FALSE(idx.empty());

@@ -50,22 +50,23 @@ TEST(GenFrame, PlainFrameDecodesWithEveryFieldAndThePattern) {
   std::vector<std::byte> buf(b.frame_bytes());
   const uint64_t index = b.first_index() + 12345;  // crosses into the next period
   ASSERT_EQ(b.build(2, index, Fate::plain, buf), 64u + 8192);
-  codif::Header h;
-  ASSERT_TRUE(codif::decode(std::span<const std::byte>(buf), codif::SyncSet::defaults(), h));
-  codif::Timing t;
-  ASSERT_EQ(codif::validate(h, buf.size(), t), codif::Invalid::ok);
-  EXPECT_EQ(codif::absolute_index(h, t), index);
+  capture::codif::Header h;
+  ASSERT_TRUE(capture::codif::decode(std::span<const std::byte>(buf),
+                                     capture::codif::SyncSet::defaults(), h));
+  capture::codif::Timing t;
+  ASSERT_EQ(capture::codif::validate(h, buf.size(), t), capture::codif::Invalid::ok);
+  EXPECT_EQ(capture::codif::absolute_index(h, t), index);
   EXPECT_EQ(h.seconds, 105u);  // period 5: index 212352 = period 21, frame 2352
   EXPECT_EQ(h.frame, 2352u);
   EXPECT_EQ(h.thread_id, 22);
   EXPECT_EQ(h.group_id, 3);
-  EXPECT_EQ(h.station_id, codif::station_id('A', 'T'));
+  EXPECT_EQ(h.station_id, capture::codif::station_id('A', 'T'));
   EXPECT_EQ(h.epoch, 52);
   EXPECT_EQ(h.nchan, 4);
   EXPECT_TRUE(h.complex);
   EXPECT_FALSE(h.invalid);
   EXPECT_EQ(h.version, 3);
-  EXPECT_EQ(h.sync, codif::kSyncV3);
+  EXPECT_EQ(h.sync, capture::codif::kSyncV3);
   const std::span<const std::byte> payload(buf.data() + 64, 8192);
   EXPECT_EQ(first_pattern_mismatch(2, index, 0, payload), 8192u);
   EXPECT_NE(first_pattern_mismatch(1, index, 0, payload), 8192u);  // antenna matters
@@ -74,22 +75,25 @@ TEST(GenFrame, PlainFrameDecodesWithEveryFieldAndThePattern) {
 TEST(GenFrame, ImpairmentsChangeExactlyTheirPart) {
   const FrameBuilder b(params());
   std::vector<std::byte> buf(b.frame_bytes());
-  codif::Header h;
-  codif::Timing t;
+  capture::codif::Header h;
+  capture::codif::Timing t;
   const uint64_t index = b.first_index();
 
   ASSERT_EQ(b.build(0, index, Fate::invalid, buf), b.frame_bytes());
-  ASSERT_TRUE(codif::decode(std::span<const std::byte>(buf), codif::SyncSet::defaults(), h));
+  ASSERT_TRUE(capture::codif::decode(std::span<const std::byte>(buf),
+                                     capture::codif::SyncSet::defaults(), h));
   EXPECT_TRUE(h.invalid);
-  EXPECT_EQ(codif::validate(h, buf.size(), t), codif::Invalid::ok);
+  EXPECT_EQ(capture::codif::validate(h, buf.size(), t), capture::codif::Invalid::ok);
 
   ASSERT_EQ(b.build(0, index, Fate::bad_sync, buf), b.frame_bytes());
-  EXPECT_FALSE(codif::decode(std::span<const std::byte>(buf), codif::SyncSet::defaults(), h));
+  EXPECT_FALSE(capture::codif::decode(std::span<const std::byte>(buf),
+                                      capture::codif::SyncSet::defaults(), h));
 
   const std::size_t n = b.build(0, index, Fate::truncated, buf);
   EXPECT_EQ(n, 64u + 4096);
-  ASSERT_TRUE(codif::decode(std::span<const std::byte>(buf), codif::SyncSet::defaults(), h));
-  EXPECT_EQ(codif::validate(h, n, t), codif::Invalid::size_mismatch);
+  ASSERT_TRUE(capture::codif::decode(std::span<const std::byte>(buf),
+                                     capture::codif::SyncSet::defaults(), h));
+  EXPECT_EQ(capture::codif::validate(h, n, t), capture::codif::Invalid::size_mismatch);
   EXPECT_EQ(first_pattern_mismatch(0, index, 0, std::span<const std::byte>(buf.data() + 64, 4096)),
             4096u);
 }
@@ -108,10 +112,11 @@ TEST(GenFrame, V1LayoutCarriesItsSync) {
   const FrameBuilder b(p);
   std::vector<std::byte> buf(b.frame_bytes());
   b.build(1, b.first_index() + 3, Fate::plain, buf);
-  codif::Header h;
-  ASSERT_TRUE(codif::decode(std::span<const std::byte>(buf), codif::SyncSet::defaults(), h));
-  EXPECT_EQ(h.layout, codif::Layout::v1);
-  EXPECT_EQ(h.sync, codif::kSyncV1);
+  capture::codif::Header h;
+  ASSERT_TRUE(capture::codif::decode(std::span<const std::byte>(buf),
+                                     capture::codif::SyncSet::defaults(), h));
+  EXPECT_EQ(h.layout, capture::codif::Layout::v1);
+  EXPECT_EQ(h.sync, capture::codif::kSyncV1);
   EXPECT_EQ(h.thread_id, 21);
   EXPECT_EQ(h.nchan, 4);
   EXPECT_EQ(h.frame, 10u);

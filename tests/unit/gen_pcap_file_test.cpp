@@ -51,8 +51,8 @@ class GenPcapFile : public ::testing::Test {
 
 TEST_F(GenPcapFile, FileAndRecordHeadersAndFramesParseBack) {
   uint32_t group = 0, src = 0;
-  ASSERT_TRUE(net::parse_ipv4("239.17.0.2", group));
-  ASSERT_TRUE(net::parse_ipv4("192.0.2.12", src));
+  ASSERT_TRUE(capture::net::parse_ipv4("239.17.0.2", group));
+  ASSERT_TRUE(capture::net::parse_ipv4("192.0.2.12", src));
   const auto payload = payload_bytes(8256, 3);
   std::array<std::byte, kEthIpv4UdpBytes> head;
   write_udp_headers(UdpEndpoints{src, group, 49153, 36002}, 77, 1, payload, head);
@@ -79,15 +79,15 @@ TEST_F(GenPcapFile, FileAndRecordHeadersAndFramesParseBack) {
   EXPECT_EQ(le32(file, second + 4), 1u);
 
   const std::span<const std::byte> frame(file.data() + 40, 42 + 8256);
-  net::UdpFrame u;
-  ASSERT_EQ(net::parse_udp(frame, u), net::ParseError::ok);
+  capture::net::UdpFrame u;
+  ASSERT_EQ(capture::net::parse_udp(frame, u), capture::net::ParseError::ok);
   EXPECT_EQ(u.src_ip, src);
   EXPECT_EQ(u.dst_ip, group);
   EXPECT_EQ(u.src_port, 49153);
   EXPECT_EQ(u.dst_port, 36002);
   EXPECT_EQ(u.payload_offset, 42);
   EXPECT_EQ(u.payload_bytes, 8256u);
-  EXPECT_EQ(u.dst_mac, net::multicast_mac(group));
+  EXPECT_EQ(u.dst_mac, capture::net::multicast_mac(group));
   EXPECT_EQ(u.src_mac, (std::array<uint8_t, 6>{0x02, 0x00, 192, 0, 2, 12}));
   EXPECT_TRUE(std::equal(payload.begin(), payload.end(), frame.begin() + 42));
 

@@ -14,7 +14,7 @@
 namespace rocecap::capture {
 namespace {
 
-class NoAccessGpuSlab final : public PayloadMemory {
+class NoAccessGpuSlab final : public memory::PayloadMemory {
  public:
   explicit NoAccessGpuSlab(std::size_t bytes) : size_(bytes) {
     void* p = mmap(nullptr, size_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -26,7 +26,7 @@ class NoAccessGpuSlab final : public PayloadMemory {
   NoAccessGpuSlab& operator=(const NoAccessGpuSlab&) = delete;
   std::byte* data() const noexcept override { return data_; }
   std::size_t size() const noexcept override { return size_; }
-  MemoryKind kind() const noexcept override { return MemoryKind::gpu; }
+  memory::MemoryKind kind() const noexcept override { return memory::MemoryKind::gpu; }
 
  private:
   std::byte* data_ = nullptr;
@@ -40,8 +40,8 @@ StreamSpec spec(StreamFormat format) {
   s.ring.slots = 8;
   s.ring.header_slot_bytes = 64;  // Ethernet + IPv4 + UDP fit; the CODIF header does not
   s.ring.payload_slot_bytes = 2048;
-  s.ring.memory.huge_pages = Want::no;
-  s.ring.memory.lock = Want::no;
+  s.ring.memory.huge_pages = memory::Want::no;
+  s.ring.memory.lock = memory::Want::no;
   s.sequencer.reorder_window = 1;
   return s;
 }

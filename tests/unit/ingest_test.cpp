@@ -25,8 +25,8 @@ StreamSpec spec(uint32_t src, uint32_t slots = 64, uint32_t window = 4) {
   s.ring.slots = slots;
   s.ring.header_slot_bytes = 128;
   s.ring.payload_slot_bytes = kPayload;
-  s.ring.memory.huge_pages = Want::no;
-  s.ring.memory.lock = Want::no;
+  s.ring.memory.huge_pages = memory::Want::no;
+  s.ring.memory.lock = memory::Want::no;
   s.sequencer.reorder_window = window;
   return s;
 }
@@ -85,36 +85,36 @@ TEST_F(Fixture, RejectsWithTheRightReasonAndPlacesNothing) {
   feed(short_udp);
   const auto whole = frame(kSrcA, 4);
   ingest.on_frame(std::span(whole).first(200), whole.size(), 0);  // snaplen cut
-  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::truncated)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::net::ParseError::truncated)), 1u);
   EXPECT_EQ(ingest.rejected(kRejectNoStream), 1u);
-  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::bad_sync)), 1u);
-  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::size_mismatch)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::codif::Invalid::bad_sync)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::codif::Invalid::size_mismatch)), 1u);
   EXPECT_EQ(ingest.rejected(kRejectSnapTruncated), 1u);
   ingest.flush_all();
   EXPECT_TRUE(drain(a).empty());
   EXPECT_EQ(a.ring().stats().taken, 0u);
   EXPECT_EQ(reject_name(kRejectNoStream), "no_stream");
-  EXPECT_EQ(reject_name(reject_index(codif::Invalid::bad_sync)), "bad_sync");
+  EXPECT_EQ(reject_name(reject_index(capture::codif::Invalid::bad_sync)), "bad_sync");
 }
 
 // A UDP payload too short for a CODIF header was counted as bad_sync: a different fault
 // (a sender cutting frames), so it has its own reason.
 TEST_F(Fixture, PayloadShorterThanACodifHeaderIsShortPayload) {
   const auto whole = frame(kSrcA, 1);
-  net::UdpFrameSpec spec;
-  spec.dst_mac = net::multicast_mac(kGroup);
+  capture::net::UdpFrameSpec spec;
+  spec.dst_mac = capture::net::multicast_mac(kGroup);
   spec.src_ip = kSrcA;
   spec.dst_ip = kGroup;
   spec.src_port = 40000;
   spec.dst_port = kPort;
   for (std::size_t payload : {std::size_t{0}, std::size_t{40}, std::size_t{63}}) {
-    std::vector<std::byte> f(net::udp_header_bytes(spec) + payload);
-    net::write_udp_headers(spec, payload, f);
+    std::vector<std::byte> f(capture::net::udp_header_bytes(spec) + payload);
+    capture::net::write_udp_headers(spec, payload, f);
     std::memcpy(f.data() + 42, whole.data() + 42, payload);  // the start of a valid header
     feed(f);
   }
   EXPECT_EQ(ingest.rejected(kRejectShortPayload), 3u);
-  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::bad_sync)), 0u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::codif::Invalid::bad_sync)), 0u);
   EXPECT_EQ(reject_name(kRejectShortPayload), "short_payload");
   EXPECT_EQ(a.ring().stats().taken, 0u);
 }
@@ -142,26 +142,28 @@ TEST_F(Fixture, AFrameOffTheTimelineIsRejectedAsAnOutlier) {
 
 // check_frame remembers a stream's last accepted header and takes the next one from there
 // when only frame and seconds differ: every other change must still get the full check.
-std::vector<std::byte> edited(uint64_t index, void (*edit)(codif::Header&)) {
+std::vector<std::byte> edited(uint64_t index, void (*edit)(capture::codif::Header&)) {
   auto f = frame(kSrcA, index);
   const std::span<std::byte, 64> raw(f.data() + 42, 64);
-  codif::Header h;
-  EXPECT_TRUE(codif::decode(std::span<const std::byte, 64>(raw), codif::SyncSet::defaults(), h));
+  capture::codif::Header h;
+  EXPECT_TRUE(capture::codif::decode(std::span<const std::byte, 64>(raw),
+                                     capture::codif::SyncSet::defaults(), h));
   edit(h);
-  codif::encode(h, raw);
+  capture::codif::encode(h, raw);
   return f;
 }
 
 TEST_F(Fixture, HeadersDifferingFromTheLastAcceptedOneAreCheckedInFull) {
   for (uint64_t i = 997; i < 1000; ++i)
     feed(frame(kSrcA, i));
-  feed(edited(1000, [](codif::Header& h) { h.frame = 1000; }));  // frame >= frames per period
-  feed(edited(1000, [](codif::Header& h) { h.nchan = 3; }));     // 8192 bits / 24: fractional
-  feed(edited(1000, [](codif::Header& h) { h.invalid = true; }));
-  feed(edited(1001, [](codif::Header& h) { h.metadata[1] = 7; }));
+  feed(edited(1000,
+              [](capture::codif::Header& h) { h.frame = 1000; }));     // frame >= frames per period
+  feed(edited(1000, [](capture::codif::Header& h) { h.nchan = 3; }));  // 8192 bits / 24: fractional
+  feed(edited(1000, [](capture::codif::Header& h) { h.invalid = true; }));
+  feed(edited(1001, [](capture::codif::Header& h) { h.metadata[1] = 7; }));
   feed(frame(kSrcA, 1002));  // next period: seconds 1, frame 2
-  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::frame_out_of_range)), 1u);
-  EXPECT_EQ(ingest.rejected(reject_index(codif::Invalid::fractional_samples)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::codif::Invalid::frame_out_of_range)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::codif::Invalid::fractional_samples)), 1u);
   ingest.flush_all();
   std::vector<uint64_t> indices;
   std::vector<bool> invalid;
@@ -214,11 +216,11 @@ TEST_F(Fixture, SlotHeadersDifferingInReadBytesAreParsedInFull) {
   short_wire.resize(short_wire.size() - 4);
   into_slot(ingest, a, 0, short_wire);
   into_slot(ingest, a, 0, frame(kSrcA, 107));
-  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::fragment)), 1u);
-  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::not_udp)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::net::ParseError::fragment)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::net::ParseError::not_udp)), 1u);
   EXPECT_EQ(ingest.rejected(kRejectNoStream), 1u);
-  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::bad_udp_length)), 1u);
-  EXPECT_EQ(ingest.rejected(reject_index(net::ParseError::bad_ip_length)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::net::ParseError::bad_udp_length)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(capture::net::ParseError::bad_ip_length)), 1u);
   ingest.flush_all();
   EXPECT_EQ(drain(a), (std::vector<uint64_t>{100, 101, 107}));
   EXPECT_EQ(ingest.frames_seen(), 8u);
@@ -250,7 +252,7 @@ TEST_F(Fixture, ArrivalQueueRecordsPlacedFramesInArrivalOrder) {
   feed(frame(kSrcA, 3));
   ArrivalRef r;
   std::vector<std::pair<uint32_t, uint64_t>> seen;
-  SpscQueue<ArrivalRef>* q = ingest.arrivals();
+  common::SpscQueue<ArrivalRef>* q = ingest.arrivals();
   ASSERT_NE(q, nullptr);
   while (q->pop(r)) {
     seen.emplace_back(r.stream, ingest.streams()[r.stream]->ring().meta(r.slot).frame_index);

@@ -18,7 +18,7 @@ namespace {
 
 uint32_t ip(const char* text) {
   uint32_t v = 0;
-  EXPECT_TRUE(net::parse_ipv4(text, v));
+  EXPECT_TRUE(capture::net::parse_ipv4(text, v));
   return v;
 }
 
@@ -121,7 +121,7 @@ TEST_F(InspectFile, FindsExactlyWhatTheGeneratorSummaryLists) {
     EXPECT_FALSE(s.gaps.empty());
     ASSERT_TRUE(s.first_header.has_value());
     EXPECT_EQ(s.first_header->thread_id, 4 + g.antenna);
-    EXPECT_EQ(s.first_header->station_id, codif::station_id('P', 'K'));
+    EXPECT_EQ(s.first_header->station_id, capture::codif::station_id('P', 'K'));
     EXPECT_EQ(s.timing.frames_per_period, 10000u);
   }
   for (const GenForeign& f : sum.foreign) {

@@ -11,7 +11,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace rocecap {
+namespace rocecap::daemon {
 namespace {
 
 // Points fd 2 at a temporary file for the test's duration.
@@ -84,4 +84,4 @@ TEST(Logging, LevelFiltersAndUnknownLevelIsRefused) {
 }
 
 }  // namespace
-}  // namespace rocecap
+}  // namespace rocecap::daemon

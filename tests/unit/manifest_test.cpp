@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-namespace rocecap {
+namespace rocecap::daemon {
 namespace {
 
 namespace fs = std::filesystem;
@@ -133,4 +133,4 @@ TEST(Manifest, UnwritableDirectoryIsReportedWithThePath) {
 }
 
 }  // namespace
-}  // namespace rocecap
+}  // namespace rocecap::daemon

@@ -23,7 +23,7 @@
 #include "test_frames.hpp"
 #include "writers/output_file.hpp"
 
-namespace rocecap {
+namespace rocecap::daemon {
 namespace {
 
 namespace fs = std::filesystem;
@@ -88,9 +88,9 @@ void write_empty_pcap(const fs::path& p) {
 
 std::vector<std::byte> invalid_frame(uint32_t src, uint64_t index) {
   std::vector<std::byte> f = test::frame(src, index);
-  codif::Header h = codif::at_index(test::base_header(), test::kTiming, index);
+  capture::codif::Header h = capture::codif::at_index(test::base_header(), test::kTiming, index);
   h.invalid = true;
-  codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
+  capture::codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
   return f;
 }
 
@@ -174,7 +174,7 @@ TEST_F(Metrics, StreamCountersMatchTheFramesFed) {
   feed(test::frame(0xC0000263, 0));                // unknown antenna: no stream
   settle();
   auto s = scrape();
-  const double frame_bytes = codif::kHeaderBytes + test::kPayload;
+  const double frame_bytes = capture::codif::kHeaderBytes + test::kPayload;
   EXPECT_EQ(s[m("rocecap_stream_received_packets_total", kA)], 9);
   EXPECT_EQ(s[m("rocecap_stream_received_bytes_total", kA)], 9 * frame_bytes);
   EXPECT_EQ(s[m("rocecap_stream_lost_frames_total", kA)], 2);
@@ -195,7 +195,7 @@ TEST_F(Metrics, StreamCountersMatchTheFramesFed) {
   EXPECT_EQ(s[m("rocecap_written_frames_total", raw)], 14);
   EXPECT_EQ(s[m("rocecap_fill_frames_total", raw)], 2);
   EXPECT_EQ(s[m("rocecap_written_bytes_total", raw)], 14 * frame_bytes);
-  EXPECT_EQ(s[m("rocecap_written_bytes_total", hdr)], 14 * codif::kHeaderBytes);
+  EXPECT_EQ(s[m("rocecap_written_bytes_total", hdr)], 14 * capture::codif::kHeaderBytes);
   EXPECT_EQ(s[m("rocecap_files_opened_total", raw)], 2);
   EXPECT_EQ(s[m("rocecap_write_errors_total", raw)], 0);
   EXPECT_EQ(s.count(R"(rocecap_written_bytes_total{format="pcap",interface="rec0"})"), 0u);
@@ -341,4 +341,4 @@ TEST(MetricsServer, BusyPortIsReportedWithTheAddress) {
 }
 
 }  // namespace
-}  // namespace rocecap
+}  // namespace rocecap::daemon

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 namespace {
 
 // /proc/net/igmp prints each group of a device as the in-memory (network order) word in hex.
@@ -101,4 +101,4 @@ TEST(MulticastJoin, NonMulticastAddressIsRefusedNamingTheGroup) {
 }
 
 }  // namespace
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

@@ -9,7 +9,7 @@
 #include "capture/net/packet.hpp"
 #include "capture/net/udp_builder.hpp"
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 namespace {
 
 using Bytes = std::vector<std::byte>;
@@ -338,4 +338,4 @@ TEST(NetAddr, IsMulticast) {
 }
 
 }  // namespace
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

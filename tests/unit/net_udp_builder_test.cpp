@@ -6,7 +6,7 @@
 
 #include "capture/net/udp_builder.hpp"
 
-namespace rocecap::net {
+namespace rocecap::capture::net {
 namespace {
 
 std::vector<std::byte> bytes(std::initializer_list<int> v) {
@@ -81,4 +81,4 @@ TEST(NetBuilder, RefusesWhatDoesNotFit) {
 }
 
 }  // namespace
-}  // namespace rocecap::net
+}  // namespace rocecap::capture::net

@@ -26,7 +26,8 @@ capture::RingConfig config16() {
   capture::RingConfig c;
   c.slots = 16;
   c.payload_slot_bytes = 200;  // stride 256 with the default 64-byte alignment
-  c.memory = capture::HostMemoryOptions{capture::Want::no, capture::Want::no};
+  c.memory =
+      capture::memory::HostMemoryOptions{capture::memory::Want::no, capture::memory::Want::no};
   return c;
 }
 

@@ -16,7 +16,7 @@
 
 #include "capture/pcap/pcap_source.hpp"
 
-namespace rocecap::pcapsrc {
+namespace rocecap::capture::pcap {
 namespace {
 
 std::vector<u_char> frame(std::size_t n, u_char seed) {
@@ -179,4 +179,4 @@ TEST_F(PcapFileReaderTest, PcapngIsLeftToLibpcap) {
 }
 
 }  // namespace
-}  // namespace rocecap::pcapsrc
+}  // namespace rocecap::capture::pcap

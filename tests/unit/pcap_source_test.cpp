@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <vector>
 
-namespace rocecap::pcapsrc {
+namespace rocecap::capture::pcap {
 namespace {
 
 // A UDP/IPv4 Ethernet frame to group:port, optionally under one 802.1Q tag.
@@ -200,9 +200,9 @@ TEST(BuildFilter, PassesDoubleTaggedFramesOfConfiguredGroups) {
 }
 
 }  // namespace
-}  // namespace rocecap::pcapsrc
+}  // namespace rocecap::capture::pcap
 
-namespace rocecap::pcapsrc {
+namespace rocecap::capture::pcap {
 namespace {
 
 // A quiet interface must give the capture thread back within the timeout, or a run could never
@@ -226,4 +226,4 @@ TEST(PcapLive, QuietInterfaceReturnsWithinTheTimeout) {
 }
 
 }  // namespace
-}  // namespace rocecap::pcapsrc
+}  // namespace rocecap::capture::pcap

@@ -35,10 +35,10 @@ class RundirTest : public ::testing::Test {
 
 std::vector<std::byte> frames(uint32_t n, bool headers_only) {
   std::vector<std::byte> out;
-  codif::Header h = codif::test::askap();
+  capture::codif::Header h = capture::codif::test::askap();
   for (uint32_t i = 0; i < n; ++i) {
     h.frame = 100 + i;
-    const auto f = codif::test::payload(h);
+    const auto f = capture::codif::test::payload(h);
     out.insert(out.end(), f.begin(), headers_only ? f.begin() + 64 : f.end());
   }
   return out;

@@ -21,8 +21,8 @@
 namespace rocecap::capture {
 namespace {
 
-using codif::Header;
-using codif::Timing;
+using capture::codif::Header;
+using capture::codif::Timing;
 
 // 8192-byte frames of 8192 one-channel 8-bit samples, 1000 frames per 1-second period.
 constexpr uint64_t kFramesPerPeriod = 1000;
@@ -42,7 +42,7 @@ Header base_header() {
 
 Timing timing_of(const Header& h) {
   Timing t;
-  EXPECT_EQ(codif::validate(h, h.frame_bytes(), t), codif::Invalid::ok);
+  EXPECT_EQ(capture::codif::validate(h, h.frame_bytes(), t), capture::codif::Invalid::ok);
   return t;
 }
 
@@ -778,7 +778,7 @@ TEST(SequencerWithRing, WriterThreadSeesTimeOrderedFramesAndExactFills) {
   rc.slots = 64;
   rc.header_slot_bytes = 256;
   rc.payload_slot_bytes = 64;
-  rc.memory = HostMemoryOptions{Want::no, Want::no};
+  rc.memory = memory::HostMemoryOptions{memory::Want::no, memory::Want::no};
   StreamRing ring(rc);
   RingPublisher publisher(ring);
   SequencerConfig sc = Fixture::config(kWindow, 64, 1'000'000);
@@ -807,13 +807,13 @@ TEST(SequencerWithRing, WriterThreadSeesTimeOrderedFramesAndExactFills) {
         const auto frame = std::span<const std::byte>(ring.header(batch[k])).first(m.wire_bytes);
         Header h;
         Timing t;
-        if (!codif::decode(frame, codif::SyncSet::defaults(), h) ||
-            codif::validate(h, frame.size(), t) != codif::Invalid::ok ||
-            codif::absolute_index(h, t) != m.frame_index)
+        if (!capture::codif::decode(frame, capture::codif::SyncSet::defaults(), h) ||
+            capture::codif::validate(h, frame.size(), t) != capture::codif::Invalid::ok ||
+            capture::codif::absolute_index(h, t) != m.frame_index)
           ++bad;
         for (std::size_t w = 0; w < 16; ++w) {
           uint64_t v;
-          std::memcpy(&v, frame.data() + codif::kHeaderBytes + 8 * w, 8);
+          std::memcpy(&v, frame.data() + capture::codif::kHeaderBytes + 8 * w, 8);
           if (v != payload_word(m.frame_index, w)) ++bad;
         }
         if ((m.flags & kSlotSegmentStart) != 0) {
@@ -840,19 +840,19 @@ TEST(SequencerWithRing, WriterThreadSeesTimeOrderedFramesAndExactFills) {
     const SlotId id = slot[0];
     const Header sent = small_frame(static_cast<uint64_t>(index));
     std::span<std::byte> buf = ring.header(id);
-    codif::encode(sent, buf.first<codif::kHeaderBytes>());
+    capture::codif::encode(sent, buf.first<capture::codif::kHeaderBytes>());
     for (std::size_t w = 0; w < 16; ++w) {
       const uint64_t v = payload_word(static_cast<uint64_t>(index), w);
-      std::memcpy(buf.data() + codif::kHeaderBytes + 8 * w, &v, 8);
+      std::memcpy(buf.data() + capture::codif::kHeaderBytes + 8 * w, &v, 8);
     }
     // From here on as a source would: decode what is in the slot.
     Header h;
     Timing t;
-    ASSERT_TRUE(codif::decode(buf, codif::SyncSet::defaults(), h));
-    ASSERT_EQ(codif::validate(h, sent.frame_bytes(), t), codif::Invalid::ok);
+    ASSERT_TRUE(capture::codif::decode(buf, capture::codif::SyncSet::defaults(), h));
+    ASSERT_EQ(capture::codif::validate(h, sent.frame_bytes(), t), capture::codif::Invalid::ok);
     SlotMeta& m = ring.meta(id);
     m = SlotMeta{};
-    m.frame_index = codif::absolute_index(h, t);
+    m.frame_index = capture::codif::absolute_index(h, t);
     m.wire_bytes = static_cast<uint32_t>(sent.frame_bytes());
     m.header_bytes = m.wire_bytes;
     const Verdict v = seq.on_frame(h, t, id);

@@ -7,7 +7,7 @@
 
 #include <thread>
 
-namespace rocecap {
+namespace rocecap::daemon {
 namespace {
 
 using namespace std::chrono_literals;
@@ -78,4 +78,4 @@ TEST(SignalWatcher, AStopSignalAfterTheStopIsNotADeath) {
 }
 
 }  // namespace
-}  // namespace rocecap
+}  // namespace rocecap::daemon

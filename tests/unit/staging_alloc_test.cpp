@@ -22,7 +22,8 @@ TEST(StagingAlloc, AStagedPassAllocatesNothing) {
   spec.key = {tf::kGroup, tf::kPort, tf::kSrcA};
   spec.ring.slots = 64;
   spec.ring.payload_slot_bytes = 2048;
-  spec.ring.memory = capture::HostMemoryOptions{capture::Want::no, capture::Want::no};
+  spec.ring.memory =
+      capture::memory::HostMemoryOptions{capture::memory::Want::no, capture::memory::Want::no};
   spec.sequencer.reorder_window = 4;
   capture::StreamPipeline sp(spec);
   capture::Ingest ingest({&sp}, true);

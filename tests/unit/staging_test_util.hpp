@@ -16,12 +16,12 @@
 #include <string>
 #include <vector>
 
-#include "capture/payload_memory.hpp"
+#include "capture/memory/payload_memory.hpp"
 #include "writers/staging/host_copy_engine.hpp"
 
 namespace rocecap::writers::test {
 
-class ProtectedGpuMemory final : public capture::PayloadMemory {
+class ProtectedGpuMemory final : public capture::memory::PayloadMemory {
  public:
   explicit ProtectedGpuMemory(std::size_t bytes) {
     const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
@@ -36,7 +36,9 @@ class ProtectedGpuMemory final : public capture::PayloadMemory {
 
   std::byte* data() const noexcept override { return data_; }
   std::size_t size() const noexcept override { return size_; }
-  capture::MemoryKind kind() const noexcept override { return capture::MemoryKind::gpu; }
+  capture::memory::MemoryKind kind() const noexcept override {
+    return capture::memory::MemoryKind::gpu;
+  }
 
   // The "device" side (producer, copy engine) opens it; the CPU side closes it.
   void open() const { protect(PROT_READ | PROT_WRITE); }

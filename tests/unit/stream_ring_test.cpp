@@ -22,7 +22,7 @@ RingConfig small_config(uint32_t slots) {
   c.slots = slots;
   c.header_slot_bytes = 128;
   c.payload_slot_bytes = 256;
-  c.memory = HostMemoryOptions{Want::no, Want::no};
+  c.memory = memory::HostMemoryOptions{memory::Want::no, memory::Want::no};
   return c;
 }
 
@@ -31,7 +31,7 @@ bool aligned(const void* p, std::size_t a) {
 }
 
 TEST(SpscQueue, RoundsCapacityUpAndKeepsOrderAcrossWrapAround) {
-  SpscQueue<uint32_t> q(5);
+  common::SpscQueue<uint32_t> q(5);
   EXPECT_EQ(q.capacity(), 8u);
   uint32_t next_in = 0, next_out = 0;
   for (int round = 0; round < 10; ++round) {  // 10 x 6 values through 8 entries: wraps
@@ -48,7 +48,7 @@ TEST(SpscQueue, RoundsCapacityUpAndKeepsOrderAcrossWrapAround) {
 }
 
 TEST(SpscQueue, FullAndEmptyArePartialNotBlocking) {
-  SpscQueue<uint64_t> q(4);
+  common::SpscQueue<uint64_t> q(4);
   const std::array<uint64_t, 6> in{10, 11, 12, 13, 14, 15};
   EXPECT_EQ(q.push(in), 4u);  // only what fits
   EXPECT_FALSE(q.push(uint64_t{99}));
@@ -75,7 +75,7 @@ TEST(StreamRing, SlabStridesAndAlignment) {
     EXPECT_EQ(ring.payload_stride(), align == 64 ? 8256u : 12288u);
     EXPECT_GE(ring.header_memory().size(), 37u * 128u);
     EXPECT_GE(ring.payload_memory().size(), 37u * ring.payload_stride());
-    EXPECT_EQ(ring.payload_kind(), MemoryKind::host);
+    EXPECT_EQ(ring.payload_kind(), memory::MemoryKind::host);
     for (SlotId id = 0; id < ring.slots(); ++id) {
       EXPECT_TRUE(aligned(ring.header(id).data(), 64)) << id;
       EXPECT_TRUE(aligned(ring.payload(id).data(), align)) << id;
@@ -114,16 +114,16 @@ TEST(StreamRing, RejectsBadConfigNamingTheField) {
 }
 
 // A pluggable payload slab, as a GPU allocator would provide.
-class FakeDeviceMemory final : public PayloadMemory {
+class FakeDeviceMemory final : public memory::PayloadMemory {
  public:
   explicit FakeDeviceMemory(std::size_t bytes)
-      : mem_(bytes, HostMemoryOptions{Want::no, Want::no}), size_(bytes) {}
+      : mem_(bytes, memory::HostMemoryOptions{memory::Want::no, memory::Want::no}), size_(bytes) {}
   std::byte* data() const noexcept override { return mem_.data(); }
   std::size_t size() const noexcept override { return size_; }
-  MemoryKind kind() const noexcept override { return MemoryKind::gpu; }
+  memory::MemoryKind kind() const noexcept override { return memory::MemoryKind::gpu; }
 
  private:
-  HostMemory mem_;
+  memory::HostMemory mem_;
   std::size_t size_;
 };
 
@@ -132,7 +132,7 @@ TEST(StreamRing, UsesProvidedPayloadMemory) {
   auto mem = std::make_unique<FakeDeviceMemory>(StreamRing::payload_bytes_needed(c));
   std::byte* base = mem->data();
   StreamRing ring(c, std::move(mem));
-  EXPECT_EQ(ring.payload_kind(), MemoryKind::gpu);
+  EXPECT_EQ(ring.payload_kind(), memory::MemoryKind::gpu);
   EXPECT_EQ(ring.payload(0).data(), base);
   EXPECT_EQ(ring.payload(3).data(), base + 3 * 256);
 
@@ -315,7 +315,7 @@ TEST(StreamRing, SpscMillionSlotsOrderedWithIntactContents) {
 }
 
 TEST(HostMemory, PageRoundedZeroedWritable) {
-  HostMemory m(5000, HostMemoryOptions{Want::no, Want::no});
+  memory::HostMemory m(5000, memory::HostMemoryOptions{memory::Want::no, memory::Want::no});
   const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   EXPECT_EQ(m.size(), (5000 + page - 1) / page * page);
   EXPECT_TRUE(aligned(m.data(), page));
@@ -328,15 +328,16 @@ TEST(HostMemory, PageRoundedZeroedWritable) {
 }
 
 TEST(HostMemory, NumaNodeIsPreferredOrTheRefusalRecorded) {
-  HostMemoryOptions o{Want::no, Want::no, 4000};  // no machine has node 4000
-  HostMemory none(1 << 16, o);
+  memory::HostMemoryOptions o{memory::Want::no, memory::Want::no,
+                              4000};  // no machine has node 4000
+  memory::HostMemory none(1 << 16, o);
   EXPECT_EQ(none.numa_errno(), EINVAL);
   EXPECT_NE(none.describe().find("numa node: not bound (EINVAL)"), std::string::npos)
       << none.describe();
   none.data()[none.size() - 1] = std::byte{7};  // still usable
 
   o.numa_node = 0;
-  HostMemory node0(1 << 16, o);
+  memory::HostMemory node0(1 << 16, o);
   for (std::size_t k = 0; k < node0.size(); k += 4096)
     ASSERT_EQ(node0.data()[k], std::byte{0});
   if (node0.numa_errno() == EPERM || node0.numa_errno() == ENOSYS)
@@ -356,16 +357,17 @@ uint64_t free_huge_pages() {
 }
 
 TEST(HostMemory, HugePagesPreferFallsBackAndRequireFailsWithoutReservedPages) {
-  HostMemory m(1 << 20, HostMemoryOptions{Want::prefer, Want::no});
+  memory::HostMemory m(1 << 20, memory::HostMemoryOptions{memory::Want::prefer, memory::Want::no});
   EXPECT_NE(m.huge_pages(), m.huge_pages_errno() != 0);
   if (m.huge_pages()) {
-    EXPECT_EQ(m.size() % kHugePageBytes, 0u);
+    EXPECT_EQ(m.size() % memory::kHugePageBytes, 0u);
   } else {
     EXPECT_NE(m.describe().find("huge pages: no ("), std::string::npos) << m.describe();
   }
   if (free_huge_pages() != 0) GTEST_SKIP() << "huge pages are reserved here: require succeeds";
   try {
-    HostMemory r(1 << 20, HostMemoryOptions{Want::require, Want::no});
+    memory::HostMemory r(1 << 20,
+                         memory::HostMemoryOptions{memory::Want::require, memory::Want::no});
     FAIL() << "MAP_HUGETLB succeeded without free huge pages";
   } catch (const std::system_error& e) {
     EXPECT_NE(std::string(e.what()).find("MAP_HUGETLB"), std::string::npos) << e.what();
@@ -376,18 +378,20 @@ TEST(HostMemory, LockRequireLocksOrThrowsNamingMlock) {
   rlimit lim{};
   ASSERT_EQ(getrlimit(RLIMIT_MEMLOCK, &lim), 0);
   if (geteuid() == 0) {  // CAP_IPC_LOCK: the limit does not apply
-    HostMemory m(1 << 20, HostMemoryOptions{Want::no, Want::require});
+    memory::HostMemory m(1 << 20,
+                         memory::HostMemoryOptions{memory::Want::no, memory::Want::require});
     EXPECT_TRUE(m.locked());
     EXPECT_EQ(m.lock_errno(), 0);
     return;
   }
   if (lim.rlim_cur == RLIM_INFINITY) GTEST_SKIP() << "unlimited RLIMIT_MEMLOCK: mlock succeeds";
   const std::size_t over = static_cast<std::size_t>(lim.rlim_cur) * 2 + (1 << 20);
-  HostMemory soft(over, HostMemoryOptions{Want::no, Want::prefer});
+  memory::HostMemory soft(over, memory::HostMemoryOptions{memory::Want::no, memory::Want::prefer});
   EXPECT_FALSE(soft.locked());
   EXPECT_NE(soft.lock_errno(), 0);
   try {
-    HostMemory hard(over, HostMemoryOptions{Want::no, Want::require});
+    memory::HostMemory hard(over,
+                            memory::HostMemoryOptions{memory::Want::no, memory::Want::require});
     FAIL() << "mlock over RLIMIT_MEMLOCK succeeded";
   } catch (const std::system_error& e) {
     EXPECT_NE(std::string(e.what()).find("mlock"), std::string::npos) << e.what();

@@ -14,11 +14,12 @@ namespace rocecap::test {
 
 inline constexpr uint32_t kGroup = 0xEF110001, kSrcA = 0xC000020B, kSrcB = 0xC000020C;
 inline constexpr uint16_t kPort = 36001;
-inline constexpr uint32_t kPayload = 1024;                  // CODIF data bytes per frame
-inline constexpr codif::Timing kTiming{kPayload, 1000, 1};  // 8-bit real, 1000 frames per second
+inline constexpr uint32_t kPayload = 1024;  // CODIF data bytes per frame
+inline constexpr capture::codif::Timing kTiming{kPayload, 1000,
+                                                1};  // 8-bit real, 1000 frames per second
 
-inline codif::Header base_header(uint32_t sync = codif::kSyncV3) {
-  codif::Header h;
+inline capture::codif::Header base_header(uint32_t sync = capture::codif::kSyncV3) {
+  capture::codif::Header h;
   h.sync = sync;
   h.nbits = 8;
   h.nchan = 1;
@@ -34,19 +35,20 @@ inline std::byte data_byte(uint64_t index, uint32_t i) {
 }
 
 // The datagram of CODIF frame `index` from `src` to `group`:kPort.
-inline std::vector<std::byte> frame(uint32_t src, uint64_t index, uint32_t sync = codif::kSyncV3,
+inline std::vector<std::byte> frame(uint32_t src, uint64_t index,
+                                    uint32_t sync = capture::codif::kSyncV3,
                                     uint32_t group = kGroup) {
-  const codif::Header h = codif::at_index(base_header(sync), kTiming, index);
-  const std::size_t udp_payload = codif::kHeaderBytes + kPayload;
-  net::UdpFrameSpec spec;
-  spec.dst_mac = net::multicast_mac(group);
+  const capture::codif::Header h = capture::codif::at_index(base_header(sync), kTiming, index);
+  const std::size_t udp_payload = capture::codif::kHeaderBytes + kPayload;
+  capture::net::UdpFrameSpec spec;
+  spec.dst_mac = capture::net::multicast_mac(group);
   spec.src_ip = src;
   spec.dst_ip = group;
   spec.src_port = 40000;
   spec.dst_port = kPort;
-  std::vector<std::byte> f(net::udp_header_bytes(spec) + udp_payload);
-  net::write_udp_headers(spec, udp_payload, f);
-  codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
+  std::vector<std::byte> f(capture::net::udp_header_bytes(spec) + udp_payload);
+  capture::net::write_udp_headers(spec, udp_payload, f);
+  capture::codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
   for (uint32_t i = 0; i < kPayload; ++i)
     f[42 + 64 + i] = data_byte(index, i);
   return f;

@@ -24,7 +24,7 @@ using nlohmann::json;
 
 uint32_t ip(const char* text) {
   uint32_t out = 0;
-  EXPECT_TRUE(net::parse_ipv4(text, out)) << text;
+  EXPECT_TRUE(capture::net::parse_ipv4(text, out)) << text;
   return out;
 }
 
@@ -78,7 +78,7 @@ class VerifyRun : public ::testing::Test {
     const config::LoadResult loaded = config::load_string(yaml, "inproc.yaml");
     ASSERT_TRUE(loaded.ok()) << config::format_problem(loaded.problems.front());
     daemon::RunOptions options;
-    options.log = rocecap::make_logger("warn", false);
+    options.log = rocecap::daemon::make_logger("warn", false);
     ASSERT_EQ(daemon::run(*loaded.config, options), daemon::kExitOk);
   }
 

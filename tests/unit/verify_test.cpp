@@ -104,15 +104,15 @@ TEST(VerifyModel, NothingPlacedAndBadSummaries) {
 }
 
 TEST(VerifyHeaderField, NamesTheFieldOfAByte) {
-  EXPECT_EQ(header_field_at(codif::Layout::v3, 0, 0), "frame");
-  EXPECT_EQ(header_field_at(codif::Layout::v3, 4, 0), "seconds");
-  EXPECT_EQ(header_field_at(codif::Layout::v3, 10, 0x02), "invalid");
-  EXPECT_EQ(header_field_at(codif::Layout::v3, 10, 0x05), "atypical, complex");
-  EXPECT_EQ(header_field_at(codif::Layout::v3, 40, 0), "sync");
-  EXPECT_EQ(header_field_at(codif::Layout::v3, 12, 0), "unused bits");
-  EXPECT_EQ(header_field_at(codif::Layout::v1, 7, 0x80), "invalid");
-  EXPECT_EQ(header_field_at(codif::Layout::v1, 7, 0x40), "complex");
-  EXPECT_EQ(header_field_at(codif::Layout::v1, 44, 0), "sync");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v3, 0, 0), "frame");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v3, 4, 0), "seconds");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v3, 10, 0x02), "invalid");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v3, 10, 0x05), "atypical, complex");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v3, 40, 0), "sync");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v3, 12, 0), "unused bits");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v1, 7, 0x80), "invalid");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v1, 7, 0x40), "complex");
+  EXPECT_EQ(header_field_at(capture::codif::Layout::v1, 44, 0), "sync");
 }
 
 // Writes what rocecapd's writer would for `e` through the real RawWriter: the generator's
@@ -151,7 +151,7 @@ class VerifyFiles : public ::testing::Test {
           uint64_t n = 0;
           while (expect_.slots[i + n] == Slot::missing)
             ++n;
-          const codif::Header h = frames_->header(2, index, Fate::plain);
+          const capture::codif::Header h = frames_->header(2, index, Fate::plain);
           EXPECT_TRUE(w.write_fill(h, frames_->timing(), n).ok());
         }
         continue;
@@ -159,7 +159,7 @@ class VerifyFiles : public ::testing::Test {
       frames_->build(2, index, expect_.slots[i] == Slot::invalid ? Fate::invalid : Fate::plain,
                      buf);
       const std::span<const std::byte> all(buf);
-      EXPECT_TRUE(w.write_frame(all.first<codif::kHeaderBytes>(), all.subspan(64)).ok());
+      EXPECT_TRUE(w.write_frame(all.first<capture::codif::kHeaderBytes>(), all.subspan(64)).ok());
     }
     EXPECT_TRUE(w.close().ok());
     std::vector<ListedFile> out;

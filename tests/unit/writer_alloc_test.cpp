@@ -19,8 +19,8 @@ RotationOptions no_rotation() {
   return o;
 }
 
-codif::Header fill_template() {
-  codif::Header h;
+capture::codif::Header fill_template() {
+  capture::codif::Header h;
   h.version = 3;
   h.nbits = 8;
   h.nchan = 1;
@@ -30,7 +30,8 @@ codif::Header fill_template() {
   return h;
 }
 
-constexpr codif::Timing kTiming{.samples_per_frame = 8192, .frames_per_period = 10, .period = 1};
+constexpr capture::codif::Timing kTiming{
+    .samples_per_frame = 8192, .frames_per_period = 10, .period = 1};
 
 TEST(WriterAllocations, WritePathAllocatesNothingOnceAFileIsOpen) {
   test::TempDir dir;

@@ -175,7 +175,7 @@ TEST(WriterErrors, LostFillFramesAreCountedApartAndListedByIndex) {
   const Stream s;
   RawWriter w([](uint64_t, std::filesystem::path&) { return Status::error(ENOSPC, "full"); },
               rotation(0, 4096));
-  codif::Header missing;
+  capture::codif::Header missing;
   missing.data_words = 64;
   w.set_next_index(1000);
   (void)write_one(w, s, 0);
@@ -266,7 +266,7 @@ TEST(WriterErrors, WithoutRotationTheStreamWaitsForTheRetry) {
   EXPECT_EQ(w.stats().frames_written, 5u);
   EXPECT_EQ(w.stats().frames_dropped, 15u);
   // Fill frames are dropped too, and not counted as written fill frames.
-  codif::Header missing;
+  capture::codif::Header missing;
   missing.data_words = 64;
   EXPECT_TRUE(
       w.write_fill(missing, {.samples_per_frame = 512, .frames_per_period = 10, .period = 1}, 4)

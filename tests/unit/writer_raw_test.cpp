@@ -27,14 +27,15 @@ RotationOptions rotation(uint64_t max_bytes, std::size_t buffer_bytes = 8u << 20
 }
 
 constexpr std::size_t kData = 512;  // 64 words of 8 bytes
-constexpr std::size_t kFrame = kData + codif::kHeaderBytes;
+constexpr std::size_t kFrame = kData + capture::codif::kHeaderBytes;
 // 8-bit real samples, one channel: 512 samples per frame, 10 frames per 1-second period.
-constexpr codif::Timing kTiming{.samples_per_frame = 512, .frames_per_period = 10, .period = 1};
+constexpr capture::codif::Timing kTiming{
+    .samples_per_frame = 512, .frames_per_period = 10, .period = 1};
 
-codif::Header header_at(uint32_t seconds, uint32_t frame, bool invalid = false) {
-  codif::Header h;
-  h.layout = codif::Layout::v3;
-  h.sync = codif::kSyncV3;
+capture::codif::Header header_at(uint32_t seconds, uint32_t frame, bool invalid = false) {
+  capture::codif::Header h;
+  h.layout = capture::codif::Layout::v3;
+  h.sync = capture::codif::kSyncV3;
   h.version = 3;
   h.seconds = seconds;
   h.frame = frame;
@@ -42,7 +43,7 @@ codif::Header header_at(uint32_t seconds, uint32_t frame, bool invalid = false) 
   h.nbits = 8;
   h.nchan = 1;
   h.period = 1;
-  h.station_id = codif::station_id('A', 'K');
+  h.station_id = capture::codif::station_id('A', 'K');
   h.thread_id = 1;
   h.group_id = 2;
   h.data_words = kData / 8;
@@ -91,7 +92,8 @@ void write_sequence(Writer& w, WriteFrame write_frame) {
   auto received = [&](uint32_t s, uint32_t f) {
     const auto h = test::encoded(header_at(s, f));
     const Bytes data = data_of(s, f);
-    ASSERT_TRUE(write_frame(std::span<const std::byte, codif::kHeaderBytes>(h), data).ok());
+    ASSERT_TRUE(
+        write_frame(std::span<const std::byte, capture::codif::kHeaderBytes>(h), data).ok());
   };
   received(1000, 8);
   ASSERT_TRUE(w.write_fill(header_at(1000, 9), kTiming, 3).ok());
@@ -101,14 +103,13 @@ void write_sequence(Writer& w, WriteFrame write_frame) {
 }
 
 void write_raw_sequence(RawWriter& w) {
-  write_sequence(w, [&](std::span<const std::byte, codif::kHeaderBytes> h, const Bytes& d) {
-    return w.write_frame(h, d);
-  });
+  write_sequence(w, [&](std::span<const std::byte, capture::codif::kHeaderBytes> h,
+                        const Bytes& d) { return w.write_frame(h, d); });
 }
 
 TEST(RawWriter, FixtureMatchesTheCodec) {
-  codif::Timing t;
-  ASSERT_EQ(codif::validate(header_at(1000, 8), kFrame, t), codif::Invalid::ok);
+  capture::codif::Timing t;
+  ASSERT_EQ(capture::codif::validate(header_at(1000, 8), kFrame, t), capture::codif::Invalid::ok);
   EXPECT_EQ(t.samples_per_frame, kTiming.samples_per_frame);
   EXPECT_EQ(t.frames_per_period, kTiming.frames_per_period);
   EXPECT_EQ(t.period, kTiming.period);
@@ -148,9 +149,9 @@ TEST(RawWriter, FillFramesDecodeAsInvalidWithAdvancedTime) {
   const uint32_t want_frame[] = {8, 9, 0, 1, 2, 3, 4};
   const bool want_invalid[] = {false, true, true, true, false, true, false};
   for (std::size_t i = 0; i < 7; ++i) {
-    codif::Header h;
-    ASSERT_TRUE(
-        codif::decode(std::span(file).subspan(i * kFrame, kFrame), codif::SyncSet::defaults(), h));
+    capture::codif::Header h;
+    ASSERT_TRUE(capture::codif::decode(std::span(file).subspan(i * kFrame, kFrame),
+                                       capture::codif::SyncSet::defaults(), h));
     EXPECT_EQ(h.seconds, want_seconds[i]) << i;
     EXPECT_EQ(h.frame, want_frame[i]) << i;
     EXPECT_EQ(h.invalid, want_invalid[i]) << i;
@@ -170,14 +171,14 @@ TEST(RawWriter, StripHeadersWritesDataOnly) {
 TEST(CodifHeaderWriter, WritesHeadersIncludingFillHeaders) {
   test::TempDir dir;
   CodifHeaderWriter w(test::simple_paths(dir.path()), {});
-  write_sequence(w, [&](std::span<const std::byte, codif::kHeaderBytes> h, const Bytes&) {
+  write_sequence(w, [&](std::span<const std::byte, capture::codif::kHeaderBytes> h, const Bytes&) {
     return w.write_frame(h);
   });
   ASSERT_TRUE(w.close().ok());
   EXPECT_EQ(test::read_file(dir.path() / "f.0"), expected_sequence().headers);
   EXPECT_EQ(w.stats().frames_written, 7u);
   EXPECT_EQ(w.stats().fill_frames, 4u);
-  EXPECT_EQ(w.stats().bytes_written, 7 * codif::kHeaderBytes);
+  EXPECT_EQ(w.stats().bytes_written, 7 * capture::codif::kHeaderBytes);
 }
 
 // Writes frames 1000.0 .. 1000.(n-1) and returns the expected concatenation.

@@ -82,9 +82,10 @@ inline Bytes pattern(std::size_t n, uint32_t seed) {
   return b;
 }
 
-inline std::array<std::byte, codif::kHeaderBytes> encoded(const codif::Header& h) {
-  std::array<std::byte, codif::kHeaderBytes> out{};
-  codif::encode(h, out);
+inline std::array<std::byte, capture::codif::kHeaderBytes> encoded(
+    const capture::codif::Header& h) {
+  std::array<std::byte, capture::codif::kHeaderBytes> out{};
+  capture::codif::encode(h, out);
   return out;
 }
 

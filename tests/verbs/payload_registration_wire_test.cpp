@@ -11,8 +11,8 @@
 #include <memory>
 #include <string>
 
-#include "capture/host_memory.hpp"
 #include "capture/memory/gpu_memory.hpp"
+#include "capture/memory/host_memory.hpp"
 #include "capture/verbs/payload_registration.hpp"
 
 namespace rocecap::capture::verbs {
@@ -37,7 +37,8 @@ void host_offers(bool dmabuf, bool peermem) {
 
 TEST(PayloadRegistration, HostSlabIsRegisteredAsHostMemory) {
   Pd p;
-  HostMemory slab(1 << 20, HostMemoryOptions{Want::no, Want::no, -1});
+  memory::HostMemory slab(1 << 20,
+                          memory::HostMemoryOptions{memory::Want::no, memory::Want::no, -1});
   const PayloadRegistration r = register_payload(p.pd.get(), slab, "test slab");
   EXPECT_EQ(r.method, "host");
   ASSERT_TRUE(r.mr);
@@ -79,19 +80,19 @@ TEST(PayloadRegistration, ProbeOfAMissingDeviceNamesIt) {
 // Host memory that reports itself as GPU memory, so that the registration chain for GPU slabs
 // (dma-buf, then peer memory) runs without a GPU: dma-buf export fails (not device memory) and
 // softverbs, told a peer-memory client is loaded, registers the host-mapped range.
-class HostBackedGpuSlab final : public PayloadMemory {
+class HostBackedGpuSlab final : public memory::PayloadMemory {
  public:
   explicit HostBackedGpuSlab(std::size_t bytes)
-      : host_(bytes, HostMemoryOptions{Want::no, Want::no, -1}) {}
+      : host_(bytes, memory::HostMemoryOptions{memory::Want::no, memory::Want::no, -1}) {}
   std::byte* data() const noexcept override { return host_.data(); }
   std::size_t size() const noexcept override { return host_.size(); }
-  MemoryKind kind() const noexcept override { return MemoryKind::gpu; }
+  memory::MemoryKind kind() const noexcept override { return memory::MemoryKind::gpu; }
 
  private:
-  HostMemory host_;
+  memory::HostMemory host_;
 };
 
-std::unique_ptr<PayloadMemory> host_backed(std::size_t bytes) {
+std::unique_ptr<memory::PayloadMemory> host_backed(std::size_t bytes) {
   return std::make_unique<HostBackedGpuSlab>(bytes);
 }
 
@@ -136,7 +137,7 @@ TEST(PayloadRegistration, TrialOfTheRealSlabsFailsWhereTheyExceedBar1) {
       memory::choose_payload_memory(memory::PayloadRequest::automatic, facts);
   ::unsetenv("SOFTVERBS_MR_LIMIT");
   host_offers(false, false);
-  EXPECT_EQ(c.kind, MemoryKind::host);
+  EXPECT_EQ(c.kind, memory::MemoryKind::host);
   EXPECT_EQ(c.reason.rfind("auto: GPU 0: Test GPU found, but the NIC cannot register GPU memory: "
                            "RDMA device svw: GPU memory cannot be registered: ",
                            0),

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "capture/ingest.hpp"
-#include "capture/privileges.hpp"
 #include "capture/verbs/verbs_source.hpp"
+#include "daemon/lib/privileges.hpp"
 
 namespace rocecap::capture::verbs {
 namespace {
@@ -179,7 +179,7 @@ TEST(VerbsSourceFault, RawHcaClockGivesWallClockTimestamps) {
 }  // namespace rocecap::capture::verbs
 
 int main(int argc, char** argv) {
-  if (!rocecap::capture::check_privileges("verbs", 0).empty()) {
+  if (!rocecap::daemon::check_privileges("verbs", 0).empty()) {
     std::puts("SKIP: needs CAP_NET_RAW");
     return 77;
   }

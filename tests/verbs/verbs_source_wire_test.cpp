@@ -18,9 +18,9 @@
 
 #include "capture/codif/header.hpp"
 #include "capture/ingest.hpp"
-#include "capture/privileges.hpp"
 #include "capture/verbs/device_finder.hpp"
 #include "capture/verbs/verbs_source.hpp"
+#include "daemon/lib/privileges.hpp"
 
 namespace rocecap::capture::verbs {
 namespace {
@@ -79,9 +79,9 @@ uint64_t drain(StreamPipeline& sp, uint64_t& last_index, bool& ordered) {
     const SlotMeta& m = ring.meta(id);
     EXPECT_EQ(m.header_bytes, 128u);
     EXPECT_EQ(m.header_bytes + m.payload_bytes, m.wire_bytes);
-    codif::Header h;
-    const auto hdr = ring.header(id).subspan(m.udp_payload_offset, codif::kHeaderBytes);
-    EXPECT_TRUE(codif::decode(hdr, sp.spec().syncs, h));
+    capture::codif::Header h;
+    const auto hdr = ring.header(id).subspan(m.udp_payload_offset, capture::codif::kHeaderBytes);
+    EXPECT_TRUE(capture::codif::decode(hdr, sp.spec().syncs, h));
     if (n + last_index != 0 && m.frame_index <= last_index) ordered = false;
     last_index = m.frame_index;
     ring.release(id);
@@ -213,7 +213,7 @@ TEST(VerbsWrId, StreamAndSlotRoundTrip) {
 }  // namespace rocecap::capture::verbs
 
 int main(int argc, char** argv) {
-  if (!rocecap::capture::check_privileges("verbs", 0).empty()) {
+  if (!rocecap::daemon::check_privileges("verbs", 0).empty()) {
     std::puts("SKIP: needs CAP_NET_RAW");
     return 77;
   }

@@ -8,7 +8,7 @@ namespace rocecap::tools {
 namespace {
 
 std::string dotted(uint32_t ip) {
-  return net::format_ipv4(ip).data();
+  return capture::net::format_ipv4(ip).data();
 }
 
 // What one stream position produced: committed to the summary once its batch is delivered.

@@ -11,22 +11,22 @@ namespace {
   throw std::invalid_argument(what);
 }
 
-codif::Header base_header(const GenFrameParams& p) {
-  codif::Header h;
+capture::codif::Header base_header(const GenFrameParams& p) {
+  capture::codif::Header h;
   if (p.layout == "v3") {
-    h.layout = codif::Layout::v3;
-    h.sync = codif::kSyncV3;
+    h.layout = capture::codif::Layout::v3;
+    h.sync = capture::codif::kSyncV3;
     h.version = 3;
   } else if (p.layout == "v1") {
-    h.layout = codif::Layout::v1;
-    h.sync = codif::kSyncV1;
+    h.layout = capture::codif::Layout::v1;
+    h.sync = capture::codif::kSyncV1;
     h.version = 1;
   } else {
     bad("--layout: must be v3 or v1, not '" + p.layout + "'");
   }
   if (p.station.size() != 2)
     bad("--station: must be two ASCII characters, not '" + p.station + "'");
-  h.station_id = codif::station_id(p.station[0], p.station[1]);
+  h.station_id = capture::codif::station_id(p.station[0], p.station[1]);
   h.epoch = p.epoch;
   h.nbits = p.nbits;
   h.complex = p.complex;
@@ -46,7 +46,7 @@ void check_ranges(const GenFrameParams& p) {
     bad("--payload-bytes: must be a positive multiple of 8, not " +
         std::to_string(p.payload_bytes));
   }
-  if (codif::kHeaderBytes + p.payload_bytes > kMaxUdpPayload) {
+  if (capture::codif::kHeaderBytes + p.payload_bytes > kMaxUdpPayload) {
     bad("--payload-bytes: 64 + " + std::to_string(p.payload_bytes) +
         " exceeds the largest UDP payload (" + std::to_string(kMaxUdpPayload) + ")");
   }
@@ -76,25 +76,27 @@ FrameBuilder::FrameBuilder(const GenFrameParams& params) : params_(params) {
     params_.total_samples = kDefaultFramesPerPeriod * (payload_bits / sample_bits);
   }
   base_ = base_header(params_);
-  const codif::Invalid why = codif::validate(base_, frame_bytes(), timing_);
-  if (why == codif::Invalid::fractional_frames) {
+  const capture::codif::Invalid why = capture::codif::validate(base_, frame_bytes(), timing_);
+  if (why == capture::codif::Invalid::fractional_frames) {
     bad("--total-samples " + std::to_string(params_.total_samples) +
         " is not a whole number of frames of " + std::to_string(payload_bits / sample_bits) +
         " samples");
   }
-  if (why == codif::Invalid::frame_out_of_range) {
+  if (why == capture::codif::Invalid::frame_out_of_range) {
     bad("--start-frame " + std::to_string(params_.start_frame) + " is not below the " +
         std::to_string(params_.total_samples / (payload_bits / sample_bits)) +
         " frames of a period");
   }
-  if (why != codif::Invalid::ok) {
-    bad("frame parameters rejected by CODIF validation: " + std::string(codif::to_string(why)));
+  if (why != capture::codif::Invalid::ok) {
+    bad("frame parameters rejected by CODIF validation: " +
+        std::string(capture::codif::to_string(why)));
   }
-  first_index_ = codif::absolute_index(base_, timing_);
+  first_index_ = capture::codif::absolute_index(base_, timing_);
 }
 
-codif::Header FrameBuilder::header(uint32_t antenna, uint64_t index, Fate fate) const noexcept {
-  codif::Header h = codif::at_index(base_, timing_, index);
+capture::codif::Header FrameBuilder::header(uint32_t antenna, uint64_t index,
+                                            Fate fate) const noexcept {
+  capture::codif::Header h = capture::codif::at_index(base_, timing_, index);
   h.thread_id = static_cast<uint16_t>(params_.thread_id + antenna);
   if (fate == Fate::invalid) h.invalid = true;
   if (fate == Fate::bad_sync) h.sync = ~h.sync;  // matches none of the accepted sync words
@@ -104,8 +106,9 @@ codif::Header FrameBuilder::header(uint32_t antenna, uint64_t index, Fate fate) 
 std::size_t FrameBuilder::build(uint32_t antenna, uint64_t index, Fate fate,
                                 std::span<std::byte> out) const noexcept {
   const std::size_t size = fate == Fate::truncated ? truncated_bytes() : frame_bytes();
-  codif::encode(header(antenna, index, fate), out.first<codif::kHeaderBytes>());
-  fill_pattern(antenna, index, 0, out.subspan(codif::kHeaderBytes, size - codif::kHeaderBytes));
+  capture::codif::encode(header(antenna, index, fate), out.first<capture::codif::kHeaderBytes>());
+  fill_pattern(antenna, index, 0,
+               out.subspan(capture::codif::kHeaderBytes, size - capture::codif::kHeaderBytes));
   return size;
 }
 

@@ -27,16 +27,18 @@ class FrameBuilder {
   explicit FrameBuilder(const GenFrameParams& params);
 
   const GenFrameParams& params() const noexcept { return params_; }
-  const codif::Timing& timing() const noexcept { return timing_; }
+  const capture::codif::Timing& timing() const noexcept { return timing_; }
   uint64_t first_index() const noexcept { return first_index_; }
-  std::size_t frame_bytes() const noexcept { return codif::kHeaderBytes + params_.payload_bytes; }
+  std::size_t frame_bytes() const noexcept {
+    return capture::codif::kHeaderBytes + params_.payload_bytes;
+  }
   // UDP payload of a truncated frame: the header and the first half of the data, in 8s.
   std::size_t truncated_bytes() const noexcept {
-    return codif::kHeaderBytes + (params_.payload_bytes / 2) / 8 * 8;
+    return capture::codif::kHeaderBytes + (params_.payload_bytes / 2) / 8 * 8;
   }
 
   // The header of absolute frame `index` of antenna `antenna`, impairment applied.
-  codif::Header header(uint32_t antenna, uint64_t index, Fate fate) const noexcept;
+  capture::codif::Header header(uint32_t antenna, uint64_t index, Fate fate) const noexcept;
 
   // Writes the UDP payload of that frame into `out` (at least frame_bytes()); returns its size.
   std::size_t build(uint32_t antenna, uint64_t index, Fate fate,
@@ -44,8 +46,8 @@ class FrameBuilder {
 
  private:
   GenFrameParams params_;
-  codif::Header base_;
-  codif::Timing timing_;
+  capture::codif::Header base_;
+  capture::codif::Timing timing_;
   uint64_t first_index_ = 0;
 };
 

@@ -18,7 +18,7 @@ namespace rocecap::tools {
 namespace {
 
 std::string dotted(uint32_t ip) {
-  return net::format_ipv4(ip).data();
+  return capture::net::format_ipv4(ip).data();
 }
 
 std::runtime_error sys_error(const std::string& what, int err) {

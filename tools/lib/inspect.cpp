@@ -64,16 +64,16 @@ uint32_t load32(const std::byte* p, bool swap) noexcept {
 }
 
 std::string dotted(uint32_t ip) {
-  return net::format_ipv4(ip).data();
+  return capture::net::format_ipv4(ip).data();
 }
 
 // Sequencing of one frame into its stream: counts now, gaps and first/last at finish().
-void add_frame(InspectStream& s, const codif::Header& h, const codif::Timing& t) {
+void add_frame(InspectStream& s, const capture::codif::Header& h, const capture::codif::Timing& t) {
   if (!s.first_header) {
     s.first_header = h;
     s.timing = t;
   }
-  const uint64_t index = codif::absolute_index(h, t);
+  const uint64_t index = capture::codif::absolute_index(h, t);
   ++s.frames;
   if (h.invalid) ++s.invalid;
   if (!s.indices.empty() && index < s.highest) ++s.late;
@@ -84,19 +84,19 @@ void add_frame(InspectStream& s, const codif::Header& h, const codif::Timing& t)
 // The CODIF part of a record: a frame, or one reason for rejecting it.
 void add_codif(InspectStream& s, std::span<const std::byte> payload, std::size_t payload_bytes) {
   ++s.records;
-  codif::Header h;
-  if (payload.size() < codif::kHeaderBytes) {
+  capture::codif::Header h;
+  if (payload.size() < capture::codif::kHeaderBytes) {
     ++s.rejected["short_payload"];
     return;
   }
-  if (!codif::decode(payload, codif::SyncSet::defaults(), h)) {
-    ++s.rejected[std::string(codif::to_string(codif::Invalid::bad_sync))];
+  if (!capture::codif::decode(payload, capture::codif::SyncSet::defaults(), h)) {
+    ++s.rejected[std::string(capture::codif::to_string(capture::codif::Invalid::bad_sync))];
     return;
   }
-  codif::Timing t;
-  const codif::Invalid why = codif::validate(h, payload_bytes, t);
-  if (why != codif::Invalid::ok) {
-    ++s.rejected[std::string(codif::to_string(why))];
+  capture::codif::Timing t;
+  const capture::codif::Invalid why = capture::codif::validate(h, payload_bytes, t);
+  if (why != capture::codif::Invalid::ok) {
+    ++s.rejected[std::string(capture::codif::to_string(why))];
     return;
   }
   add_frame(s, h, t);
@@ -111,10 +111,10 @@ void finish(InspectStream& s) {
   if (s.unique_frames > 0) {
     s.first_index = v.front();
     s.last_index = *(end - 1);
-    s.first_time_ns = codif::frame_start_unix_ns(
-        codif::at_index(*s.first_header, s.timing, s.first_index), s.timing);
-    s.last_time_ns = codif::frame_start_unix_ns(
-        codif::at_index(*s.first_header, s.timing, s.last_index), s.timing);
+    s.first_time_ns = capture::codif::frame_start_unix_ns(
+        capture::codif::at_index(*s.first_header, s.timing, s.first_index), s.timing);
+    s.last_time_ns = capture::codif::frame_start_unix_ns(
+        capture::codif::at_index(*s.first_header, s.timing, s.last_index), s.timing);
     for (auto it = v.begin(); it + 1 < end; ++it) {
       if (it[1] > it[0] + 1) {
         s.gaps.emplace_back(it[0] + 1, it[1] - it[0] - 1);
@@ -162,10 +162,11 @@ InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::str
     const std::span<const std::byte> frame = file.subspan(off + 16, incl);
     off += 16 + incl;
     ++r.records;
-    net::UdpFrame u;
-    const net::ParseError e = net::parse_udp(frame, std::max<std::size_t>(orig, incl), u);
-    if (e != net::ParseError::ok) {
-      ++r.rejected[std::string(net::to_string(e))];
+    capture::net::UdpFrame u;
+    const capture::net::ParseError e =
+        capture::net::parse_udp(frame, std::max<std::size_t>(orig, incl), u);
+    if (e != capture::net::ParseError::ok) {
+      ++r.rejected[std::string(capture::net::to_string(e))];
       continue;
     }
     const PcapKey key{u.dst_ip, u.src_ip, u.dst_port};
@@ -200,8 +201,8 @@ InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::str
 
 InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::string& name) {
   InspectReport r{name, "codif", "", 0, {}, {}};
-  codif::Header first;
-  if (!codif::decode(file, codif::SyncSet::defaults(), first)) {
+  capture::codif::Header first;
+  if (!capture::codif::decode(file, capture::codif::SyncSet::defaults(), first)) {
     fail(name, "neither a pcap file nor a CODIF file (no CODIF sync word at offset 0)");
   }
   const uint64_t frame_bytes = first.frame_bytes();
@@ -214,8 +215,8 @@ InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::st
       break;
     }
     const auto frame = file.subspan(off, frame_bytes);
-    codif::Header h;
-    if (!codif::decode(frame, codif::SyncSet::defaults(), h)) {
+    capture::codif::Header h;
+    if (!capture::codif::decode(frame, capture::codif::SyncSet::defaults(), h)) {
       ++r.rejected["bad_sync"];
       continue;
     }

@@ -31,8 +31,8 @@ struct InspectStream {
   uint64_t late = 0;        // valid records below the highest index seen before them
   uint64_t invalid = 0;     // valid records with the CODIF invalid bit set
   std::map<std::string, uint64_t> rejected;  // records without a usable frame, by reason
-  std::optional<codif::Header> first_header;
-  codif::Timing timing;
+  std::optional<capture::codif::Header> first_header;
+  capture::codif::Timing timing;
 
   // Filled by finish(): over distinct frame indices.
   uint64_t unique_frames = 0;
@@ -63,7 +63,7 @@ InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::str
 InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::string& name);
 
 nlohmann::json to_json(const InspectReport& report);
-nlohmann::json header_json(const codif::Header& h, const codif::Timing& t);
+nlohmann::json header_json(const capture::codif::Header& h, const capture::codif::Timing& t);
 void print_table(const InspectReport& report, std::ostream& out);
 
 }  // namespace rocecap::tools

@@ -20,7 +20,7 @@ std::string iso_time(int64_t unix_ns) {
 
 std::string stream_name(const InspectStream& s) {
   if (!s.group.empty()) return s.group + ":" + std::to_string(s.port) + " <- " + s.source;
-  return std::string("station ") + codif::station_name(s.station_id).data() + " group " +
+  return std::string("station ") + capture::codif::station_name(s.station_id).data() + " group " +
          std::to_string(s.group_id) + " thread " + std::to_string(s.thread_id);
 }
 
@@ -33,10 +33,10 @@ uint64_t total(const std::map<std::string, uint64_t>& m) {
 
 }  // namespace
 
-nlohmann::json header_json(const codif::Header& h, const codif::Timing& t) {
+nlohmann::json header_json(const capture::codif::Header& h, const capture::codif::Timing& t) {
   char sync[16];
   std::snprintf(sync, sizeof sync, "0x%08X", h.sync);
-  return {{"layout", h.layout == codif::Layout::v3 ? "v3" : "v1"},
+  return {{"layout", h.layout == capture::codif::Layout::v3 ? "v3" : "v1"},
           {"sync", sync},
           {"frame", h.frame},
           {"seconds", h.seconds},
@@ -53,7 +53,7 @@ nlohmann::json header_json(const codif::Header& h, const codif::Timing& t) {
           {"thread_id", h.thread_id},
           {"group_id", h.group_id},
           {"secondary_id", h.secondary_id},
-          {"station", codif::station_name(h.station_id).data()},
+          {"station", capture::codif::station_name(h.station_id).data()},
           {"nchan", h.nchan},
           {"block_length", h.block_length},
           {"payload_bytes", h.payload_bytes()},
@@ -71,7 +71,7 @@ nlohmann::json to_json(const InspectReport& r) {
       j["port"] = s.port;
       j["source"] = s.source;
     }
-    j["station"] = codif::station_name(s.station_id).data();
+    j["station"] = capture::codif::station_name(s.station_id).data();
     j["group_id"] = s.group_id;
     j["thread_id"] = s.thread_id;
     j["records"] = s.records;

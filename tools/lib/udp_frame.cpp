@@ -57,9 +57,9 @@ uint16_t checksum_fold(uint32_t sum) noexcept {
 void write_udp_headers(const UdpEndpoints& ep, uint16_t ip_id, uint8_t ttl,
                        std::span<const std::byte> payload,
                        std::span<std::byte, kEthIpv4UdpBytes> out) noexcept {
-  net::UdpFrameSpec spec;
-  spec.dst_mac =
-      net::is_multicast(ep.dst_ip) ? net::multicast_mac(ep.dst_ip) : source_mac(ep.dst_ip);
+  capture::net::UdpFrameSpec spec;
+  spec.dst_mac = capture::net::is_multicast(ep.dst_ip) ? capture::net::multicast_mac(ep.dst_ip)
+                                                       : source_mac(ep.dst_ip);
   spec.src_mac = source_mac(ep.src_ip);
   spec.ttl = ttl;
   spec.ip_id = ip_id;
@@ -68,16 +68,16 @@ void write_udp_headers(const UdpEndpoints& ep, uint16_t ip_id, uint8_t ttl,
   spec.src_port = ep.src_port;
   spec.dst_port = ep.dst_port;
   // Untagged and without options the headers are exactly kEthIpv4UdpBytes: this cannot fail.
-  (void)net::write_udp_headers(spec, payload.size(), out);
+  (void)capture::net::write_udp_headers(spec, payload.size(), out);
 
   // The UDP checksum over the pseudo-header (addresses, protocol, UDP length), the UDP header
   // and the payload: receivers that verify it see a real datagram.
-  const std::byte* ip = out.data() + net::kEthHeaderBytes;
-  std::byte* udp = out.data() + net::kEthHeaderBytes + net::kIpv4MinHeaderBytes;
-  const auto udp_len = static_cast<uint16_t>(net::kUdpHeaderBytes + payload.size());
+  const std::byte* ip = out.data() + capture::net::kEthHeaderBytes;
+  std::byte* udp = out.data() + capture::net::kEthHeaderBytes + capture::net::kIpv4MinHeaderBytes;
+  const auto udp_len = static_cast<uint16_t>(capture::net::kUdpHeaderBytes + payload.size());
   uint32_t sum = checksum_add(0, std::span<const std::byte>(ip + 12, 8));
-  sum += net::kIpProtoUdp + udp_len;
-  sum = checksum_add(sum, std::span<const std::byte>(udp, net::kUdpHeaderBytes));
+  sum += capture::net::kIpProtoUdp + udp_len;
+  sum = checksum_add(sum, std::span<const std::byte>(udp, capture::net::kUdpHeaderBytes));
   sum = checksum_add(sum, payload);
   const uint16_t c = checksum_fold(sum);
   const uint16_t wire = c == 0 ? 0xFFFF : c;  // 0 would mean "no checksum"

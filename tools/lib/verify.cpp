@@ -194,8 +194,8 @@ class RecordChecker {
     for (std::size_t i = 0; i < streams.size(); ++i) {
       const json& m = streams[i].m;
       uint32_t group = 0, source = 0;
-      net::parse_ipv4(m.at("group").get<std::string>(), group);
-      net::parse_ipv4(m.at("source").get<std::string>(), source);
+      capture::net::parse_ipv4(m.at("group").get<std::string>(), group);
+      capture::net::parse_ipv4(m.at("source").get<std::string>(), source);
       index_[{group, m.at("port").get<uint16_t>(), source}] = i;
     }
   }
@@ -204,20 +204,21 @@ class RecordChecker {
     if (data.size() != wire_bytes)
       return "cut short (" + std::to_string(data.size()) + " of " + std::to_string(wire_bytes) +
              " bytes)";
-    net::UdpFrame f;
-    if (net::parse_udp(data, f) != net::ParseError::ok) return "not an IPv4/UDP frame";
+    capture::net::UdpFrame f;
+    if (capture::net::parse_udp(data, f) != capture::net::ParseError::ok)
+      return "not an IPv4/UDP frame";
     const auto it = index_.find({f.dst_ip, f.dst_port, f.src_ip});
     if (it == index_.end()) return "a datagram of no stream";
     Judged& s = streams_[it->second];
     ++s.pcap_records;
     const auto payload = data.subspan(f.payload_offset, f.payload_bytes);
-    codif::Header h;
-    codif::Timing t;
-    if (!codif::decode(payload, codif::SyncSet::defaults(), h) ||
-        codif::validate(h, payload.size(), t) != codif::Invalid::ok) {
+    capture::codif::Header h;
+    capture::codif::Timing t;
+    if (!capture::codif::decode(payload, capture::codif::SyncSet::defaults(), h) ||
+        capture::codif::validate(h, payload.size(), t) != capture::codif::Invalid::ok) {
       return "not a valid CODIF frame";
     }
-    const uint64_t index = codif::absolute_index(h, t);
+    const uint64_t index = capture::codif::absolute_index(h, t);
     const StreamExpectation& e = s.expect;
     if (!e.any || index < e.first || index > e.last || e.slots[index - e.first] == Slot::missing)
       return "frame index " + std::to_string(index) + " of " + s.verdict.name + " not expected";

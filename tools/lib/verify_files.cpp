@@ -26,7 +26,7 @@ class ExpectedSequence {
  public:
   explicit ExpectedSequence(const SequenceSpec& spec)
       : spec_(spec),
-        header_bytes_(spec.headers ? codif::kHeaderBytes : 0),
+        header_bytes_(spec.headers ? capture::codif::kHeaderBytes : 0),
         data_bytes_(spec.data ? spec.frames->params().payload_bytes : 0) {
     k_ = 0;
     skip_unwritten();
@@ -75,7 +75,7 @@ class ExpectedSequence {
   void load_header() {
     if (done() || header_bytes_ == 0) return;
     const Fate fate = slot() == Slot::frame ? Fate::plain : Fate::invalid;
-    codif::encode(spec_.frames->header(spec_.antenna, index(), fate), header_);
+    capture::codif::encode(spec_.frames->header(spec_.antenna, index(), fate), header_);
   }
 
   std::size_t match_header(std::span<const std::byte> data, std::string& why) {
@@ -84,9 +84,9 @@ class ExpectedSequence {
       if (data[j] == header_[at]) continue;
       const auto diff = static_cast<uint8_t>(data[j] ^ header_[at]);
       why = "header byte " + std::to_string(at) + " (" +
-            header_field_at(
-                spec_.frames->params().layout == "v1" ? codif::Layout::v1 : codif::Layout::v3, at,
-                diff) +
+            header_field_at(spec_.frames->params().layout == "v1" ? capture::codif::Layout::v1
+                                                                  : capture::codif::Layout::v3,
+                            at, diff) +
             "): expected " + hex_byte(header_[at]) + ", found " + hex_byte(data[j]) +
             (slot() == Slot::missing ? " (fill frame)" : "");
       return j;
@@ -115,7 +115,7 @@ class ExpectedSequence {
   std::size_t header_bytes_, data_bytes_;
   std::size_t k_ = 0;       // into expect->slots
   std::size_t offset_ = 0;  // into the current frame's bytes
-  std::array<std::byte, codif::kHeaderBytes> header_{};
+  std::array<std::byte, capture::codif::kHeaderBytes> header_{};
 };
 
 struct FileCloser {

@@ -30,7 +30,7 @@ struct ListedFile {
 
 // The name of the header field(s) that byte `offset` (0..63) of a header in `layout` holds,
 // narrowed to the bits set in `diff` when non-zero, e.g. "invalid" or "frame".
-std::string header_field_at(codif::Layout layout, std::size_t offset, uint8_t diff);
+std::string header_field_at(capture::codif::Layout layout, std::size_t offset, uint8_t diff);
 
 // Empty when the files hold exactly the expected bytes; else the first difference: file,
 // offset in that file, frame index and header field or data offset, or a short/long end.

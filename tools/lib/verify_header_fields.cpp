@@ -68,9 +68,10 @@ std::string names_at(const std::array<Field, N>& fields, std::size_t offset, uin
 
 }  // namespace
 
-std::string header_field_at(codif::Layout layout, std::size_t offset, uint8_t diff) {
-  if (offset >= codif::kHeaderBytes) return "beyond the header";
-  return layout == codif::Layout::v1 ? names_at(kV1, offset, diff) : names_at(kV3, offset, diff);
+std::string header_field_at(capture::codif::Layout layout, std::size_t offset, uint8_t diff) {
+  if (offset >= capture::codif::kHeaderBytes) return "beyond the header";
+  return layout == capture::codif::Layout::v1 ? names_at(kV1, offset, diff)
+                                              : names_at(kV3, offset, diff);
 }
 
 }  // namespace rocecap::tools

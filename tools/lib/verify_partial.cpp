@@ -13,16 +13,16 @@ namespace {
 // The absolute index of the CODIF header at `offset` of `path`, if it is one.
 std::optional<uint64_t> index_at(const fs::path& path, uint64_t offset, std::size_t frame_bytes) {
   std::ifstream in(path, std::ios::binary);
-  std::array<std::byte, codif::kHeaderBytes> raw{};
+  std::array<std::byte, capture::codif::kHeaderBytes> raw{};
   in.seekg(static_cast<std::streamoff>(offset));
   if (!in.read(reinterpret_cast<char*>(raw.data()), raw.size())) return std::nullopt;
-  codif::Header h;
-  codif::Timing t;
-  if (!codif::decode(raw, codif::SyncSet::defaults(), h) ||
-      codif::validate(h, frame_bytes, t) != codif::Invalid::ok) {
+  capture::codif::Header h;
+  capture::codif::Timing t;
+  if (!capture::codif::decode(raw, capture::codif::SyncSet::defaults(), h) ||
+      capture::codif::validate(h, frame_bytes, t) != capture::codif::Invalid::ok) {
     return std::nullopt;
   }
-  return codif::absolute_index(h, t);
+  return capture::codif::absolute_index(h, t);
 }
 
 struct Group {
@@ -47,7 +47,7 @@ void compare_window(const PartialFiles& in, const Group& g, std::vector<bool>& c
                     PartialVerdict& v) {
   const StreamExpectation& e = *in.spec.expect;
   const std::size_t frame = in.spec.frames->frame_bytes();
-  const std::size_t stride = in.spec.data ? frame : codif::kHeaderBytes;
+  const std::size_t stride = in.spec.data ? frame : capture::codif::kHeaderBytes;
   std::error_code ec;
   const fs::path& first_file = g.files.front().path;
   const fs::path& last_file = g.files.back().path;

@@ -17,9 +17,9 @@ bool cuda_engine_built() noexcept {
 #endif
 }
 
-std::unique_ptr<CopyEngine> make_copy_engine(capture::MemoryKind kind,
+std::unique_ptr<CopyEngine> make_copy_engine(capture::memory::MemoryKind kind,
                                              [[maybe_unused]] int cuda_device) {
-  if (kind == capture::MemoryKind::host) return std::make_unique<HostCopyEngine>();
+  if (kind == capture::memory::MemoryKind::host) return std::make_unique<HostCopyEngine>();
 #ifdef ROCECAP_HAVE_CUDA
   return std::make_unique<CudaCopyEngine>(cuda_device);
 #else

@@ -3,7 +3,7 @@
 
 #include <memory>
 
-#include "capture/payload_memory.hpp"
+#include "capture/memory/payload_memory.hpp"
 #include "writers/staging/copy_engine.hpp"
 
 namespace rocecap::writers::staging {
@@ -13,6 +13,7 @@ bool cuda_engine_built() noexcept;
 
 // gpu: the CUDA engine on `cuda_device` (-1: the current one; std::runtime_error when this
 // build has no CUDA or the runtime refuses); host: the memcpy engine.
-std::unique_ptr<CopyEngine> make_copy_engine(capture::MemoryKind kind, int cuda_device = -1);
+std::unique_ptr<CopyEngine> make_copy_engine(capture::memory::MemoryKind kind,
+                                             int cuda_device = -1);
 
 }  // namespace rocecap::writers::staging

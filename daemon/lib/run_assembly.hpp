@@ -18,7 +18,7 @@
 #include "capture/memory/payload_choice.hpp"
 #include "capture/net/multicast_join.hpp"
 #include "capture/pcap/pcap_source.hpp"
-#include "capture/relaxed_counter.hpp"
+#include "common/relaxed_counter.hpp"
 #ifdef ROCECAP_HAVE_VERBS
 #include "capture/verbs/verbs_source.hpp"
 #endif
@@ -35,7 +35,7 @@ struct CaptureProgress {
   std::atomic<bool> done{false};        // the capture loop has ended (and flushed)
   std::atomic<bool> failed{false};      // ... because of an error (see error)
   std::atomic<uint64_t> iterations{0};  // loop turns: a stalled loop stops advancing this
-  capture::RelaxedCounter nic_drops;    // libpcap ps_drop + ps_ifdrop; verbs out_of_buffer
+  common::RelaxedCounter nic_drops;     // libpcap ps_drop + ps_ifdrop; verbs out_of_buffer
   std::string error;                    // written before failed/done are set
 };
 
@@ -45,11 +45,11 @@ struct InterfaceRuntime {
   std::vector<config::StreamRef> refs;  // refs[i] is streams[i]
   std::vector<std::unique_ptr<capture::StreamPipeline>> streams;
   std::unique_ptr<capture::Ingest> ingest;
-  std::optional<pcapsrc::PcapSource> source;  // backends pcap and pcap-file
+  std::optional<capture::pcap::PcapSource> source;  // backends pcap and pcap-file
 #ifdef ROCECAP_HAVE_VERBS
   std::unique_ptr<capture::verbs::VerbsSource> verbs;  // backend verbs
 #endif
-  std::optional<net::MulticastJoin> join;
+  std::optional<capture::net::MulticastJoin> join;
   std::optional<writers::CaptureWriter> writer;
   CaptureProgress progress;
   PublishedStats published;  // for the metrics exposer
@@ -69,7 +69,7 @@ struct Runtime {
   std::unique_ptr<RunDirectory> run_directory;  // run_dir, held open (containment, loss check)
   StorageLoss storage;                          // set when the storage is gone (exit 5)
   // Where the payload slabs live and why (capture.payload_memory): log, manifest, build info.
-  capture::memory::PayloadChoice payload{capture::MemoryKind::host, "not decided"};
+  capture::memory::PayloadChoice payload{capture::memory::MemoryKind::host, "not decided"};
   std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;
   WriteErrors write_errors;          // writer thread while running
   std::atomic<uint64_t> packets{0};  // frames seen by every Ingest, for run.packets

@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace rocecap::capture {
+namespace rocecap::daemon {
 
 // Empty when the process may capture, else what is missing and how to provide it.
 // Live capture (libpcap on a netdev, raw packet QPs and flow rules) needs CAP_NET_RAW;
@@ -14,4 +14,4 @@ namespace rocecap::capture {
 // least that large, or CAP_IPC_LOCK. `backend` names the config value in the message.
 std::string check_privileges(std::string_view backend, uint64_t pinned_bytes);
 
-}  // namespace rocecap::capture
+}  // namespace rocecap::daemon

@@ -9,7 +9,7 @@
 #include <atomic>
 #include <cstdint>
 
-namespace rocecap::capture {
+namespace rocecap::common {
 
 class RelaxedCounter {
  public:
@@ -24,4 +24,4 @@ class RelaxedCounter {
   std::atomic<uint64_t> value_{0};
 };
 
-}  // namespace rocecap::capture
+}  // namespace rocecap::common

@@ -12,9 +12,9 @@
 #include <cstdint>
 #include <string>
 
-#include "capture/payload_memory.hpp"
+#include "capture/memory/payload_memory.hpp"
 
-namespace rocecap::capture {
+namespace rocecap::capture::memory {
 
 enum class Want : uint8_t { no, prefer, require };
 
@@ -59,4 +59,4 @@ class HostMemory final : public PayloadMemory {
   int numa_errno_ = 0;
 };
 
-}  // namespace rocecap::capture
+}  // namespace rocecap::capture::memory

@@ -1,4 +1,4 @@
-#include "daemon/lib/runtime.hpp"
+#include "daemon/lib/run_assembly.hpp"
 
 #include <spdlog/spdlog.h>
 
@@ -7,8 +7,8 @@
 
 #include "capture/memory/gpu_memory.hpp"
 #include "capture/memory/nic_numa.hpp"
-#include "capture/privileges.hpp"
 #include "config/name_template.hpp"
+#include "daemon/lib/privileges.hpp"
 #include "daemon/lib/run.hpp"
 #include "writers/output_path.hpp"
 #include "writers/staging/engine_factory.hpp"
@@ -24,11 +24,12 @@ namespace fs = std::filesystem;
 namespace mem = capture::memory;
 using config::OutputFormat;
 
-codif::SyncSet sync_set(const config::StreamsSection& s) {
-  if (s.sync.empty()) return codif::SyncSet::defaults();
-  codif::SyncSet set;
+capture::codif::SyncSet sync_set(const config::StreamsSection& s) {
+  if (s.sync.empty()) return capture::codif::SyncSet::defaults();
+  capture::codif::SyncSet set;
   for (const auto& w : s.sync) {
-    set.add(w.word, w.layout == config::CodifLayout::v1 ? codif::Layout::v1 : codif::Layout::v3);
+    set.add(w.word, w.layout == config::CodifLayout::v1 ? capture::codif::Layout::v1
+                                                        : capture::codif::Layout::v3);
   }
   return set;
 }
@@ -191,9 +192,10 @@ void log_ring_memory(const InterfaceRuntime& ir, const std::shared_ptr<spdlog::l
   if (ir.streams.empty()) return;
   const capture::StreamRing& ring = ir.streams.front()->ring();
   const int node = ir.streams.front()->spec().ring.memory.numa_node;
-  const capture::PayloadMemory& pm = ring.payload_memory();
-  std::string payload = std::string(capture::to_string(pm.kind())) + " memory";
-  if (const auto* host = dynamic_cast<const capture::HostMemory*>(&pm)) payload = host->describe();
+  const capture::memory::PayloadMemory& pm = ring.payload_memory();
+  std::string payload = std::string(capture::memory::to_string(pm.kind())) + " memory";
+  if (const auto* host = dynamic_cast<const capture::memory::HostMemory*>(&pm))
+    payload = host->describe();
   if (const auto* gpu = dynamic_cast<const mem::GpuMemory*>(&pm)) payload = gpu->describe();
   log->info("interface {}: {} rings; NIC NUMA node {}; per ring: header slab {}; payload slab {}",
             ir.name, ir.streams.size(), node < 0 ? std::string("unknown") : std::to_string(node),
@@ -222,9 +224,9 @@ mem::PayloadChoice choose_payload(const config::RunConfig& cfg) {
   return mem::choose_payload_memory(request, facts);
 }
 
-std::unique_ptr<capture::PayloadMemory> payload_slab(const Runtime& rt,
-                                                     const capture::StreamSpec& spec) {
-  if (rt.payload.kind != capture::MemoryKind::gpu) return nullptr;  // the ring's HostMemory
+std::unique_ptr<capture::memory::PayloadMemory> payload_slab(const Runtime& rt,
+                                                             const capture::StreamSpec& spec) {
+  if (rt.payload.kind != capture::memory::MemoryKind::gpu) return nullptr;  // the ring's HostMemory
   return std::make_unique<mem::GpuMemory>(capture::StreamRing::payload_bytes_needed(spec.ring),
                                           rt.payload.gpu);
 }
@@ -261,7 +263,7 @@ void open_verbs(const config::RunConfig& cfg, InterfaceRuntime& ir,
 // Before anything is built: a missing privilege is a clear message, not an EPERM later.
 // The payload memory is not chosen yet: this checks the capability only (memlock follows).
 void check_verbs_privileges(const config::RunConfig& cfg) {
-  if (const std::string why = capture::check_privileges("verbs", 0); !why.empty()) {
+  if (const std::string why = daemon::check_privileges("verbs", 0); !why.empty()) {
     throw std::runtime_error(why);
   }
   for (std::size_t i = 0; i < cfg.capture.interfaces.size(); ++i) {
@@ -278,16 +280,16 @@ void check_verbs_privileges(const config::RunConfig& cfg) {
 
 // Registered host memory stays locked: every header slab, and the payload slabs when they are
 // host memory (GPU slabs are device memory, outside RLIMIT_MEMLOCK).
-void check_verbs_memlock(const config::RunConfig& cfg, capture::MemoryKind payload) {
+void check_verbs_memlock(const config::RunConfig& cfg, capture::memory::MemoryKind payload) {
   uint64_t streams = 0;
   for (const auto& ic : cfg.capture.interfaces)
     streams += ic.groups.size() * cfg.streams.antennas.size();
   uint64_t per_slot = cfg.capture.header_split + capture::StreamRing::kHeaderAlign;
-  if (payload == capture::MemoryKind::host) {
+  if (payload == capture::memory::MemoryKind::host) {
     per_slot = cfg.capture.max_frame + 2 * capture::StreamRing::kHeaderAlign;
   }
   const std::string why =
-      capture::check_privileges("verbs", streams * cfg.capture.ring_depth * per_slot);
+      daemon::check_privileges("verbs", streams * cfg.capture.ring_depth * per_slot);
   if (!why.empty()) throw std::runtime_error(why);
 }
 #endif
@@ -301,18 +303,18 @@ void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
 #endif
   }
   if (cfg.capture.backend == config::Backend::pcap_file) {
-    ir.source.emplace(pcapsrc::PcapSource::open_file(
+    ir.source.emplace(capture::pcap::PcapSource::open_file(
         cfg.capture.pcap_file, cfg.capture.replay_pace == config::ReplayPace::recorded
-                                   ? pcapsrc::Pace::recorded
-                                   : pcapsrc::Pace::fast));
+                                   ? capture::pcap::Pace::recorded
+                                   : capture::pcap::Pace::fast));
     return;
   }
-  pcapsrc::LiveOptions live;
+  capture::pcap::LiveOptions live;
   live.interface = ic.name;
   for (const auto& g : ic.groups)
     live.groups.push_back({g.address, g.port});
   live.snaplen = static_cast<int>(cfg.capture.max_frame);
-  ir.source.emplace(pcapsrc::PcapSource::open_live(live));
+  ir.source.emplace(capture::pcap::PcapSource::open_live(live));
   // Joined only once the capture is open, so the first frames the switch forwards are seen.
   ir.join.emplace(ic.name, group_addresses(ic));
 }
@@ -333,7 +335,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
   }
   if (cfg.capture.backend == config::Backend::pcap) {
     // Ring memory is locked where the limit allows, so only the capability is required.
-    if (const std::string why = capture::check_privileges("pcap", 0); !why.empty()) {
+    if (const std::string why = daemon::check_privileges("pcap", 0); !why.empty()) {
       throw std::runtime_error(why);
     }
   }
@@ -345,10 +347,11 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
   auto rt = std::make_unique<Runtime>();
   rt->config = &cfg;
   rt->payload = choose_payload(cfg);
-  log->info("payload memory: {} ({})", capture::to_string(rt->payload.kind), rt->payload.reason);
+  log->info("payload memory: {} ({})", capture::memory::to_string(rt->payload.kind),
+            rt->payload.reason);
 #ifdef ROCECAP_HAVE_VERBS
   if (cfg.capture.backend == config::Backend::verbs) check_verbs_memlock(cfg, rt->payload.kind);
-  if (rt->payload.kind == capture::MemoryKind::gpu) capture::verbs::disable_cqe_scatter();
+  if (rt->payload.kind == capture::memory::MemoryKind::gpu) capture::verbs::disable_cqe_scatter();
 #endif
   rt->run_dir = fs::path(cfg.output.directory) / cfg.run.name;
   rt->run_directory = std::make_unique<RunDirectory>(cfg.output.directory, rt->run_dir);

@@ -18,7 +18,7 @@
 #include <stdexcept>
 #include <type_traits>
 
-namespace rocecap::capture {
+namespace rocecap::common {
 
 inline constexpr std::size_t kCacheLine = 64;
 
@@ -96,4 +96,4 @@ class SpscQueue {
   std::unique_ptr<T[]> items_;
 };
 
-}  // namespace rocecap::capture
+}  // namespace rocecap::common

@@ -1,4 +1,4 @@
-#include "capture/host_memory.hpp"
+#include "capture/memory/host_memory.hpp"
 
 #include <numaif.h>
 #include <sys/mman.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <system_error>
 
-namespace rocecap::capture {
+namespace rocecap::capture::memory {
 namespace {
 
 std::size_t round_up(std::size_t n, std::size_t unit) {
@@ -106,4 +106,4 @@ std::string HostMemory::describe() const {
   return s;
 }
 
-}  // namespace rocecap::capture
+}  // namespace rocecap::capture::memory

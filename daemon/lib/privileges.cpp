@@ -1,11 +1,11 @@
-#include "capture/privileges.hpp"
+#include "daemon/lib/privileges.hpp"
 
 #include <sys/resource.h>
 
 #include <fstream>
 #include <sstream>
 
-namespace rocecap::capture {
+namespace rocecap::daemon {
 namespace {
 
 constexpr int kCapNetRaw = 13;  // linux/capability.h
@@ -46,4 +46,4 @@ std::string check_privileges(std::string_view backend, uint64_t pinned_bytes) {
   return msg.str();
 }
 
-}  // namespace rocecap::capture
+}  // namespace rocecap::daemon

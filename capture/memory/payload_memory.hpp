@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace rocecap::capture {
+namespace rocecap::capture::memory {
 
 enum class MemoryKind : uint8_t { host, gpu };
 
@@ -23,4 +23,4 @@ class PayloadMemory {
   virtual MemoryKind kind() const noexcept = 0;
 };
 
-}  // namespace rocecap::capture
+}  // namespace rocecap::capture::memory
