@@ -44,7 +44,7 @@ nlohmann::json stream_json(const ManifestStream& s) {
   nlohmann::json gaps = nlohmann::json::array();
   for (const auto& [first, count] : s.gaps)
     gaps.push_back({first, count});
-  return {{"interface", s.interface},
+  nlohmann::json out = {{"interface", s.interface},
           {"group", s.group},
           {"port", s.port},
           {"antenna", s.antenna},
@@ -66,6 +66,9 @@ nlohmann::json stream_json(const ManifestStream& s) {
           {"gaps", gaps},
           {"gaps_not_listed", s.gaps_not_listed},
           {"files", files}};
+  if (s.thread) out["thread"] = *s.thread;
+  if (s.vtp) out["vtp"] = {{"skipped", s.vtp->first}, {"out_of_order", s.vtp->second}};
+  return out;
 }
 
 nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
