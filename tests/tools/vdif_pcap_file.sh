@@ -154,15 +154,16 @@ def datagram(payload):
     eth = bytes.fromhex("01005e110001") + bytes.fromhex("020000000001") + b"\x08\x00"
     return eth + ip + udp
 
+S = 20000
 frames = []
 for i in range(40):
-    s, f = divmod(200 * 100 + i, 100)
+    s, f = divmod(S * 100 + i, 100)
     frames.append(header(s, f, 4 + 16) + bytes([i]) * 128)
-frames.append(header(200, 40, 4 + 17) + bytes(128))            # length lies: 136 claimed, 128 sent
-frames.append(header(200, 100, 4 + 16) + bytes(128))           # frame number 100 of 100
-frames.append(header(200, 41, 2 + 16, legacy=True) + bytes(128))  # 16-byte header, 144 bytes
-frames.append(header(195, 0, 4 + 16) + bytes(128))             # 5 s back: behind the window
-frames.append(header(200 - 10000, 0, 4 + 16) + bytes(128))      # far back: off the timeline
+frames.append(header(S, 40, 4 + 17) + bytes(128))            # length lies: 136 claimed, 128 sent
+frames.append(header(S, 100, 4 + 16) + bytes(128))           # frame number 100 of 100
+frames.append(header(S, 41, 2 + 16, legacy=True) + bytes(128))  # 16-byte header, 144 bytes
+frames.append(header(S - 5, 0, 4 + 16) + bytes(128))             # 5 s back: behind the window
+frames.append(header(S - 10000, 0, 4 + 16) + bytes(128))      # far back: off the timeline
 with open(sys.argv[1], "wb") as out:
     out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
     for k, f in enumerate(frames):
