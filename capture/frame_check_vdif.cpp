@@ -24,8 +24,7 @@ void note_vtp(VtpState& v, uint64_t psn) noexcept {
 // The stream of the flow (starting at `first`) that records `thread`, or kNoStream.
 uint32_t thread_stream(const std::vector<StreamPipeline*>& streams, uint32_t first,
                        uint16_t thread) noexcept {
-  for (uint32_t s = first; s != StreamClassifier::kNoStream;
-       s = streams[s]->next_thread_stream) {
+  for (uint32_t s = first; s != StreamClassifier::kNoStream; s = streams[s]->next_thread_stream) {
     const uint32_t wanted = streams[s]->spec().vdif.thread;
     if (wanted == VdifSpec::kAnyThread || wanted == thread) return s;
   }

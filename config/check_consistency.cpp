@@ -293,10 +293,11 @@ void check_file_names(Context& ctx, const RunConfig& cfg) {
   auto claim = [&](const std::string& name, const std::string& who, const char* key) {
     const auto [it, fresh] = writers.emplace(name, who);
     if (fresh) return true;
-    ctx.report(key, fmt::format("{} and {} would both write '{}'; add a placeholder that tells "
-                                "them apart ({{interface}}, {{group}}, {{port}}, {{antenna}}, {{thread}}, "
-                                "{{ext}})",
-                                it->second, who, name));
+    ctx.report(
+        key, fmt::format("{} and {} would both write '{}'; add a placeholder that tells "
+                         "them apart ({{interface}}, {{group}}, {{port}}, {{antenna}}, {{thread}}, "
+                         "{{ext}})",
+                         it->second, who, name));
     return false;
   };
   for (const StreamRef& s : enumerate_streams(cfg)) {

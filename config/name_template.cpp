@@ -17,8 +17,8 @@ struct Placeholder {
 
 // Parses the text between braces; false when it is not a known placeholder.
 bool parse_placeholder(std::string_view body, Placeholder& out) {
-  constexpr std::array<std::string_view, 8> names{"run", "interface", "group", "port",
-                                                  "antenna", "ext", "seq", "thread"};
+  constexpr std::array<std::string_view, 8> names{"run",     "interface", "group", "port",
+                                                  "antenna", "ext",       "seq",   "thread"};
   const std::size_t colon = body.find(':');
   out.name = body.substr(0, colon);
   bool known = false;
@@ -111,8 +111,8 @@ std::string check_name_template(std::string_view tmpl, TemplateScope scope) {
       tmpl, [](std::string_view) {},
       [&](const Placeholder& p) {
         has_seq = has_seq || p.name == "seq";
-        const bool per_stream = p.name == "group" || p.name == "port" || p.name == "antenna" ||
-                                p.name == "thread";
+        const bool per_stream =
+            p.name == "group" || p.name == "port" || p.name == "antenna" || p.name == "thread";
         if (scope == TemplateScope::interface && per_stream && misplaced.empty()) {
           misplaced = p.name;
         }

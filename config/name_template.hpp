@@ -3,9 +3,9 @@
 //
 // Placeholders: {run} {interface} {group} (dotted address) {port} {antenna} {thread} (VDIF) {ext}
 // {seq} and {seq:0N} (zero-padded to N digits, N = 1..9). Per-interface pcap
-// templates may not use {group}, {port}, {antenna} or {thread}. A template must contain {seq} (rotation)
-// and can never leave the directory: no absolute path, no "." / ".." / empty components. The
-// values substituted are restricted by the schema to [A-Za-z0-9._:-] and never start with '.'.
+// templates may not use {group}, {port}, {antenna} or {thread}. A template must contain {seq}
+// (rotation) and can never leave the directory: no absolute path, no "." / ".." / empty components.
+// The values substituted are restricted by the schema to [A-Za-z0-9._:-] and never start with '.'.
 #pragma once
 
 #include <cstdint>

@@ -190,9 +190,8 @@ void parse_antenna(Context& ctx, const Field& f, Antenna& a) {
 }
 
 void parse_streams(Context& ctx, const Field& f, StreamsSection& s) {
-  const MapView m(ctx, f,
-                  {"format", "sync", "antennas", "frames_per_second", "sample_rate", "vtp",
-                   "threads"});
+  const MapView m(
+      ctx, f, {"format", "sync", "antennas", "frames_per_second", "sample_rate", "vtp", "threads"});
   if (!m.valid()) return;
   if (auto v = read_enum(ctx, m.get("format"), kStreamFormats)) s.format = *v;
   // VDIF (doc/vdif.md): frame numbers are 24 bits, thread ids 10 bits.
@@ -220,11 +219,10 @@ void parse_streams(Context& ctx, const Field& f, StreamsSection& s) {
     parse_antenna(ctx, item, s.antennas.emplace_back());
 }
 
-constexpr EnumName<OutputFormat> kOutputFormats[] = {
-    {"raw", OutputFormat::raw},
-    {"codifhdr", OutputFormat::codifhdr},
-    {"pcap", OutputFormat::pcap},
-    {"vdifhdr", OutputFormat::vdifhdr}};
+constexpr EnumName<OutputFormat> kOutputFormats[] = {{"raw", OutputFormat::raw},
+                                                     {"codifhdr", OutputFormat::codifhdr},
+                                                     {"pcap", OutputFormat::pcap},
+                                                     {"vdifhdr", OutputFormat::vdifhdr}};
 
 void parse_output(Context& ctx, const Field& f, OutputSection& o) {
   const MapView m(ctx, f,

@@ -35,8 +35,8 @@
 #include "writers/codif_header_writer.hpp"
 #include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
-#include "writers/vdif_header_writer.hpp"
 #include "writers/staging/payload_stager.hpp"
+#include "writers/vdif_header_writer.hpp"
 
 namespace rocecap::writers {
 

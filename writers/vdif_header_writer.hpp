@@ -23,8 +23,8 @@ class VdifHeaderWriter {
   // The frame's header bytes (16 or 32).
   Status write_frame(std::span<const std::byte> header);
   // `count` fill headers from `first_missing` on (invalid bit set).
-  Status write_fill(const capture::vdif::Header& first_missing,
-                    const capture::vdif::Timing& timing, uint64_t index, uint64_t count);
+  Status write_fill(const capture::vdif::Header& first_missing, const capture::vdif::Timing& timing,
+                    uint64_t index, uint64_t count);
 
   Status close() { return out_.close(); }
   void request_rotation() noexcept { out_.request_rotation(); }

@@ -132,8 +132,7 @@ int64_t frame_start_unix_ns(const Header& h, const Timing& t) noexcept {
   // The reference epoch counts half-years since 2000 as CODIF's does (doc/vdif.md).
   const int64_t whole = codif::epoch_unix_seconds(h.epoch) + int64_t{h.seconds};
   // frame < frames_per_second <= 2^24 for any frame number the header can hold.
-  const auto frac =
-      static_cast<int64_t>(uint64_t{h.frame} * 1'000'000'000u / t.frames_per_second);
+  const auto frac = static_cast<int64_t>(uint64_t{h.frame} * 1'000'000'000u / t.frames_per_second);
   return whole * 1'000'000'000 + frac;
 }
 

@@ -26,18 +26,18 @@ inline constexpr uint16_t kMaxThreadId = (1u << 10) - 1;
 struct Header {
   bool invalid = false;
   bool legacy = false;
-  uint32_t seconds = 0;  // seconds since the reference epoch (30 bits)
-  uint8_t epoch = 0;     // reference epoch: half-years since 2000-01-01 (6 bits)
-  uint8_t unassigned = 0;  // word 1 bits 30-31 (0 in conforming headers)
-  uint32_t frame = 0;      // frame number within the second (24 bits)
-  uint8_t version = 0;     // VDIF version (3 bits)
-  uint8_t log2_nchan = 0;  // channels = 2^log2_nchan (5 bits)
+  uint32_t seconds = 0;      // seconds since the reference epoch (30 bits)
+  uint8_t epoch = 0;         // reference epoch: half-years since 2000-01-01 (6 bits)
+  uint8_t unassigned = 0;    // word 1 bits 30-31 (0 in conforming headers)
+  uint32_t frame = 0;        // frame number within the second (24 bits)
+  uint8_t version = 0;       // VDIF version (3 bits)
+  uint8_t log2_nchan = 0;    // channels = 2^log2_nchan (5 bits)
   uint32_t frame_words = 0;  // frame length, header included, in units of 8 bytes (24 bits)
   bool complex = false;
-  uint8_t nbits = 1;        // bits per sample (1-32; the header stores nbits - 1)
-  uint16_t thread_id = 0;   // 10 bits
-  uint16_t station_id = 0;  // two ASCII characters (first in the high byte) or a number
-  uint8_t edv = 0;          // extended data version (word 4 bits 24-31)
+  uint8_t nbits = 1;                   // bits per sample (1-32; the header stores nbits - 1)
+  uint16_t thread_id = 0;              // 10 bits
+  uint16_t station_id = 0;             // two ASCII characters (first in the high byte) or a number
+  uint8_t edv = 0;                     // extended data version (word 4 bits 24-31)
   std::array<uint32_t, 4> extended{};  // word 4 bits 0-23, words 5-7
 
   constexpr std::size_t header_bytes() const noexcept {

@@ -33,7 +33,7 @@ void store(FormatCounters& c, const std::array<uint64_t, 9>& sum) noexcept {
 
 std::string_view format_name(std::size_t format) noexcept {
   static constexpr std::string_view names[kOutputFormatCount] = {"raw", "codifhdr", "pcap",
-                                                                   "vdifhdr"};
+                                                                 "vdifhdr"};
   return format < kOutputFormatCount ? names[format] : "unknown";
 }
 

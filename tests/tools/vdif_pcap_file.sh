@@ -85,6 +85,22 @@ assert all(raw[i * frame:i * frame + 32] == hdr[i * 32:i * 32 + 32] for i in ran
 print("vdifhdr ok:", len(hdr) // 32, "headers")
 PY
 
+# rocecap inspect --vdif reads the raw file: no gaps (fill frames fill them), frames = file
+# frames, invalid = fill frames + frames sent invalid, thread 5, contiguous indices.
+"$rocecap" inspect --json --vdif $fps "$tmp/out/one/239.17.0.1_36001_st01.0000.vdif" \
+  > "$tmp/inspect.json"
+python3 - "$tmp/inspect.json" "$tmp/out/one/manifest.json" <<'PY'
+import json, sys
+r, m = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+ms = m["streams"][0]
+assert r["format"] == "vdif" and len(r["streams"]) == 1, r
+s = r["streams"][0]
+assert s["thread_id"] == 5 and s["missing"] == 0 and s["duplicates"] == 0, s
+assert s["invalid"] == ms["fill_frames"] + ms["invalid"], (s["invalid"], ms)
+assert s["last_index"] - s["first_index"] + 1 == s["frames"], s
+print("inspect ok:", s["frames"], "frames,", s["invalid"], "invalid")
+PY
+
 # 2. Three threads on one flow with VTP; threads 0 and 7 recorded, thread 3 not listed.
 "$rocecap" gen --format vdif --frames-per-second 1000 --vtp --threads 0,3,7 \
   --groups 239.17.0.1:36001 --sources 192.0.2.12 --frames 1200 --payload-bytes 512 --seed 5 \

@@ -122,8 +122,7 @@ TEST(VdifHeader, ValidateNamesEachReason) {
   // From a sample rate: 200 MS/s / 8000 samples = 25000 frames per second.
   EXPECT_EQ(validate(small(), 8032, Rate{.sample_rate = 200'000'000}, t), Invalid::ok);
   EXPECT_EQ(t.frames_per_second, 25'000u);
-  EXPECT_EQ(validate(small(), 8032, Rate{.sample_rate = 200'000'001}, t),
-            Invalid::fractional_rate);
+  EXPECT_EQ(validate(small(), 8032, Rate{.sample_rate = 200'000'001}, t), Invalid::fractional_rate);
   h = small();
   h.nbits = 3;  // 8000 x 8 bits / 12 bits per sample set: not whole
   EXPECT_EQ(validate(h, 8032, Rate{.sample_rate = 1'000'000}, t), Invalid::fractional_samples);

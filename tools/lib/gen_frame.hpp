@@ -11,8 +11,8 @@
 
 #include "capture/codif/header.hpp"
 #include "tools/lib/gen_plan.hpp"
-#include "tools/lib/gen_vdif_frame.hpp"
 #include "tools/lib/gen_summary.hpp"
+#include "tools/lib/gen_vdif_frame.hpp"
 
 namespace rocecap::tools {
 

@@ -79,8 +79,8 @@ struct GenSummary {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenFrameParams, payload_bytes, nchan, nbits,
                                                 complex, period, total_samples, epoch,
                                                 start_seconds, start_frame, thread_id, group_id,
-                                                station, layout, format, frames_per_second,
-                                                vtp, legacy, threads)
+                                                station, layout, format, frames_per_second, vtp,
+                                                legacy, threads)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenStream, group, port, source, antenna, thread,
                                                 first_index, frames, datagrams, dropped, swapped,
                                                 duplicated, bad_sync, truncated, invalid)

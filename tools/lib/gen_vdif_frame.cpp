@@ -80,9 +80,8 @@ capture::vdif::Header VdifFrameBuilder::header(uint32_t thread, uint64_t index,
   return h;
 }
 
-std::size_t VdifFrameBuilder::build(uint32_t antenna, uint32_t thread, uint64_t index,
-                                    uint64_t psn, Fate fate,
-                                    std::span<std::byte> out) const noexcept {
+std::size_t VdifFrameBuilder::build(uint32_t antenna, uint32_t thread, uint64_t index, uint64_t psn,
+                                    Fate fate, std::span<std::byte> out) const noexcept {
   const std::size_t size = fate == Fate::truncated ? truncated_bytes() : frame_bytes();
   if (vtp_bytes_ != 0) capture::vdif::put_vtp_sequence(psn, out.first<capture::vdif::kVtpBytes>());
   const capture::vdif::Header h = header(thread, index, fate);
@@ -91,7 +90,8 @@ std::size_t VdifFrameBuilder::build(uint32_t antenna, uint32_t thread, uint64_t 
   const std::size_t hb = base_.header_bytes();
   std::memcpy(out.data() + vtp_bytes_, raw.data(), hb);
   // Each thread of an antenna gets its own pattern key.
-  fill_pattern(antenna | (thread << 16), index, 0, out.subspan(vtp_bytes_ + hb, size - vtp_bytes_ - hb));
+  fill_pattern(antenna | (thread << 16), index, 0,
+               out.subspan(vtp_bytes_ + hb, size - vtp_bytes_ - hb));
   return size;
 }
 
