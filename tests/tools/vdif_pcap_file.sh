@@ -85,6 +85,22 @@ assert all(raw[i * frame:i * frame + 32] == hdr[i * 32:i * 32 + 32] for i in ran
 print("vdifhdr ok:", len(hdr) // 32, "headers")
 PY
 
+# rocecap verify: counters and files (raw, vdifhdr) byte for byte against the generator's own
+# frames; a flipped data byte makes it exit 1 naming the frame index.
+"$rocecap" verify --manifest "$tmp/out/one/manifest.json" --expect "$tmp/one.json" > "$tmp/v.txt" ||
+  { cat "$tmp/v.txt"; exit 1; }
+grep -q 'raw: 1 file(s) byte-identical' "$tmp/v.txt"
+grep -q 'vdifhdr: 1 file(s) byte-identical' "$tmp/v.txt"
+cp -r "$tmp/out/one" "$tmp/out/one-bad"
+sed -i 's#"one/#"one-bad/#g' "$tmp/out/one-bad/manifest.json"
+printf '\xAA' | dd of="$tmp/out/one-bad/239.17.0.1_36001_st01.0000.vdif" bs=1 seek=$((1056 * 20 + 100)) \
+  conv=notrunc status=none
+rc=0
+"$rocecap" verify --manifest "$tmp/out/one-bad/manifest.json" --expect "$tmp/one.json" \
+  > "$tmp/bad.txt" || rc=$?
+test "$rc" = 1 || { cat "$tmp/bad.txt"; echo "verify exited $rc on a corrupted file"; exit 1; }
+grep -q "raw: frame index .* at byte 21120 differs" "$tmp/bad.txt" || { cat "$tmp/bad.txt"; exit 1; }
+
 # rocecap inspect --vdif reads the raw file: no gaps (fill frames fill them), frames = file
 # frames, invalid = fill frames + frames sent invalid, thread 5, contiguous indices.
 "$rocecap" inspect --json --vdif $fps "$tmp/out/one/239.17.0.1_36001_st01.0000.vdif" \
@@ -120,6 +136,10 @@ print(sum(len(x["bad_sync"])+len(x["truncated"]) for x in kept),
       t3["datagrams"], sum(len(x["dropped"]) for x in s))' "$tmp/vtp.json")
 counts "$tmp/out/vtp/manifest.json" "$tmp/vtp.json" \
   "{\"vdif_size_mismatch\": $bad, \"vdif_unlisted_thread\": $t3}"
+"$rocecap" verify --manifest "$tmp/out/vtp/manifest.json" --expect "$tmp/vtp.json" > "$tmp/v2.txt" ||
+  true  # thread 3 is generated but deliberately not recorded: listed as not in the manifest
+grep -q "thread 3 is not in the manifest" "$tmp/v2.txt"
+test "$(grep -c '^OK ' "$tmp/v2.txt")" -ge 2 || { cat "$tmp/v2.txt"; exit 1; }
 # VTP numbers of the flow: every dropped frame is a number skipped (swaps and repeats may add).
 python3 - "$tmp/out/vtp/manifest.json" "$skipped" <<'PY'
 import json, sys

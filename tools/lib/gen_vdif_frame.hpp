@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "capture/vdif/header.hpp"
 #include "tools/lib/gen_plan.hpp"
@@ -25,6 +26,14 @@ class VdifFrameBuilder {
   uint32_t threads() const noexcept { return static_cast<uint32_t>(threads_.size()); }
   uint16_t thread_id(uint32_t thread) const noexcept { return threads_[thread]; }
   std::size_t frame_bytes() const noexcept { return vtp_bytes_ + base_.frame_bytes(); }
+  std::size_t vtp_bytes() const noexcept { return vtp_bytes_; }
+  // Position of thread id `id` in the thread list, or threads() when it is not there.
+  uint32_t thread_position(uint16_t id) const noexcept {
+    uint32_t k = 0;
+    while (k < threads_.size() && threads_[k] != id)
+      ++k;
+    return k;
+  }
   std::size_t truncated_bytes() const noexcept {
     return vtp_bytes_ + base_.header_bytes() + (base_.payload_bytes() / 2) / 8 * 8;
   }
