@@ -101,5 +101,7 @@ bad = sum(len(g["bad_sync"]) + len(g["truncated"]) for g in s["streams"])
 assert m["rejected"].get("vdif_size_mismatch", 0) == bad, (m["rejected"], bad)
 print("live counts ok:", [(ms["antenna"], ms["thread"], ms["packets"], ms["lost"]) for ms in m["streams"]])
 PY
+# The project's own checker agrees (counters, raw and vdifhdr files against the generator).
+"$ROCECAP" verify --manifest "$work/out/vdif/manifest.json" --expect "$work/reference.json"
 passed=1
 echo "PASS"
