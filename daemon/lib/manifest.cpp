@@ -44,31 +44,28 @@ nlohmann::json stream_json(const ManifestStream& s) {
   nlohmann::json gaps = nlohmann::json::array();
   for (const auto& [first, count] : s.gaps)
     gaps.push_back({first, count});
-  nlohmann::json out = {{"interface", s.interface},
-                        {"group", s.group},
-                        {"port", s.port},
-                        {"antenna", s.antenna},
-                        {"source", s.source},
-                        {"packets", s.packets},
-                        {"bytes", s.bytes},
-                        {"lost", s.lost},
-                        {"duplicate", s.duplicate},
-                        {"late", s.late},
-                        {"late_dropped", s.late_dropped},
-                        {"invalid", s.invalid},
-                        {"resync", s.resync},
-                        {"fill_frames", s.fill_frames},
-                        {"write_errors", s.write_errors},
-                        {"write_error_lost", write_loss_json(s.write_error_lost)},
-                        {"qp_recoveries", s.qp_recoveries},
-                        {"first_frame", frame_time(s.first_frame)},
-                        {"last_frame", frame_time(s.last_frame)},
-                        {"gaps", gaps},
-                        {"gaps_not_listed", s.gaps_not_listed},
-                        {"files", files}};
-  if (s.thread) out["thread"] = *s.thread;
-  if (s.vtp) out["vtp"] = {{"skipped", s.vtp->first}, {"out_of_order", s.vtp->second}};
-  return out;
+  return {{"interface", s.interface},
+          {"group", s.group},
+          {"port", s.port},
+          {"antenna", s.antenna},
+          {"source", s.source},
+          {"packets", s.packets},
+          {"bytes", s.bytes},
+          {"lost", s.lost},
+          {"duplicate", s.duplicate},
+          {"late", s.late},
+          {"late_dropped", s.late_dropped},
+          {"invalid", s.invalid},
+          {"resync", s.resync},
+          {"fill_frames", s.fill_frames},
+          {"write_errors", s.write_errors},
+          {"write_error_lost", write_loss_json(s.write_error_lost)},
+          {"qp_recoveries", s.qp_recoveries},
+          {"first_frame", frame_time(s.first_frame)},
+          {"last_frame", frame_time(s.last_frame)},
+          {"gaps", gaps},
+          {"gaps_not_listed", s.gaps_not_listed},
+          {"files", files}};
 }
 
 nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
@@ -93,8 +90,12 @@ nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
 nlohmann::json to_json(const Manifest& m) {
   nlohmann::json streams = nlohmann::json::array();
   nlohmann::json rejected = nlohmann::json::object();
-  for (const auto& s : m.streams)
+  for (const auto& s : m.streams) {
     streams.push_back(stream_json(s));
+    // VDIF: the stream's thread, and the flow's VTP counts on the flow's first stream.
+    if (s.thread) streams.back()["thread"] = *s.thread;
+    if (s.vtp) streams.back()["vtp"] = {{"skipped", s.vtp->first}, {"out_of_order", s.vtp->second}};
+  }
   nlohmann::json interfaces = nlohmann::json::array();
   for (const auto& i : m.interfaces) {
     interfaces.push_back({{"name", i.name},
