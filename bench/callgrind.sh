@@ -12,7 +12,7 @@ count() {  # <benchmark> <iterations> -> instructions executed inside the benchm
   callgrind_annotate "$tmp/out" | awk '/PROGRAM TOTALS/ {gsub(",", "", $1); print $1}'
 }
 for b in BM_Baseline_Memcpy64 BM_ParseUdp BM_ParseDecodeValidateIndex BM_ParseFrameIndexer \
-  BM_FrameIndexerOnly; do
+  BM_FrameIndexerOnly BM_VdifParseDecodeValidateIndex BM_VdifDecodeValidateOnly; do
   lo=$(count "$b" 100000)
   hi=$(count "$b" 200000)
   echo "$b $(( (hi - lo) / 100000 )) instructions/packet"

@@ -16,6 +16,8 @@
 #include "capture/codif/header.hpp"
 #include "capture/net/packet.hpp"
 #include "capture/net/udp_builder.hpp"
+#include "capture/vdif/header.hpp"
+#include "capture/vdif/timeline.hpp"
 
 namespace {
 
@@ -164,6 +166,84 @@ void BM_FrameIndexerOnly(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 
+// VDIF (doc/vdif.md): a packet of about the same size, 8 VTP + 32 VDIF header + 8208 data bytes
+// of UDP payload (8290 on the wire), 25,600 frames per second; only the header work is measured.
+constexpr std::size_t kVdifWireBytes = 42 + 8 + 32 + 8208;
+
+const Slab& vdif_slab() {
+  static const Slab s = [] {
+    Slab out;
+    capture::net::UdpFrameSpec spec;
+    spec.dst_mac = capture::net::multicast_mac(0xEF110001);
+    spec.src_ip = 0xC0000201;
+    spec.dst_ip = 0xEF110001;
+    spec.src_port = 36001;
+    spec.dst_port = 36001;
+    capture::vdif::Header h;
+    h.epoch = 50;
+    h.seconds = 1000;
+    h.nbits = 2;
+    h.log2_nchan = 2;
+    h.frame_words = (32 + 8208) / 8;
+    for (std::size_t i = 0; i < kPackets; ++i) {
+      std::byte* slot = out.bytes.data() + i * kSlot;
+      capture::net::write_udp_headers(spec, kVdifWireBytes - 42, {slot, kSlot});
+      capture::vdif::put_vtp_sequence(i, std::span<std::byte, 8>(slot + 42, 8));
+      h.frame = static_cast<uint32_t>(1000 + i);
+      capture::vdif::encode(h, std::span<std::byte, 32>(slot + 50, 32));
+    }
+    return out;
+  }();
+  return s;
+}
+
+// VDIF's whole header path per packet, as frame_check_vdif.cpp does it: parse, VTP number,
+// decode, validate against frames per second, the sequencer's view, absolute index.
+void BM_VdifParseDecodeValidateIndex(benchmark::State& state) {
+  const Slab& s = vdif_slab();
+  const capture::vdif::Rate rate{.frames_per_second = 25'600};
+  std::size_t i = 0;
+  uint64_t sum = 0;
+  for (auto _ : state) {
+    capture::net::UdpFrame f;
+    capture::vdif::Header h;
+    capture::vdif::Timing t;
+    capture::codif::Header view;
+    capture::codif::Timing view_t;
+    if (capture::net::parse_udp(s.head(i), kVdifWireBytes, f) == capture::net::ParseError::ok) {
+      const auto udp = s.head(i).subspan(f.payload_offset);
+      sum += capture::vdif::vtp_sequence(udp.first<8>());
+      if (capture::vdif::decode(udp.subspan(8), h) &&
+          capture::vdif::validate(h, f.payload_bytes - 8, rate, t) == capture::vdif::Invalid::ok) {
+        capture::vdif::sequencer_view(h, t, view, view_t);
+        sum += capture::codif::absolute_index(view, view_t);
+      }
+    }
+    benchmark::DoNotOptimize(sum);
+    i = (i + 1) & (kPackets - 1);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
+// The VDIF header alone: decode + validate + absolute index (no parse, no view).
+void BM_VdifDecodeValidateOnly(benchmark::State& state) {
+  const Slab& s = vdif_slab();
+  const capture::vdif::Rate rate{.frames_per_second = 25'600};
+  std::size_t i = 0;
+  uint64_t sum = 0;
+  for (auto _ : state) {
+    capture::vdif::Header h;
+    capture::vdif::Timing t;
+    if (capture::vdif::decode(s.head(i).subspan(50), h) &&
+        capture::vdif::validate(h, 32 + 8208, rate, t) == capture::vdif::Invalid::ok) {
+      sum += capture::vdif::absolute_index(h, t);
+    }
+    benchmark::DoNotOptimize(sum);
+    i = (i + 1) & (kPackets - 1);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+
 }  // namespace
 
 // ROCECAP_BENCH_ITERATIONS=N fixes the iteration count, so that instruction counts under
@@ -176,6 +256,8 @@ int main(int argc, char** argv) {
       {"BM_ParseDecodeValidateIndex", BM_ParseDecodeValidateIndex},
       {"BM_ParseFrameIndexer", BM_ParseFrameIndexer},
       {"BM_FrameIndexerOnly", BM_FrameIndexerOnly},
+      {"BM_VdifParseDecodeValidateIndex", BM_VdifParseDecodeValidateIndex},
+      {"BM_VdifDecodeValidateOnly", BM_VdifDecodeValidateOnly},
   };
   for (const auto& [name, fn] : all) {
     auto* b = benchmark::RegisterBenchmark(name, fn);

@@ -20,8 +20,10 @@ class StreamClassifier {
  public:
   static constexpr uint32_t kNoStream = UINT32_MAX;
 
-  // keys[i] becomes stream i. Throws std::invalid_argument on a duplicate key (start-up only).
-  explicit StreamClassifier(const std::vector<StreamKey>& keys);
+  // keys[i] becomes stream i. Throws std::invalid_argument on a duplicate key (start-up only),
+  // unless shared_keys: then a key maps to the first stream that has it (VDIF thread streams
+  // share their flow's key; frame_check routes by thread from there).
+  explicit StreamClassifier(const std::vector<StreamKey>& keys, bool shared_keys = false);
 
   // Stream index, or kNoStream for a frame of no configured stream.
   uint32_t find(const StreamKey& key) const noexcept {

@@ -119,7 +119,10 @@ std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
   const net::UdpFrame& f = out.frame;
   StreamPipeline& sp = *streams[out.stream];
   out.codif = sp.spec().format == StreamFormat::codif;
-  if (!out.codif) return kCheckOk;
+  if (!out.codif) {
+    if (sp.spec().format == StreamFormat::vdif) return check_vdif(head, streams, out);
+    return kCheckOk;
+  }
   const std::size_t avail = head.size() > f.payload_offset ? head.size() - f.payload_offset : 0;
   const std::size_t codif_bytes = avail < f.payload_bytes ? avail : f.payload_bytes;
   const std::byte* codif = head.data() + f.payload_offset;

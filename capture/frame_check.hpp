@@ -19,7 +19,9 @@ namespace rocecap::capture {
 struct Checked {
   uint32_t stream = 0;  // index into the streams given to check_frame
   net::UdpFrame frame;
-  bool codif = false;  // header/timing are valid (CODIF stream); false: a udp-format stream
+  // header/timing are valid and the frame is sequenced: a CODIF stream, or a VDIF stream seen
+  // through vdif::sequencer_view (capture/vdif/timeline.hpp); false: a udp-format stream.
+  bool codif = false;
   codif::Header header;
   codif::Timing timing;
 };
@@ -39,5 +41,15 @@ std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
                         const StreamClassifier& classifier,
                         const std::vector<StreamPipeline*>& streams, Checked& out,
                         uint32_t expected = StreamClassifier::kNoStream) noexcept;
+
+// VDIF streams (doc/vdif.md), called by check_frame for them: `out.stream` is the flow's first
+// stream; routes the frame to the stream of its thread, checks the VTP number and the header,
+// and fills out.header/out.timing with the sequencer's view. Same contract as check_frame.
+std::size_t check_vdif(std::span<const std::byte> head, const std::vector<StreamPipeline*>& streams,
+                       Checked& out) noexcept;
+
+// Start-up: links each VDIF stream to the next stream of the same flow (its other threads),
+// through StreamPipeline::next_thread_stream. Streams sharing a flow must be VDIF.
+void link_vdif_threads(const std::vector<StreamPipeline*>& streams) noexcept;
 
 }  // namespace rocecap::capture

@@ -15,6 +15,15 @@ std::vector<StreamKey> keys_of(const std::vector<StreamPipeline*>& streams) {
   return keys;
 }
 
+// VDIF streams of one flow (one per thread) share a key: the classifier then answers with the
+// flow's first stream and check_frame routes by thread.
+bool any_vdif(const std::vector<StreamPipeline*>& streams) {
+  for (const StreamPipeline* s : streams) {
+    if (s->spec().format == StreamFormat::vdif) return true;
+  }
+  return false;
+}
+
 std::size_t total_slots(const std::vector<StreamPipeline*>& streams) {
   std::size_t n = 0;
   for (const StreamPipeline* s : streams)
@@ -25,7 +34,8 @@ std::size_t total_slots(const std::vector<StreamPipeline*>& streams) {
 }  // namespace
 
 Ingest::Ingest(std::vector<StreamPipeline*> streams, bool record_arrivals)
-    : streams_(std::move(streams)), classifier_(keys_of(streams_)) {
+    : streams_(std::move(streams)), classifier_(keys_of(streams_), any_vdif(streams_)) {
+  link_vdif_threads(streams_);  // VDIF thread streams share their flow's key
   // Each slot is queued at most once until the writer releases it, so this never fills.
   if (record_arrivals) arrivals_.emplace(total_slots(streams_));
 }

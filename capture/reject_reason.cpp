@@ -12,6 +12,9 @@ std::string_view reject_name(std::size_t i) noexcept {
   if (i == kRejectSnapTruncated) return "snap_truncated";      // captured shorter than on the wire
   if (i == kRejectShortPayload) return "short_payload";        // under 64 bytes: no CODIF header
   if (i == kRejectTimelineOutlier) return "timeline_outlier";  // an unconfirmed resync
+  if (i == reject_index(vdif::Invalid::ok)) return {};
+  if (i < kRejectReasonCount)
+    return vdif::to_string(static_cast<vdif::Invalid>(i - kRejectVdifBase));
   return {};
 }
 

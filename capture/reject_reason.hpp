@@ -8,6 +8,7 @@
 
 #include "capture/codif/header.hpp"
 #include "capture/net/packet.hpp"
+#include "capture/vdif/header.hpp"
 
 namespace rocecap::capture {
 
@@ -21,13 +22,19 @@ inline constexpr std::size_t kRejectSnapTruncated = kRejectOversize + 1;
 inline constexpr std::size_t kRejectShortPayload = kRejectSnapTruncated + 1;
 // A frame off its stream's timeline that no following frames confirmed (Sequencer, resync).
 inline constexpr std::size_t kRejectTimelineOutlier = kRejectShortPayload + 1;
-inline constexpr std::size_t kRejectReasonCount = kRejectTimelineOutlier + 1;
+// VDIF streams' reasons (vdif::Invalid, ok unused), after every older one so their labels and
+// indices stay put.
+inline constexpr std::size_t kRejectVdifBase = kRejectTimelineOutlier + 1;
+inline constexpr std::size_t kRejectReasonCount = kRejectVdifBase + vdif::kInvalidCount;
 
 constexpr std::size_t reject_index(net::ParseError e) noexcept {
   return static_cast<std::size_t>(e);
 }
 constexpr std::size_t reject_index(codif::Invalid v) noexcept {
   return kRejectCodifBase + static_cast<std::size_t>(v);
+}
+constexpr std::size_t reject_index(vdif::Invalid v) noexcept {
+  return kRejectVdifBase + static_cast<std::size_t>(v);
 }
 
 // Label for reason i ("bad_sync", "no_stream", "oversize", ...); empty for unused slots.

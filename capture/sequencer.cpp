@@ -110,7 +110,7 @@ bool Sequencer::confirms_resync(const Signature& s, uint64_t index) noexcept {
 Verdict Sequencer::on_other(const codif::Header& h, const codif::Timing& t, uint64_t index,
                             uint32_t tag) noexcept {
   if (!started_) {
-    count_received(h);
+    count_received(h, t);
     start_segment(h, t, index, tag);
     return {Decision::first, ResyncReason::none, index};
   }
@@ -126,7 +126,7 @@ Verdict Sequencer::on_other(const codif::Header& h, const codif::Timing& t, uint
     counters_.outliers.add();
     return {Decision::outlier, reason, index};
   }
-  count_received(h);
+  count_received(h, t);
   if (reason != ResyncReason::none) {
     flush();
     counters_.resync.add();

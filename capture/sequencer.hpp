@@ -151,7 +151,7 @@ class Sequencer {
                                           uint32_t tag) noexcept {
     const uint64_t index = codif::absolute_index(h, t);
     if (!in_order(h, t, index)) return on_other(h, t, index, tag);
-    count_received(h);
+    count_received(h, t);
     if (commit_ + config_.reorder_window == index) deliver_oldest();
     place(index, tag);
     high_ = index;
@@ -199,9 +199,9 @@ class Sequencer {
     const uint64_t window_end = commit_ + config_.reorder_window;
     return window_end > index || (window_end == index && seen(commit_));
   }
-  void count_received(const codif::Header& h) noexcept {
+  void count_received(const codif::Header& h, const codif::Timing& t) noexcept {
     counters_.received.add();
-    counters_.bytes.add(h.frame_bytes());
+    counters_.bytes.add(h.payload_bytes() + t.header_bytes);
     if (h.invalid) counters_.invalid.add();
   }
   // Delivers commit_, which is seen, with no gap open before it.

@@ -14,10 +14,30 @@
 #include "capture/ring_publisher.hpp"
 #include "capture/sequencer.hpp"
 #include "capture/stream_ring.hpp"
+#include "capture/vdif/header.hpp"
+#include "common/relaxed_counter.hpp"
 
 namespace rocecap::capture {
 
-enum class StreamFormat : uint8_t { codif, udp };
+enum class StreamFormat : uint8_t { codif, udp, vdif };
+
+// A VDIF stream (doc/vdif.md): how its frames per second are known, whether a VTP sequence
+// number precedes each frame, and the one thread it records (kAnyThread: every thread).
+struct VdifSpec {
+  static constexpr uint32_t kAnyThread = UINT32_MAX;
+  vdif::Rate rate;
+  bool vtp = false;
+  uint32_t thread = kAnyThread;
+};
+
+// Per UDP flow with VTP: the highest packet sequence number seen and what the numbers showed.
+// Kept on the flow's first stream (its thread streams share the flow). Capture thread writes.
+struct VtpState {
+  bool started = false;
+  uint64_t highest = 0;
+  common::RelaxedCounter skipped;       // numbers jumped over (packets lost, or late)
+  common::RelaxedCounter out_of_order;  // numbers at or below the highest (late or repeated)
+};
 
 // The last version 3 CODIF header accepted on a stream. Within a stream consecutive headers
 // differ in word 0 (frame, seconds) only, so check_frame (frame_check.cpp) can take the next
@@ -50,6 +70,7 @@ struct StreamSpec {
   codif::SyncSet syncs = codif::SyncSet::defaults();
   RingConfig ring;
   SequencerConfig sequencer;
+  VdifSpec vdif;  // format vdif only
 };
 
 class StreamPipeline {
@@ -77,6 +98,11 @@ class StreamPipeline {
   UdpMemo udp_memo;
   int64_t last_arrival_tick = 0;
   CodifMemo codif_memo;
+  // VDIF: the next stream of the same UDP flow (another thread; kNoStream: none), the header
+  // form the stream started with (0: none yet, 16 or 32 bytes), and the flow's VTP numbers.
+  uint32_t next_thread_stream = StreamClassifier::kNoStream;
+  uint8_t vdif_header_bytes = 0;
+  VtpState vtp;
 
  private:
   StreamSpec spec_;

@@ -216,7 +216,7 @@ void check_antennas(Context& ctx, const StreamsSection& s) {
 }
 
 void check_sync_words(Context& ctx, StreamsSection& s) {
-  if (s.format == StreamFormat::udp) {
+  if (s.format != StreamFormat::codif) {
     if (ctx.present("streams.sync")) ctx.report("streams.sync", "only used with format codif");
     s.sync.clear();
     return;
@@ -243,10 +243,11 @@ void check_sync_words(Context& ctx, StreamsSection& s) {
 
 void check_format_options(Context& ctx, RunConfig& cfg) {
   OutputSection& o = cfg.output;
-  if (cfg.streams.format != StreamFormat::udp || ctx.failed("streams.format")) return;
-  if (has_format(o, OutputFormat::codifhdr)) {
+  if (ctx.failed("streams.format")) return;
+  if (cfg.streams.format != StreamFormat::codif && has_format(o, OutputFormat::codifhdr)) {
     ctx.report("output.formats", "codifhdr needs streams.format codif");
   }
+  if (cfg.streams.format != StreamFormat::udp) return;
   if (ctx.present("output.fill_gaps") && o.fill_gaps) {
     ctx.report("output.fill_gaps", "fill frames need streams.format codif");
   }
@@ -292,10 +293,11 @@ void check_file_names(Context& ctx, const RunConfig& cfg) {
   auto claim = [&](const std::string& name, const std::string& who, const char* key) {
     const auto [it, fresh] = writers.emplace(name, who);
     if (fresh) return true;
-    ctx.report(key, fmt::format("{} and {} would both write '{}'; add a placeholder that tells "
-                                "them apart ({{interface}}, {{group}}, {{port}}, {{antenna}}, "
-                                "{{ext}})",
-                                it->second, who, name));
+    ctx.report(
+        key, fmt::format("{} and {} would both write '{}'; add a placeholder that tells "
+                         "them apart ({{interface}}, {{group}}, {{port}}, {{antenna}}, {{thread}}, "
+                         "{{ext}})",
+                         it->second, who, name));
     return false;
   };
   for (const StreamRef& s : enumerate_streams(cfg)) {
@@ -326,6 +328,7 @@ void check_consistency(Context& ctx, RunConfig& cfg) {
   if (!ctx.failed("streams.antennas")) check_cq_size(ctx, cfg.capture, cfg.streams.antennas.size());
   check_cpu_plan(ctx, cfg);
   check_sync_words(ctx, cfg.streams);
+  check_vdif(ctx, cfg);
   check_format_options(ctx, cfg);
   check_output_sizes(ctx, cfg);
   check_file_names(ctx, cfg);

@@ -17,8 +17,8 @@ struct Placeholder {
 
 // Parses the text between braces; false when it is not a known placeholder.
 bool parse_placeholder(std::string_view body, Placeholder& out) {
-  constexpr std::array<std::string_view, 7> names{"run",     "interface", "group", "port",
-                                                  "antenna", "ext",       "seq"};
+  constexpr std::array<std::string_view, 8> names{"run",     "interface", "group", "port",
+                                                  "antenna", "ext",       "seq",   "thread"};
   const std::size_t colon = body.find(':');
   out.name = body.substr(0, colon);
   bool known = false;
@@ -111,7 +111,8 @@ std::string check_name_template(std::string_view tmpl, TemplateScope scope) {
       tmpl, [](std::string_view) {},
       [&](const Placeholder& p) {
         has_seq = has_seq || p.name == "seq";
-        const bool per_stream = p.name == "group" || p.name == "port" || p.name == "antenna";
+        const bool per_stream =
+            p.name == "group" || p.name == "port" || p.name == "antenna" || p.name == "thread";
         if (scope == TemplateScope::interface && per_stream && misplaced.empty()) {
           misplaced = p.name;
         }
@@ -137,6 +138,7 @@ std::string expand_name(std::string_view tmpl, const NameFields& f) {
         if (p.name == "port") out += std::to_string(f.port);
         if (p.name == "antenna") out += f.antenna;
         if (p.name == "ext") out += f.ext;
+        if (p.name == "thread") out += f.thread;
         if (p.name == "seq") {
           out += p.width > 0 ? fmt::format("{:0{}}", f.seq, p.width) : fmt::format("{}", f.seq);
         }
@@ -147,8 +149,10 @@ std::string expand_name(std::string_view tmpl, const NameFields& f) {
 std::string_view file_extension(const RunConfig& config, OutputFormat format) noexcept {
   switch (format) {
     case OutputFormat::raw:
-      return config.streams.format == StreamFormat::codif && !config.output.strip_headers ? "codif"
-                                                                                          : "dat";
+      if (config.output.strip_headers || config.streams.format == StreamFormat::udp) return "dat";
+      return config.streams.format == StreamFormat::vdif ? "vdif" : "codif";
+    case OutputFormat::vdifhdr:
+      return "vhead";
     case OutputFormat::codifhdr:
       return "chead";
     case OutputFormat::pcap:
@@ -162,13 +166,18 @@ std::string stream_file_name(const RunConfig& config, const StreamRef& s, Output
   const InterfaceConfig& itf = config.capture.interfaces.at(s.interface);
   const GroupConfig& group = itf.groups.at(s.group);
   const std::string address = format_ipv4(group.address);
-  const NameFields fields{config.run.name,
-                          itf.name,
-                          address,
-                          group.port,
-                          config.streams.antennas.at(s.antenna).name,
-                          file_extension(config, format),
-                          seq};
+  // {thread}: the VDIF thread id, or "all" for a stream that takes every thread.
+  const std::string thread = config.streams.threads.empty()
+                                 ? std::string("all")
+                                 : std::to_string(config.streams.threads.at(s.thread));
+  NameFields fields{config.run.name,
+                    itf.name,
+                    address,
+                    group.port,
+                    config.streams.antennas.at(s.antenna).name,
+                    file_extension(config, format),
+                    seq};
+  fields.thread = thread;
   return expand_name(config.output.name_template, fields);
 }
 

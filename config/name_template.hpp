@@ -1,11 +1,11 @@
 // Output file names: templates relative to output.directory, e.g.
 // "{run}/{group}_{port}_{antenna}.{seq:04}.{ext}".
 //
-// Placeholders: {run} {interface} {group} (dotted address) {port} {antenna} {ext} {seq} and
-// {seq:0N} (zero-padded to N digits, N = 1..9). Per-interface pcap
-// templates may not use {group}, {port} or {antenna}. A template must contain {seq} (rotation)
-// and can never leave the directory: no absolute path, no "." / ".." / empty components. The
-// values substituted are restricted by the schema to [A-Za-z0-9._:-] and never start with '.'.
+// Placeholders: {run} {interface} {group} (dotted address) {port} {antenna} {thread} (VDIF) {ext}
+// {seq} and {seq:0N} (zero-padded to N digits, N = 1..9). Per-interface pcap
+// templates may not use {group}, {port}, {antenna} or {thread}. A template must contain {seq}
+// (rotation) and can never leave the directory: no absolute path, no "." / ".." / empty components.
+// The values substituted are restricted by the schema to [A-Za-z0-9._:-] and never start with '.'.
 #pragma once
 
 #include <cstdint>
@@ -34,12 +34,14 @@ struct NameFields {
   std::string_view antenna;
   std::string_view ext;
   uint64_t seq = 0;
+  std::string_view thread = {};  // VDIF thread id ("all" when streams.threads is empty)
 };
 
 // Substitutes the placeholders of a template that passed check_name_template.
 std::string expand_name(std::string_view name_template, const NameFields& fields);
 
-// "codif" (raw CODIF frames), "dat" (raw, headers stripped or format udp), "chead", "pcap".
+// "codif" / "vdif" (raw frames), "dat" (raw, headers stripped or format udp), "chead", "vhead",
+// "pcap".
 std::string_view file_extension(const RunConfig& config, OutputFormat format) noexcept;
 
 // Relative path of the seq-th file of one stream in a per-stream format (raw, codifhdr).

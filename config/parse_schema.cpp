@@ -1,6 +1,7 @@
 // Pass 1 of the loader: the schema of a run file (config/README.md documents it).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "config/schema.hpp"
@@ -147,8 +148,8 @@ void parse_capture(Context& ctx, const Field& f, CaptureSection& c) {
   if (auto v = read_enum(ctx, m.get("replay_pace"), kPaces)) c.replay_pace = *v;
 }
 
-constexpr EnumName<StreamFormat> kStreamFormats[] = {{"codif", StreamFormat::codif},
-                                                     {"udp", StreamFormat::udp}};
+constexpr EnumName<StreamFormat> kStreamFormats[] = {
+    {"codif", StreamFormat::codif}, {"udp", StreamFormat::udp}, {"vdif", StreamFormat::vdif}};
 constexpr EnumName<CodifLayout> kLayouts[] = {{"v3", CodifLayout::v3}, {"v1", CodifLayout::v1}};
 
 void parse_sync(Context& ctx, const Field& f, std::vector<SyncWord>& out) {
@@ -189,9 +190,23 @@ void parse_antenna(Context& ctx, const Field& f, Antenna& a) {
 }
 
 void parse_streams(Context& ctx, const Field& f, StreamsSection& s) {
-  const MapView m(ctx, f, {"format", "sync", "antennas"});
+  const MapView m(
+      ctx, f, {"format", "sync", "antennas", "frames_per_second", "sample_rate", "vtp", "threads"});
   if (!m.valid()) return;
   if (auto v = read_enum(ctx, m.get("format"), kStreamFormats)) s.format = *v;
+  // VDIF (doc/vdif.md): frame numbers are 24 bits, thread ids 10 bits.
+  if (auto v = read_uint(ctx, m.get("frames_per_second"), 1, uint64_t{1} << 24))
+    s.frames_per_second = *v;
+  if (auto v = read_uint(ctx, m.get("sample_rate"), 1, uint64_t{1} << 40)) s.sample_rate = *v;
+  if (auto v = read_bool(ctx, m.get("vtp"))) s.vtp = *v;
+  for (const Field& item : list_items(ctx, m.get("threads"))) {
+    const auto v = read_uint(ctx, item, 0, 1023);
+    if (v && std::find(s.threads.begin(), s.threads.end(), *v) != s.threads.end()) {
+      ctx.report(item.pos, item.path, "listed twice");
+    } else if (v) {
+      s.threads.push_back(static_cast<uint16_t>(*v));
+    }
+  }
   const auto sync = m.get("sync");
   for (const Field& item : list_items(ctx, sync))
     parse_sync(ctx, item, s.sync);
@@ -204,8 +219,10 @@ void parse_streams(Context& ctx, const Field& f, StreamsSection& s) {
     parse_antenna(ctx, item, s.antennas.emplace_back());
 }
 
-constexpr EnumName<OutputFormat> kOutputFormats[] = {
-    {"raw", OutputFormat::raw}, {"codifhdr", OutputFormat::codifhdr}, {"pcap", OutputFormat::pcap}};
+constexpr EnumName<OutputFormat> kOutputFormats[] = {{"raw", OutputFormat::raw},
+                                                     {"codifhdr", OutputFormat::codifhdr},
+                                                     {"pcap", OutputFormat::pcap},
+                                                     {"vdifhdr", OutputFormat::vdifhdr}};
 
 void parse_output(Context& ctx, const Field& f, OutputSection& o) {
   const MapView m(ctx, f,
@@ -217,7 +234,7 @@ void parse_output(Context& ctx, const Field& f, OutputSection& o) {
   if (formats) {
     const auto items = list_items(ctx, formats);
     if (formats->node.IsSequence() && items.empty()) {
-      ctx.report(formats->pos, formats->path, "needs at least one of raw, codifhdr, pcap");
+      ctx.report(formats->pos, formats->path, "needs at least one of raw, codifhdr, vdifhdr, pcap");
     }
     for (const Field& item : items) {
       const auto v = read_enum(ctx, item, kOutputFormats);

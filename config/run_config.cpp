@@ -37,7 +37,15 @@ std::string_view to_string(ReplayPace v) noexcept {
 }
 
 std::string_view to_string(StreamFormat v) noexcept {
-  return v == StreamFormat::codif ? "codif" : "udp";
+  switch (v) {
+    case StreamFormat::codif:
+      return "codif";
+    case StreamFormat::udp:
+      return "udp";
+    case StreamFormat::vdif:
+      return "vdif";
+  }
+  return "?";
 }
 
 std::string_view to_string(CodifLayout v) noexcept {
@@ -52,6 +60,8 @@ std::string_view to_string(OutputFormat v) noexcept {
       return "codifhdr";
     case OutputFormat::pcap:
       return "pcap";
+    case OutputFormat::vdifhdr:
+      return "vdifhdr";
   }
   return "?";
 }
@@ -82,7 +92,9 @@ std::vector<StreamRef> enumerate_streams(const RunConfig& config) {
   for (std::size_t i = 0; i < interfaces.size(); ++i) {
     for (std::size_t g = 0; g < interfaces[i].groups.size(); ++g) {
       for (std::size_t a = 0; a < config.streams.antennas.size(); ++a) {
-        out.push_back(StreamRef{i, g, a});
+        const std::size_t threads = std::max<std::size_t>(1, config.streams.threads.size());
+        for (std::size_t t = 0; t < threads; ++t)
+          out.push_back(StreamRef{i, g, a, t});
       }
     }
   }

@@ -17,9 +17,9 @@ enum class Backend : uint8_t { verbs, pcap, pcap_file };
 enum class PayloadMemory : uint8_t { automatic, host, gpu };  // YAML: auto | host | gpu
 enum class PollMode : uint8_t { busy_poll, event };
 enum class ReplayPace : uint8_t { fast, recorded };
-enum class StreamFormat : uint8_t { codif, udp };
+enum class StreamFormat : uint8_t { codif, udp, vdif };
 enum class CodifLayout : uint8_t { v3, v1 };
-enum class OutputFormat : uint8_t { raw, codifhdr, pcap };
+enum class OutputFormat : uint8_t { raw, codifhdr, pcap, vdifhdr };
 enum class LogLevel : uint8_t { trace, debug, info, warn, error, critical, off };
 
 // YAML spellings ("pcap-file", "auto", "busy_poll", ...).
@@ -80,6 +80,13 @@ struct StreamsSection {
   StreamFormat format = StreamFormat::codif;
   std::vector<SyncWord> sync;  // codif: 1..4 words; default FEEDCAFE (v3) and ABADDEED (v1)
   std::vector<Antenna> antennas;
+  // vdif (doc/vdif.md): frames per second, or the sample rate (per channel) they follow from;
+  // exactly one of the two is non-zero. vtp: an 8-byte VTP sequence number precedes each frame.
+  uint64_t frames_per_second = 0;
+  uint64_t sample_rate = 0;
+  bool vtp = false;
+  // The VDIF threads to record, each its own stream; empty: one stream takes every thread.
+  std::vector<uint16_t> threads;
 };
 
 struct OutputSection {
@@ -117,14 +124,16 @@ struct RunConfig {
   LoggingSection logging;
 };
 
-// One stream = (interface, group, antenna): indices into the config's vectors.
+// One stream = (interface, group, antenna[, VDIF thread]): indices into the config's vectors.
 struct StreamRef {
   std::size_t interface = 0;
   std::size_t group = 0;  // into capture.interfaces[interface].groups
   std::size_t antenna = 0;
+  std::size_t thread = 0;  // into streams.threads (0 when the list is empty)
 };
 
-// Every stream of the run, interface by interface, group by group, antenna by antenna.
+// Every stream of the run, interface by interface, group by group, antenna by antenna, thread
+// by thread.
 std::vector<StreamRef> enumerate_streams(const RunConfig& config);
 
 bool has_format(const OutputSection& output, OutputFormat format) noexcept;

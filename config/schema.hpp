@@ -18,6 +18,9 @@ inline constexpr uint32_t kMaxVerbsRingDepth = 32768;  // mlx5 max_qp_wr
 // checking the rounded value and reads plainly in the error; start-up checks the real device's
 // max_cqe with the same rounding (capture/verbs/cq_size.hpp).
 inline constexpr uint32_t kMaxCqSize = 4194303;
+// Ethernet+IPv4+UDP+VDIF (doc/vdif.md); + 8 with the VTP sequence number.
+inline constexpr uint32_t kVdifHeadersBytes = 14 + 20 + 8 + 32;
+inline constexpr uint32_t kVtpBytes = 8;
 inline constexpr uint32_t kMaxReorderWindow = 1024;
 inline constexpr std::size_t kMaxSyncWords = 4;  // capture::codif::SyncSet::kMaxSyncs
 inline constexpr unsigned kMaxCpuId = 4095;
@@ -34,6 +37,10 @@ void parse_document(Context& ctx, const Field& root, RunConfig& out);
 
 // Pass 2: rules between fields; fills derived values (cq_size, format-dependent defaults).
 void check_consistency(Context& ctx, RunConfig& config);
+
+// Part of pass 2: the VDIF keys (streams.frames_per_second, sample_rate, vtp, threads), the
+// header split they need, vdifhdr output, and the default file names of several threads.
+void check_vdif(Context& ctx, RunConfig& config);
 
 // Pass 3: this host (CPUs, output directory, replay file).
 void check_host(Context& ctx, const HostChecks& host, const RunConfig& config);

@@ -33,6 +33,10 @@ struct GenArgs {
   uint64_t total_samples = 0;
   unsigned epoch = 0, start_seconds = 0, start_frame = 0, thread_id = 0, group_id = 0;
   std::string station = "RC", layout = "v3";
+  std::string format = "codif";
+  uint64_t frames_per_second = 0;
+  bool vtp = false, legacy = false;
+  std::vector<uint16_t> threads;
   uint64_t seed = 0;
   ImpairmentRates rates;
   std::string foreign;
@@ -98,6 +102,11 @@ GenFrameParams frame_params(const GenArgs& a) {
   p.group_id = static_cast<uint16_t>(a.group_id);
   p.station = a.station;
   p.layout = a.layout;
+  p.format = a.format;
+  p.frames_per_second = a.frames_per_second;
+  p.vtp = a.vtp;
+  p.legacy = a.legacy;
+  p.threads = a.threads;
   return p;
 }
 
@@ -276,6 +285,19 @@ void add_frame_options(CLI::App& gen, GenArgs& a) {
   gen.add_option("--layout", a.layout, "Header layout")
       ->check(CLI::IsMember({"v3", "v1"}))
       ->capture_default_str();
+  // VDIF (doc/vdif.md): --payload-bytes is the data array, the header (32, or 16 with
+  // --legacy) comes on top; --bad-sync makes the length field lie (VDIF has no sync word).
+  gen.add_option("--format", a.format, "Frame format")
+      ->check(CLI::IsMember({"codif", "vdif"}))
+      ->capture_default_str();
+  gen.add_option("--frames-per-second", a.frames_per_second,
+                 "VDIF frames per second (frame numbers count 0 .. this - 1 each second)");
+  gen.add_flag("--vtp", a.vtp, "VDIF: an 8-byte VTP packet sequence number before each frame");
+  gen.add_flag("--legacy", a.legacy, "VDIF: 16-byte legacy headers");
+  gen.add_option("--threads", a.threads,
+                 "VDIF thread ids each source sends, frames interleaved (default: --thread-id)")
+      ->delimiter(',')
+      ->check(CLI::Range(0, 1023));
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
-// `rocecap inspect FILE [--json]`: per-stream contents of a pcap or raw CODIF file.
+// `rocecap inspect FILE [--json] [--vdif FPS]`: per-stream contents of a pcap, raw CODIF or raw
+// VDIF file.
 #include <iostream>
 #include <memory>
 
@@ -11,6 +12,7 @@ void add_inspect_command(CLI::App& app, Action& action) {
   struct Args {
     std::string file;
     bool json = false;
+    uint64_t vdif_fps = 0;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -19,10 +21,12 @@ void add_inspect_command(CLI::App& app, Action& action) {
       ->required()
       ->check(CLI::ExistingFile);
   cmd->add_flag("--json", args->json, "JSON instead of the table");
+  cmd->add_option("--vdif", args->vdif_fps,
+                  "Read FILE as raw VDIF with this many frames per second (not in VDIF headers)");
   cmd->callback([args, &action] {
     action = [args] {
       try {
-        const InspectReport report = inspect_file(args->file);
+        const InspectReport report = inspect_file(args->file, args->vdif_fps);
         if (args->json) {
           std::cout << to_json(report).dump(2) << "\n";
         } else {

@@ -148,7 +148,7 @@ std::size_t CaptureWriter::poll_staged() {
   }
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
     const StreamRing& ring = ingest_.streams()[s]->ring();
-    const bool files = per_stream_[s].raw || per_stream_[s].codifhdr;
+    const bool files = per_stream_[s].raw || per_stream_[s].codifhdr || per_stream_[s].vdifhdr;
     for (std::size_t k = 0; k < popped_[s]; ++k) {
       if (files) {
         stage_items_.push_back({&ring, batches_[s][k], static_cast<uint32_t>(s)});
@@ -193,6 +193,8 @@ void CaptureWriter::report_staging_errors() {
 void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::byte> payload) {
   StreamWriters& w = per_stream_[s];
   StreamWriteState& st = state_[s];
+  if (ingest_.streams()[s]->spec().format == capture::StreamFormat::vdif)
+    return write_vdif_frame(s, id, payload);
   const StreamRing& ring = ingest_.streams()[s]->ring();
   const SlotMeta& m = ring.meta(id);
   const UdpPayload udp = udp_payload(ring, id, payload);
@@ -219,6 +221,55 @@ void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::b
   if (w.codifhdr) {
     w.codifhdr->set_next_index(m.frame_index);
     check(w.codifhdr->write_frame(header));
+  }
+  count_frame(s, m);
+}
+
+// A VDIF frame (doc/vdif.md): the VTP number, if any, is not written; fill frames are the
+// header the missing frame would have had, invalid bit set, and zero data.
+void CaptureWriter::write_vdif_frame(std::size_t s, SlotId id, std::span<const std::byte> payload) {
+  StreamWriters& w = per_stream_[s];
+  StreamWriteState& st = state_[s];
+  const capture::StreamPipeline& sp = *ingest_.streams()[s];
+  const StreamRing& ring = sp.ring();
+  const SlotMeta& m = ring.meta(id);
+  const UdpPayload udp = udp_payload(ring, id, payload);
+  const capture::VdifSpec& spec = sp.spec().vdif;
+  const std::size_t skip = spec.vtp ? capture::vdif::kVtpBytes : 0;
+  std::array<std::byte, capture::vdif::kHeaderBytes> header{};
+  const auto [h0, h1] = udp.from(skip);  // gathered if the split fell inside the header
+  const std::size_t first = std::min(h0.size(), header.size());
+  std::memcpy(header.data(), h0.data(), first);
+  std::memcpy(header.data() + first, h1.data(), std::min(h1.size(), header.size() - first));
+  capture::vdif::Header h;
+  capture::vdif::Timing t;
+  // The frame was validated at capture, so this only recovers its header form and timing.
+  if (!capture::vdif::decode(header, h) ||
+      capture::vdif::validate(h, udp.size() - skip, spec.rate, t) != capture::vdif::Invalid::ok) {
+    return count_frame(s, m);
+  }
+  const bool segment_start = (m.flags & capture::kSlotSegmentStart) != 0 || !st.started;
+  if (!segment_start && options_.fill_gaps && m.frame_index > st.last_index + 1) {
+    const uint64_t from = st.last_index + 1;
+    const uint64_t count = m.frame_index - from;
+    if (w.raw) {
+      w.raw->set_next_index(from);
+      check(w.raw->write_vdif_fill(h, t, from, count));
+    }
+    if (w.vdifhdr) {
+      w.vdifhdr->set_next_index(from);
+      check(w.vdifhdr->write_fill(h, t, from, count));
+    }
+  }
+  const auto hdr = std::span<const std::byte>(header).first(h.header_bytes());
+  const auto [d0, d1] = udp.from(skip + h.header_bytes());
+  if (w.raw) {
+    w.raw->set_next_index(m.frame_index);
+    check(w.raw->write_vdif_frame(hdr, d0, d1));
+  }
+  if (w.vdifhdr) {
+    w.vdifhdr->set_next_index(m.frame_index);
+    check(w.vdifhdr->write_frame(hdr));
   }
   count_frame(s, m);
 }
@@ -268,6 +319,7 @@ void CaptureWriter::check_unlinked() {
   for (StreamWriters& w : per_stream_) {
     if (w.raw) check(w.raw->check_unlinked());
     if (w.codifhdr) check(w.codifhdr->check_unlinked());
+    if (w.vdifhdr) check(w.vdifhdr->check_unlinked());
   }
   if (pcap_) check(pcap_->check_unlinked());
 }
@@ -276,6 +328,7 @@ void CaptureWriter::request_rotation() noexcept {
   for (StreamWriters& w : per_stream_) {
     if (w.raw) w.raw->request_rotation();
     if (w.codifhdr) w.codifhdr->request_rotation();
+    if (w.vdifhdr) w.vdifhdr->request_rotation();
   }
   if (pcap_) pcap_->request_rotation();
 }
@@ -290,6 +343,7 @@ Status CaptureWriter::close() {
   for (StreamWriters& w : per_stream_) {
     if (w.raw) keep(w.raw->close());
     if (w.codifhdr) keep(w.codifhdr->close());
+    if (w.vdifhdr) keep(w.vdifhdr->close());
   }
   if (pcap_) keep(pcap_->close());
   return first;

@@ -36,12 +36,14 @@
 #include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
 #include "writers/staging/payload_stager.hpp"
+#include "writers/vdif_header_writer.hpp"
 
 namespace rocecap::writers {
 
 struct StreamWriters {
   std::optional<RawWriter> raw;
   std::optional<CodifHeaderWriter> codifhdr;
+  std::optional<VdifHeaderWriter> vdifhdr;
 };
 
 struct CaptureWriterOptions {
@@ -102,6 +104,7 @@ class CaptureWriter {
   void write_packet(const capture::StreamRing& ring, capture::SlotId id,
                     std::span<const std::byte> payload);
   void write_frame(std::size_t stream, capture::SlotId id, std::span<const std::byte> payload);
+  void write_vdif_frame(std::size_t stream, capture::SlotId id, std::span<const std::byte> payload);
   void count_frame(std::size_t stream, const capture::SlotMeta& m);
   void on_staged(const staging::StageItem& item, std::span<const std::byte> payload, bool ok);
   void report_staging_errors();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "writers/fill.hpp"
+#include "writers/vdif_header_writer.hpp"
 
 namespace rocecap::writers {
 
@@ -34,6 +35,40 @@ Status RawWriter::write_fill(const capture::codif::Header& first_missing,
     } else {
       capture::codif::encode(fill_header(first_missing, timing, i), header);
       const std::array<Piece, 2> pieces{bytes_piece(header), zeros_piece(data_bytes)};
+      s = out_.write(pieces, RecordKind::fill);
+    }
+    if (!s.ok() && first_error.ok()) first_error = std::move(s);
+  }
+  return first_error;
+}
+
+Status RawWriter::write_vdif_frame(std::span<const std::byte> header,
+                                   std::span<const std::byte> data,
+                                   std::span<const std::byte> data_tail) {
+  if (options_.strip_headers) {
+    const std::array<Piece, 2> pieces{bytes_piece(data), bytes_piece(data_tail)};
+    return out_.write(pieces);
+  }
+  const std::array<Piece, 3> pieces{bytes_piece(header), bytes_piece(data), bytes_piece(data_tail)};
+  return out_.write(pieces);
+}
+
+Status RawWriter::write_vdif_fill(const capture::vdif::Header& ref,
+                                  const capture::vdif::Timing& timing, uint64_t index,
+                                  uint64_t count) {
+  const std::size_t data_bytes = ref.payload_bytes();
+  Status first_error;
+  std::array<std::byte, capture::vdif::kHeaderBytes> header{};
+  for (uint64_t i = 0; i < count; ++i) {
+    Status s;
+    if (options_.strip_headers) {
+      const std::array<Piece, 1> pieces{zeros_piece(data_bytes)};
+      s = out_.write(pieces, RecordKind::fill);
+    } else {
+      capture::vdif::encode(vdif_fill_header(ref, timing, index + i), header);
+      const std::array<Piece, 2> pieces{
+          bytes_piece(std::span<const std::byte>(header).first(ref.header_bytes())),
+          zeros_piece(data_bytes)};
       s = out_.write(pieces, RecordKind::fill);
     }
     if (!s.ok() && first_error.ok()) first_error = std::move(s);

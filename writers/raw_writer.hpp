@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "capture/codif/header.hpp"
+#include "capture/vdif/header.hpp"
 #include "writers/rotating_file.hpp"
 #include "writers/status.hpp"
 #include "writers/writer_stats.hpp"
@@ -37,6 +38,14 @@ class RawWriter {
   // Returns the first error; fill frames that could not be written are counted as dropped.
   Status write_fill(const capture::codif::Header& first_missing,
                     const capture::codif::Timing& timing, uint64_t count);
+
+  // VDIF (doc/vdif.md): a frame whose header is 16 or 32 bytes.
+  Status write_vdif_frame(std::span<const std::byte> header, std::span<const std::byte> data,
+                          std::span<const std::byte> data_tail = {});
+  // `count` VDIF fill frames for indices `index`, `index` + 1, ...: `ref`'s header with that
+  // index's seconds and frame number and the invalid bit set, then ref.payload_bytes() zeros.
+  Status write_vdif_fill(const capture::vdif::Header& ref, const capture::vdif::Timing& timing,
+                         uint64_t index, uint64_t count);
 
   Status close() { return out_.close(); }
   void request_rotation() noexcept { out_.request_rotation(); }

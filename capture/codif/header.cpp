@@ -214,7 +214,7 @@ Invalid validate(const Header& h, std::size_t udp_payload_bytes, Timing& timing)
   const uint64_t fpp = h.total_samples / spf;
   if (fpp > kMaxFramesPerPeriod) return Invalid::too_many_frames;
   if (h.frame >= fpp) return Invalid::frame_out_of_range;
-  timing = Timing{spf, fpp, h.period};
+  timing = Timing{spf, fpp, h.period, kHeaderBytes};
   return Invalid::ok;
 }
 

@@ -109,6 +109,10 @@ struct Timing {
   uint64_t samples_per_frame = 0;
   uint64_t frames_per_period = 0;
   uint32_t period = 0;
+  // Bytes of each frame besides its data array: the sequencer's byte count is
+  // payload_bytes() + header_bytes. 64 for CODIF; a VDIF stream seen through this timing model
+  // (capture/vdif/timeline.hpp) has 32 or 16.
+  uint32_t header_bytes = kHeaderBytes;
 };
 
 // Checks the header against itself and the UDP payload length; fills `timing` when ok.

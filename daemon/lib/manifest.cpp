@@ -90,8 +90,12 @@ nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
 nlohmann::json to_json(const Manifest& m) {
   nlohmann::json streams = nlohmann::json::array();
   nlohmann::json rejected = nlohmann::json::object();
-  for (const auto& s : m.streams)
+  for (const auto& s : m.streams) {
     streams.push_back(stream_json(s));
+    // VDIF: the stream's thread, and the flow's VTP counts on the flow's first stream.
+    if (s.thread) streams.back()["thread"] = *s.thread;
+    if (s.vtp) streams.back()["vtp"] = {{"skipped", s.vtp->first}, {"out_of_order", s.vtp->second}};
+  }
   nlohmann::json interfaces = nlohmann::json::array();
   for (const auto& i : m.interfaces) {
     interfaces.push_back({{"name", i.name},

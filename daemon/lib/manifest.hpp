@@ -47,6 +47,9 @@ struct ManifestStream {
   uint64_t gaps_not_listed = 0;                     // gap events beyond the bounded list
   std::vector<ManifestFileEntry> files;
   std::vector<ManifestWriteLoss> write_error_lost;  // one per format written
+  std::optional<uint16_t> thread;                   // VDIF streams split by thread
+  // VDIF with VTP, on a flow's first stream: sequence numbers skipped / out of order.
+  std::optional<std::pair<uint64_t, uint64_t>> vtp;
 };
 
 // The verbs backend's device-level view of an interface.

@@ -62,9 +62,36 @@ Labels stream_labels(const Runtime& rt, const InterfaceRuntime& ir, std::size_t 
   const auto& g = rt.config->capture.interfaces[ref.interface].groups[ref.group];
   const std::string group =
       std::string(capture::net::format_ipv4(g.address).data()) + ":" + std::to_string(g.port);
-  return {{"interface", ir.name},
-          {"group", group},
-          {"antenna", rt.config->streams.antennas[ref.antenna].name}};
+  Labels l{{"interface", ir.name},
+           {"group", group},
+           {"antenna", rt.config->streams.antennas[ref.antenna].name}};
+  // VDIF streams split by thread (streams.threads) are told apart by it.
+  if (!rt.config->streams.threads.empty())
+    l.push_back({"thread", std::to_string(rt.config->streams.threads[ref.thread])});
+  return l;
+}
+
+// VDIF over VTP (doc/vdif.md): per UDP flow, kept on the flow's first stream.
+void add_vtp(Exposition& e, const Runtime& rt) {
+  if (!rt.config->streams.vtp) return;
+  auto& skipped = e.family("rocecap_vtp_skipped_total",
+                           "VTP packet sequence numbers jumped over (packets lost on the way, or "
+                           "arriving late), per UDP flow",
+                           MetricType::Counter);
+  auto& ooo = e.family("rocecap_vtp_out_of_order_total",
+                       "Packets whose VTP sequence number was at or below the highest seen "
+                       "(late or repeated), per UDP flow",
+                       MetricType::Counter);
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s) {
+      const capture::StreamPipeline& sp = *ir->streams[s];
+      if (s > 0 && ir->streams[s - 1]->spec().key == sp.spec().key) continue;  // same flow
+      Labels l = stream_labels(rt, *ir, s);
+      if (!rt.config->streams.threads.empty()) l.pop_back();  // a flow carries every thread
+      add(skipped, l, double(sp.vtp.skipped.get()));
+      add(ooo, l, double(sp.vtp.out_of_order.get()));
+    }
+  }
 }
 
 void add_process(Exposition& e, const MetricsBuildInfo& info, int64_t start_ns, int state) {
@@ -333,6 +360,7 @@ std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
       add_stream(streams, rt_, *ir, s);
   }
   add_interfaces(e, rt_);
+  add_vtp(e, rt_);
   add_writers(e, rt_);
   add(e.family("rocecap_storage_lost",
                "1 once the run's storage is lost (run directory removed or replaced, a file "

@@ -32,7 +32,8 @@ void store(FormatCounters& c, const std::array<uint64_t, 9>& sum) noexcept {
 }  // namespace
 
 std::string_view format_name(std::size_t format) noexcept {
-  static constexpr std::string_view names[kOutputFormatCount] = {"raw", "codifhdr", "pcap"};
+  static constexpr std::string_view names[kOutputFormatCount] = {"raw", "codifhdr", "pcap",
+                                                                 "vdifhdr"};
   return format < kOutputFormatCount ? names[format] : "unknown";
 }
 
@@ -44,6 +45,7 @@ void prepare_published(InterfaceRuntime& ir) {
     const writers::StreamWriters& w = ir.writer->writers(s);
     used[std::size_t(PublishedFormat::raw)] |= w.raw.has_value();
     used[std::size_t(PublishedFormat::codifhdr)] |= w.codifhdr.has_value();
+    used[std::size_t(PublishedFormat::vdifhdr)] |= w.vdifhdr.has_value();
   }
   used[std::size_t(PublishedFormat::pcap)] = ir.writer->pcap() != nullptr;
   ir.published.staging_used = ir.writer->stager() != nullptr;
@@ -61,17 +63,19 @@ void publish_capture(InterfaceRuntime& ir, int64_t now_ns) noexcept {
 }
 
 void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept {
-  std::array<uint64_t, 9> raw{}, hdr{}, pcap{};
+  std::array<uint64_t, 9> raw{}, hdr{}, pcap{}, vhdr{};
   for (std::size_t s = 0; s < ir.streams.size(); ++s) {
     writers::StreamWriters& w = ir.writer->writers(s);
     if (w.raw) add_stats(raw, w.raw->stats());
     if (w.codifhdr) add_stats(hdr, w.codifhdr->stats());
+    if (w.vdifhdr) add_stats(vhdr, w.vdifhdr->stats());
   }
   if (auto* p = ir.writer->pcap()) add_stats(pcap, p->stats());
   PublishedStats& out = ir.published;
   store(out.formats[std::size_t(PublishedFormat::raw)], raw);
   store(out.formats[std::size_t(PublishedFormat::codifhdr)], hdr);
   store(out.formats[std::size_t(PublishedFormat::pcap)], pcap);
+  store(out.formats[std::size_t(PublishedFormat::vdifhdr)], vhdr);
   if (const auto* stager = ir.writer->stager()) {
     const writers::staging::StagingStats& st = stager->stats();
     out.staging.bytes_copied.set(st.bytes_copied);

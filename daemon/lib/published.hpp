@@ -44,8 +44,8 @@ struct StagingCounters {
   common::RelaxedCounter lag_ns_max;
 };
 
-enum class PublishedFormat : std::size_t { raw, codifhdr, pcap };
-inline constexpr std::size_t kOutputFormatCount = 3;
+enum class PublishedFormat : std::size_t { raw, codifhdr, pcap, vdifhdr };
+inline constexpr std::size_t kOutputFormatCount = 4;
 std::string_view format_name(std::size_t format) noexcept;
 
 struct PublishedStats {

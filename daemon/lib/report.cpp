@@ -37,6 +37,10 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
   m.port = g.port;
   m.antenna = ant.name;
   m.source = ip(ant.source);
+  if (!cfg.streams.threads.empty()) m.thread = cfg.streams.threads[ref.thread];
+  const capture::StreamPipeline& sp = *ir.streams[s];
+  if (cfg.streams.vtp && (s == 0 || ir.streams[s - 1]->spec().key != sp.spec().key))
+    m.vtp = {sp.vtp.skipped.get(), sp.vtp.out_of_order.get()};
   m.packets = q.received;
   m.bytes = q.bytes;
   m.lost = q.lost;
@@ -64,6 +68,7 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
     m.fill_frames = writers.raw->stats().fill_frames;
   }
   if (writers.codifhdr) add_files(*writers.codifhdr, "codifhdr");
+  if (writers.vdifhdr) add_files(*writers.vdifhdr, "vdifhdr");
 #ifdef ROCECAP_HAVE_VERBS
   if (ir.verbs) m.qp_recoveries = ir.verbs->qp_recoveries(static_cast<uint32_t>(s));
 #endif

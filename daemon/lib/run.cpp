@@ -126,6 +126,7 @@ uint64_t write_error_lost(Runtime& rt) {
       const writers::StreamWriters& w = ir->writer->writers(s);
       if (w.raw) n += w.raw->stats().write_loss.frames;
       if (w.codifhdr) n += w.codifhdr->stats().write_loss.frames;
+      if (w.vdifhdr) n += w.vdifhdr->stats().write_loss.frames;
     }
     if (const auto* pcap = ir->writer->pcap()) n += pcap->stats().write_loss.frames;
   }

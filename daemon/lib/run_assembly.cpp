@@ -42,6 +42,10 @@ capture::StreamSpec stream_spec(const config::RunConfig& cfg, const config::Stre
   s.format = cfg.streams.format == config::StreamFormat::udp ? capture::StreamFormat::udp
                                                              : capture::StreamFormat::codif;
   s.syncs = sync_set(cfg.streams);
+  if (cfg.streams.format == config::StreamFormat::vdif) s.format = capture::StreamFormat::vdif;
+  s.vdif.rate = {cfg.streams.frames_per_second, cfg.streams.sample_rate};
+  s.vdif.vtp = cfg.streams.vtp;
+  if (!cfg.streams.threads.empty()) s.vdif.thread = cfg.streams.threads.at(ref.thread);
   s.ring.slots = cfg.capture.ring_depth;
   s.ring.header_slot_bytes = cfg.capture.header_split;
   s.ring.payload_slot_bytes = cfg.capture.max_frame - cfg.capture.header_split;
@@ -95,6 +99,11 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
           stream_paths(cfg, ir.refs[s], OutputFormat::raw),
           rotation(cfg, first(config::stream_file_name(cfg, ir.refs[s], OutputFormat::raw, 0))),
           raw);
+    }
+    if (config::has_format(cfg.output, OutputFormat::vdifhdr)) {
+      per_stream[s].vdifhdr.emplace(stream_paths(cfg, ir.refs[s], OutputFormat::vdifhdr),
+                                    rotation(cfg, first(config::stream_file_name(
+                                                      cfg, ir.refs[s], OutputFormat::vdifhdr, 0))));
     }
     if (config::has_format(cfg.output, OutputFormat::codifhdr)) {
       per_stream[s].codifhdr.emplace(

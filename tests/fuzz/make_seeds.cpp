@@ -1,6 +1,8 @@
 // Writes the seed corpora of the fuzz targets: a few valid frames of every shape the parsers
 // know, built with the real encoders. Usage: fuzz_make_seeds <dir>; creates <dir>/<target>/seeds
 // and the empty <dir>/<target>/work that libFuzzer fills.
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +11,7 @@
 
 #include "capture/codif/header.hpp"
 #include "capture/net/udp_builder.hpp"
+#include "capture/vdif/header.hpp"
 
 namespace fs = std::filesystem;
 using namespace rocecap;
@@ -67,6 +70,24 @@ Bytes udp_frame(uint8_t vlans, uint8_t option_words, const Bytes& payload, uint1
   return b;
 }
 
+// A VDIF frame of 128 data bytes (legacy: 16-byte header), frame 99 of 25600 per second.
+Bytes vdif_payload(bool legacy) {
+  capture::vdif::Header h;
+  h.legacy = legacy;
+  h.seconds = 1000;
+  h.frame = 99;
+  h.epoch = 50;
+  h.nbits = 2;
+  h.log2_nchan = 2;
+  h.thread_id = 3;
+  h.frame_words = static_cast<uint32_t>((h.header_bytes() + 128) / 8);
+  Bytes p(static_cast<std::size_t>(h.frame_bytes()));
+  std::array<std::byte, capture::vdif::kHeaderBytes> raw{};
+  capture::vdif::encode(h, raw);
+  std::copy_n(raw.begin(), h.header_bytes(), p.begin());
+  return p;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -75,7 +96,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path root = argv[1];
-  for (const char* t : {"parse_udp", "codif"}) {
+  for (const char* t : {"parse_udp", "codif", "vdif"}) {
     fs::create_directories(root / t / "seeds");
     fs::create_directories(root / t / "work");
   }
@@ -87,7 +108,9 @@ int main(int argc, char** argv) {
       codif_payload(small(capture::codif::Layout::v1, capture::codif::kSyncAdeadbee));
   bool ok = write(root / "codif/seeds/v3", v3) && write(root / "codif/seeds/v1", v1) &&
             write(root / "codif/seeds/adeadbee_v3", beef) &&
-            write(root / "codif/seeds/adeadbee_v1", beef1);
+            write(root / "codif/seeds/adeadbee_v1", beef1) &&
+            write(root / "vdif/seeds/frame", vdif_payload(false)) &&
+            write(root / "vdif/seeds/legacy", vdif_payload(true));
   ok = ok && write(root / "parse_udp/seeds/plain", udp_frame(0, 0, v3, 0xFFFF)) &&
        write(root / "parse_udp/seeds/split42", udp_frame(0, 0, v3, 42)) &&
        write(root / "parse_udp/seeds/qinq", udp_frame(2, 0, v1, 128)) &&

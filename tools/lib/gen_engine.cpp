@@ -32,7 +32,8 @@ class Engine {
         summary_(summary),
         plan_(setup.seed, setup.rates, setup.frames_per_stream),
         nsrc_(static_cast<uint32_t>(setup.sources.size())),
-        nstreams_(static_cast<uint32_t>(setup.groups.size()) * nsrc_),
+        nthreads_(frames.threads()),
+        nstreams_(static_cast<uint32_t>(setup.groups.size()) * nsrc_ * nthreads_),
         ns_per_datagram_slot_(1e9 / (setup.rate_per_stream * nstreams_)),
         batch_(batch_size_for(setup.rate_per_stream * nstreams_)),
         buffers_((batch_ + 2) * frames.frame_bytes()) {
@@ -63,8 +64,12 @@ class Engine {
   }
 
  private:
-  uint32_t antenna(uint32_t s) const noexcept { return s % nsrc_; }
-  const GroupAddress& group(uint32_t s) const noexcept { return setup_.groups[s / nsrc_]; }
+  // Stream s = (group x sources + antenna) x threads + thread; threads is 1 for CODIF.
+  uint32_t antenna(uint32_t s) const noexcept { return (s / nthreads_) % nsrc_; }
+  uint32_t thread(uint32_t s) const noexcept { return s % nthreads_; }
+  const GroupAddress& group(uint32_t s) const noexcept {
+    return setup_.groups[s / (nsrc_ * nthreads_)];
+  }
 
   void init_summary() {
     for (uint32_t s = 0; s < nstreams_; ++s) {
@@ -73,6 +78,7 @@ class Engine {
       st.port = group(s).port;
       st.source = dotted(setup_.sources[antenna(s)]);
       st.antenna = antenna(s);
+      if (const VdifFrameBuilder* v = frames_.vdif()) st.thread = v->thread_id(thread(s));
       st.first_index = frames_.first_index();
       summary_.streams.push_back(std::move(st));
     }
@@ -90,7 +96,10 @@ class Engine {
   std::span<const std::byte> emit(uint32_t s, uint64_t position, Fate fate, uint64_t j) {
     std::span<std::byte> buf(buffers_.data() + out_.size() * frames_.frame_bytes(),
                              frames_.frame_bytes());
-    const std::size_t n = frames_.build(antenna(s), frames_.first_index() + position, fate, buf);
+    // VTP: the flow's source numbers its packets; its threads interleave frame by frame.
+    const uint64_t psn = position * nthreads_ + thread(s);
+    const std::size_t n =
+        frames_.build(antenna(s), thread(s), frames_.first_index() + position, psn, fate, buf);
     out_.push_back(OutDatagram{antenna(s), setup_.sources[antenna(s)], group(s).ip, group(s).port,
                                offset(s, j), buf.first(n)});
     return buf.first(n);
@@ -170,7 +179,7 @@ class Engine {
         st.invalid.push_back(index);
         break;
       case Fate::foreign:
-        summary_.foreign[u.stream / nsrc_].indices.push_back(index);
+        summary_.foreign[u.stream / (nsrc_ * nthreads_)].indices.push_back(index);
         break;
     }
   }
@@ -182,6 +191,7 @@ class Engine {
   GenSummary& summary_;
   ImpairmentPlan plan_;
   uint32_t nsrc_;
+  uint32_t nthreads_;
   uint32_t nstreams_;
   double ns_per_datagram_slot_;
   std::size_t batch_;

@@ -64,6 +64,13 @@ void check_ranges(const GenFrameParams& p) {
 }  // namespace
 
 FrameBuilder::FrameBuilder(const GenFrameParams& params) : params_(params) {
+  if (params_.format == "vdif") {
+    vdif_.emplace(params_);
+    first_index_ = vdif_->first_index();
+    return;
+  }
+  if (params_.format != "codif")
+    bad("--format: must be codif or vdif, not '" + params_.format + "'");
   check_ranges(params_);
   const uint64_t sample_bits = uint64_t{params_.nchan} * params_.nbits * (params_.complex ? 2 : 1);
   const uint64_t payload_bits = uint64_t{params_.payload_bytes} * 8;

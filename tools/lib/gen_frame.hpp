@@ -5,12 +5,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
 #include "capture/codif/header.hpp"
 #include "tools/lib/gen_plan.hpp"
 #include "tools/lib/gen_summary.hpp"
+#include "tools/lib/gen_vdif_frame.hpp"
 
 namespace rocecap::tools {
 
@@ -29,8 +31,12 @@ class FrameBuilder {
   const GenFrameParams& params() const noexcept { return params_; }
   const capture::codif::Timing& timing() const noexcept { return timing_; }
   uint64_t first_index() const noexcept { return first_index_; }
+  // --format vdif (params().format): frames come from here; null for CODIF.
+  const VdifFrameBuilder* vdif() const noexcept { return vdif_ ? &*vdif_ : nullptr; }
+  // Threads each source sends (VDIF); 1 for CODIF.
+  uint32_t threads() const noexcept { return vdif_ ? vdif_->threads() : 1; }
   std::size_t frame_bytes() const noexcept {
-    return capture::codif::kHeaderBytes + params_.payload_bytes;
+    return vdif_ ? vdif_->frame_bytes() : capture::codif::kHeaderBytes + params_.payload_bytes;
   }
   // UDP payload of a truncated frame: the header and the first half of the data, in 8s.
   std::size_t truncated_bytes() const noexcept {
@@ -43,12 +49,20 @@ class FrameBuilder {
   // Writes the UDP payload of that frame into `out` (at least frame_bytes()); returns its size.
   std::size_t build(uint32_t antenna, uint64_t index, Fate fate,
                     std::span<std::byte> out) const noexcept;
+  // The same for thread `thread` (position in the thread list; 0 for CODIF), with VTP
+  // sequence number `psn` when the VDIF frames carry one.
+  std::size_t build(uint32_t antenna, uint32_t thread, uint64_t index, uint64_t psn, Fate fate,
+                    std::span<std::byte> out) const noexcept {
+    if (vdif_) return vdif_->build(antenna, thread, index, psn, fate, out);
+    return build(antenna, index, fate, out);
+  }
 
  private:
   GenFrameParams params_;
   capture::codif::Header base_;
   capture::codif::Timing timing_;
   uint64_t first_index_ = 0;
+  std::optional<VdifFrameBuilder> vdif_;
 };
 
 }  // namespace rocecap::tools

@@ -33,6 +33,13 @@ struct GenFrameParams {
   uint16_t group_id = 0;
   std::string station = "RC";  // two ASCII characters
   std::string layout = "v3";   // "v3" (0xFEEDCAFE) or "v1" (0xABADDEED)
+  // --format vdif (doc/vdif.md): frames per second, the VTP sequence number, 16-byte legacy
+  // headers, and the threads each source sends (empty: thread_id alone).
+  std::string format = "codif";  // "codif" or "vdif"
+  uint64_t frames_per_second = 0;
+  bool vtp = false;
+  bool legacy = false;
+  std::vector<uint16_t> threads;
 };
 
 struct GenStream {
@@ -40,6 +47,7 @@ struct GenStream {
   uint16_t port = 0;
   std::string source;  // dotted quad of the antenna's source address
   uint32_t antenna = 0;  // index in the generator's source list: the payload pattern's antenna
+  uint16_t thread = 0;   // vdif: the thread id of this stream's frames
   uint64_t first_index = 0;  // absolute CODIF frame index of the first generated frame
   uint64_t frames = 0;       // frame indices first_index .. first_index + frames - 1
   uint64_t datagrams = 0;    // datagrams sent for this stream (foreign copies not included)
@@ -71,8 +79,9 @@ struct GenSummary {
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenFrameParams, payload_bytes, nchan, nbits,
                                                 complex, period, total_samples, epoch,
                                                 start_seconds, start_frame, thread_id, group_id,
-                                                station, layout)
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenStream, group, port, source, antenna,
+                                                station, layout, format, frames_per_second, vtp,
+                                                legacy, threads)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenStream, group, port, source, antenna, thread,
                                                 first_index, frames, datagrams, dropped, swapped,
                                                 duplicated, bad_sync, truncated, invalid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenForeign, source, group, port, indices)

@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "capture/net/packet.hpp"
+#include "capture/vdif/timeline.hpp"
 #include "tools/lib/pcap_file.hpp"
 
 namespace rocecap::tools {
@@ -235,9 +236,52 @@ InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::st
   return r;
 }
 
-InspectReport inspect_file(const std::string& path) {
+// A raw VDIF file (doc/vdif.md): frames at the stride of each header's length field, streams by
+// (station, thread), sequenced in the CODIF model with a one-second period (vdif/timeline.hpp).
+InspectReport inspect_vdif_bytes(std::span<const std::byte> file, const std::string& name,
+                                 uint64_t frames_per_second) {
+  InspectReport r{name, "vdif", "", 0, {}, {}};
+  const capture::vdif::Rate rate{.frames_per_second = frames_per_second};
+  std::map<std::pair<uint16_t, uint16_t>, std::size_t> slot;
+  for (std::size_t off = 0; off < file.size();) {
+    ++r.records;
+    capture::vdif::Header h;
+    if (!capture::vdif::decode(file.subspan(off), h) || h.frame_bytes() <= h.header_bytes() ||
+        file.size() - off < h.frame_bytes()) {
+      ++r.rejected["partial_frame"];  // nothing tells where the next frame starts
+      break;
+    }
+    const auto frame = file.subspan(off, h.frame_bytes());
+    off += frame.size();
+    auto [it, fresh] = slot.try_emplace({h.station_id, h.thread_id}, r.streams.size());
+    if (fresh) {
+      InspectStream s;
+      s.station_id = h.station_id;
+      s.thread_id = h.thread_id;
+      r.streams.push_back(std::move(s));
+    }
+    InspectStream& s = r.streams[it->second];
+    ++s.records;
+    capture::vdif::Timing t;
+    const capture::vdif::Invalid why = capture::vdif::validate(h, frame.size(), rate, t);
+    if (why != capture::vdif::Invalid::ok) {
+      ++s.rejected[std::string(capture::vdif::to_string(why))];
+      continue;
+    }
+    capture::codif::Header view;
+    capture::codif::Timing view_t;
+    capture::vdif::sequencer_view(h, t, view, view_t);
+    add_frame(s, view, view_t);
+  }
+  for (auto& s : r.streams)
+    finish(s);
+  return r;
+}
+
+InspectReport inspect_file(const std::string& path, uint64_t vdif_frames_per_second) {
   MappedFile f(path);
   const auto bytes = f.bytes();
+  if (vdif_frames_per_second != 0) return inspect_vdif_bytes(bytes, path, vdif_frames_per_second);
   if (bytes.size() >= 4) {
     const uint32_t magic = load32(bytes.data(), false);
     for (uint32_t m : {kPcapMagicNanos, kPcapMagicMicros}) {

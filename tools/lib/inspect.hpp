@@ -47,7 +47,7 @@ struct InspectStream {
 
 struct InspectReport {
   std::string file;
-  std::string format;     // "pcap" or "codif"
+  std::string format;     // "pcap", "codif" or "vdif"
   std::string precision;  // pcap: "ns" or "us"
   uint64_t records = 0;
   std::map<std::string, uint64_t> rejected;  // records of no stream (not IPv4/UDP, ...)
@@ -56,7 +56,9 @@ struct InspectReport {
 
 // Reads `path` (pcap detected by magic, else raw CODIF); throws std::runtime_error naming the
 // file and what is wrong with it.
-InspectReport inspect_file(const std::string& path);
+// With vdif_frames_per_second, the file is read as raw VDIF (doc/vdif.md; the frame rate is not
+// in VDIF headers), streams by (station, thread).
+InspectReport inspect_file(const std::string& path, uint64_t vdif_frames_per_second = 0);
 
 // Analyses in-memory input (what inspect_file reads): for tests.
 InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::string& name);

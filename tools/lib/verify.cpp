@@ -13,6 +13,7 @@
 #include "tools/lib/verify_files.hpp"
 #include "tools/lib/verify_model.hpp"
 #include "tools/lib/verify_partial.hpp"
+#include "tools/lib/verify_vdif.hpp"
 #include "tools/lib/verify_pcap.hpp"
 #include "tools/lib/verify_run_settings.hpp"
 
@@ -396,6 +397,10 @@ VerifyResult verify_run(const fs::path& manifest_path, const fs::path& summary_p
     const bool partial = is_partial_run(manifest);
     r.partial = partial;
     check_run_state(manifest, partial, r);
+    if (frames->vdif() != nullptr) {  // VDIF runs: verify_vdif.hpp (no partial runs yet)
+      verify_vdif_streams(manifest, summary, *frames, run, root, r);
+      return r;
+    }
     std::vector<Judged> streams = match_streams(manifest, summary, run.reorder_window, r);
     for (Judged& s : streams) {
       if (partial) {

@@ -1,0 +1,123 @@
+// Ingest with VDIF streams (doc/vdif.md): one flow's threads routed to their own streams, an
+// unlisted thread rejected, VTP numbers counted per flow, the sequencer's index and byte count
+// for VDIF frames, and a header-form change refused.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <vector>
+
+#include "capture/ingest.hpp"
+#include "capture/net/udp_builder.hpp"
+#include "capture/reject_reason.hpp"
+#include "capture/vdif/header.hpp"
+
+namespace rocecap::capture {
+namespace {
+
+constexpr uint32_t kGroup = 0xEF110001, kSrc = 0xC0000201;
+constexpr uint16_t kPort = 36001;
+constexpr uint64_t kFps = 100;
+constexpr std::size_t kData = 256;
+
+StreamSpec spec(uint32_t thread) {
+  StreamSpec s;
+  s.key = {kGroup, kPort, kSrc};
+  s.format = StreamFormat::vdif;
+  s.vdif.rate.frames_per_second = kFps;
+  s.vdif.vtp = true;
+  s.vdif.thread = thread;
+  s.ring.slots = 64;
+  s.ring.header_slot_bytes = 128;
+  s.ring.payload_slot_bytes = 1024;
+  s.ring.memory.huge_pages = memory::Want::no;
+  s.ring.memory.lock = memory::Want::no;
+  s.sequencer.reorder_window = 4;
+  return s;
+}
+
+// A VTP + VDIF datagram of frame `index` of `thread`.
+std::vector<std::byte> datagram(uint64_t psn, uint16_t thread, uint64_t index,
+                                bool legacy = false) {
+  vdif::Header h;
+  h.legacy = legacy;
+  h.thread_id = thread;
+  h.seconds = static_cast<uint32_t>(index / kFps);
+  h.frame = static_cast<uint32_t>(index % kFps);
+  h.epoch = 50;
+  h.nbits = 2;
+  h.frame_words = static_cast<uint32_t>((h.header_bytes() + kData) / 8);
+  const std::size_t udp = vdif::kVtpBytes + h.frame_bytes();
+  net::UdpFrameSpec s;
+  s.dst_mac = net::multicast_mac(kGroup);
+  s.src_ip = kSrc;
+  s.dst_ip = kGroup;
+  s.src_port = kPort;
+  s.dst_port = kPort;
+  std::vector<std::byte> f(net::udp_header_bytes(s) + udp);
+  net::write_udp_headers(s, udp, f);
+  std::byte* p = f.data() + net::udp_header_bytes(s);
+  vdif::put_vtp_sequence(psn, std::span<std::byte, 8>(p, 8));
+  std::array<std::byte, vdif::kHeaderBytes> raw{};
+  vdif::encode(h, raw);
+  std::memcpy(p + 8, raw.data(), h.header_bytes());
+  return f;
+}
+
+struct VdifIngest : ::testing::Test {
+  StreamPipeline t0{spec(0)}, t3{spec(3)};
+  Ingest ingest{{&t0, &t3}, false};
+  void feed(const std::vector<std::byte>& f) { ingest.on_frame(f, f.size(), 0); }
+  std::vector<uint64_t> drain(StreamPipeline& sp) {
+    std::vector<uint64_t> out;
+    SlotId id;
+    while (sp.ring().pop(id)) {
+      out.push_back(sp.ring().meta(id).frame_index);
+      sp.ring().release(id);
+    }
+    return out;
+  }
+};
+
+TEST_F(VdifIngest, ThreadsGoToTheirStreamsAndVtpGapsAreCounted) {
+  uint64_t psn = 0;
+  for (uint64_t i = 9998; i < 10003; ++i) {  // crosses second 100
+    feed(datagram(psn++, 0, i));
+    feed(datagram(psn++, 3, i));
+    feed(datagram(psn++, 5, i));  // not listed
+  }
+  psn += 2;                           // two packets lost on the way
+  feed(datagram(psn, 0, 10004));      // frame 10003 of thread 0 lost
+  feed(datagram(psn - 1, 3, 10004));  // out of order
+  ingest.flush_all();
+  EXPECT_EQ(drain(t0), (std::vector<uint64_t>{9998, 9999, 10000, 10001, 10002, 10004}));
+  EXPECT_EQ(drain(t3), (std::vector<uint64_t>{9998, 9999, 10000, 10001, 10002, 10004}));
+  EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::unlisted_thread)), 5u);
+  EXPECT_EQ(reject_name(reject_index(vdif::Invalid::unlisted_thread)), "vdif_unlisted_thread");
+  EXPECT_EQ(t0.vtp.skipped.get(), 2u);  // kept on the flow's first stream
+  EXPECT_EQ(t0.vtp.out_of_order.get(), 1u);
+  EXPECT_EQ(t3.vtp.skipped.get(), 0u);
+  const SequencerStats s = t0.sequencer().stats();
+  EXPECT_EQ(s.received, 6u);
+  EXPECT_EQ(s.lost, 1u);
+  EXPECT_EQ(s.bytes, 6u * (32 + kData));  // VDIF frame bytes, VTP number excluded
+}
+
+TEST_F(VdifIngest, RejectsWithVdifReasons) {
+  feed(datagram(0, 0, 500));
+  feed(datagram(1, 0, 501, /*legacy=*/true));  // 16-byte header in a 32-byte stream
+  auto lying = datagram(2, 0, 502);
+  lying[42 + 8 + 8] = std::byte{0x7F};  // word 2: the length field no longer matches
+  feed(lying);
+  auto out_of_range = datagram(3, 0, 503);
+  out_of_range[42 + 8 + 4] = std::byte{static_cast<uint8_t>(kFps)};  // frame number 100 of 100
+  feed(out_of_range);
+  ingest.flush_all();
+  EXPECT_EQ(drain(t0), (std::vector<uint64_t>{500}));
+  EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::header_form)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::size_mismatch)), 1u);
+  EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::frame_out_of_range)), 1u);
+}
+
+}  // namespace
+}  // namespace rocecap::capture
