@@ -16,6 +16,11 @@ nlohmann::json files_json(const std::vector<ManifestFileEntry>& list) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : list) {
     files.push_back({{"path", f.path}, {"format", f.format}, {"bytes", f.bytes}});
+    if (f.target) {
+      files.back()["target"] = *f.target;
+      files.back()["first_index"] = f.first_index;
+      files.back()["frames"] = f.frames;
+    }
   }
   return files;
 }
@@ -85,6 +90,21 @@ nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
                                      : nlohmann::json(v->nic_clock_encoding)}};
 }
 
+nlohmann::json targets_json(const std::vector<ManifestTarget>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : list) {
+    out.push_back(
+        {{"directory", t.directory},
+         {"state", t.state},
+         {"bytes_written", t.bytes_written},
+         {"files", t.files},
+         {"free_bytes", t.free_bytes},
+         {"out_of_rotation", t.out_of_rotation},
+         {"reason", t.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.reason)}});
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json to_json(const Manifest& m) {
@@ -109,21 +129,24 @@ nlohmann::json to_json(const Manifest& m) {
   nlohmann::json errors = nlohmann::json::array();
   for (const auto& e : m.errors)
     errors.push_back({{"path", e.path}, {"message", e.message}});
-  return {{"run", m.run},
-          {"state", m.state},
-          {"started", m.started},
-          {"stopped", m.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stopped)},
-          {"host", m.host},
-          {"version", m.version},
-          {"backend", m.backend},
-          {"payload_memory", {{"kind", m.payload_memory}, {"reason", m.payload_memory_reason}}},
-          {"config", {{"file", m.config_file}, {"text", m.config_text}}},
-          {"streams", streams},
-          {"interfaces", interfaces},
-          {"rejected", rejected},
-          {"errors", errors},
-          {"errors_not_listed", m.errors_not_listed},
-          {"failure", m.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.failure)}};
+  nlohmann::json out = {
+      {"run", m.run},
+      {"state", m.state},
+      {"started", m.started},
+      {"stopped", m.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stopped)},
+      {"host", m.host},
+      {"version", m.version},
+      {"backend", m.backend},
+      {"payload_memory", {{"kind", m.payload_memory}, {"reason", m.payload_memory_reason}}},
+      {"config", {{"file", m.config_file}, {"text", m.config_text}}},
+      {"streams", streams},
+      {"interfaces", interfaces},
+      {"rejected", rejected},
+      {"errors", errors},
+      {"errors_not_listed", m.errors_not_listed},
+      {"failure", m.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.failure)}};
+  if (!m.targets.empty()) out["targets"] = targets_json(m.targets);
+  return out;
 }
 
 std::string write_manifest(const std::string& path, const Manifest& m) {

@@ -372,9 +372,34 @@ bool VerifyResult::ok() const noexcept {
   return true;
 }
 
+namespace {
+
+// A run over several output targets (output.directories) lists each file relative to its
+// target's directory, named by "target" (an index into "targets"): such paths are made absolute
+// here, so every later `root / path` is the file itself.
+void resolve_targets(json& manifest) {
+  const auto targets = manifest.find("targets");
+  if (targets == manifest.end() || !targets->is_array()) return;
+  auto resolve = [&](json& files) {
+    for (json& f : files) {
+      const auto t = f.find("target");
+      if (t == f.end() || !t->is_number_unsigned() || *t >= targets->size()) continue;
+      const fs::path dir = targets->at(t->get<std::size_t>()).value("directory", "");
+      f["path"] = (dir / f.at("path").get<std::string>()).string();
+    }
+  };
+  for (json& s : manifest.at("streams"))
+    resolve(s.at("files"));
+  for (json& i : manifest.at("interfaces"))
+    resolve(i.at("files"));
+}
+
+}  // namespace
+
 VerifyResult verify_run(const fs::path& manifest_path, const fs::path& summary_path,
                         const VerifyOptions& options) {
-  const json manifest = read_json(manifest_path, "manifest");
+  json manifest = read_json(manifest_path, "manifest");
+  resolve_targets(manifest);
   GenSummary summary;
   std::unique_ptr<FrameBuilder> frames;
   try {
