@@ -101,10 +101,10 @@ Status RotatingFile::append(std::span<const Piece> pieces, uint64_t records, uin
   for (const Piece& p : pieces) {
     n += p.size;
     Status s = p.data != nullptr ? file_.append({p.data, p.size}) : file_.append_zeros(p.size);
-    if (s) continue;
+    if (s.ok()) continue;
     // The file cut itself back to its last whole record on disk.
-    const uint64_t cut = records_before - file_.records();
-    const uint64_t cut_fills = fills_before - file_.fill_records();
+    uint64_t cut = records_before - file_.records();
+    uint64_t cut_fills = fills_before - file_.fill_records();
     stats_.bytes_written -= bytes_before - file_.size();
     stats_.frames_written -= cut;
     stats_.fill_frames -= cut_fills;
@@ -132,7 +132,9 @@ Status RotatingFile::append(std::span<const Piece> pieces, uint64_t records, uin
 // After file_ failed with `s` (and cut `cut` whole records, the first with index `cut_first`):
 // true when the cut records now sit in a new file on another target (the caller then writes
 // its own records there); false when the error stays an error (recorded, writer suspended).
-bool RotatingFile::spill(const Status& s, uint64_t cut, uint64_t cut_fills, uint64_t cut_first,
+// When no other target could take them, `s` becomes that error: with one target failed and
+// the others full the run goes on (ENOSPC), it is not storage loss.
+bool RotatingFile::spill(Status& s, uint64_t& cut, uint64_t& cut_fills, uint64_t cut_first,
                          unsigned depth) {
   std::vector<std::byte> moved = file_.take_cut();
   sync_current();
@@ -155,11 +157,18 @@ bool RotatingFile::spill(const Status& s, uint64_t cut, uint64_t cut_fills, uint
   if (Status o = open_on_target(++seq_); !o) {
     record_error(o);
     suspend(progressed);
+    s = std::move(o);
     return false;
   }
   if (cut == 0) return true;
   const Piece piece{moved.data(), moved.size()};
-  return append(std::span<const Piece>(&piece, 1), cut, cut_fills, cut_first, depth + 1).ok();
+  Status moved_status =
+      append(std::span<const Piece>(&piece, 1), cut, cut_fills, cut_first, depth + 1);
+  if (moved_status.ok()) return true;
+  // That append counted the moved records lost itself (no target could take them).
+  cut = cut_fills = 0;
+  s = std::move(moved_status);
+  return false;
 }
 
 Status RotatingFile::start_file(uint64_t seq) {
@@ -260,8 +269,8 @@ Status RotatingFile::finish_file(uint64_t index) {
     backoff_ = options_.retry.first;  // a whole file reached the disk
     return s;
   }
-  const uint64_t cut = records_before - file_.records();
-  const uint64_t cut_fills = fills_before - file_.fill_records();
+  uint64_t cut = records_before - file_.records();
+  uint64_t cut_fills = fills_before - file_.fill_records();
   stats_.bytes_written -= bytes_before - file_.size();
   stats_.frames_written -= cut;
   stats_.fill_frames -= cut_fills;

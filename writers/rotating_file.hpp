@@ -152,7 +152,7 @@ class RotatingFile {
   Status finish_file(uint64_t index);
   Status append(std::span<const Piece> pieces, uint64_t records, uint64_t fills, uint64_t first,
                 unsigned depth = 0);
-  bool spill(const Status& s, uint64_t cut_records, uint64_t cut_fills, uint64_t cut_first,
+  bool spill(Status& s, uint64_t& cut_records, uint64_t& cut_fills, uint64_t cut_first,
              unsigned depth);
   void record_error(const Status& s);
   void suspend(bool progressed);

@@ -26,7 +26,10 @@ ManifestFileEntry file_entry(const config::RunConfig& cfg, const writers::FileRe
   const std::string& root = several && f.target < cfg.output.directories.size()
                                 ? cfg.output.directories[f.target]
                                 : cfg.output.directory;
-  ManifestFileEntry e{relative_path(f.path, root), format, f.bytes};
+  ManifestFileEntry e;
+  e.path = relative_path(f.path, root);
+  e.format = format;
+  e.bytes = f.bytes;
   if (several) {
     e.target = f.target;
     e.first_index = f.first_index;

@@ -219,15 +219,18 @@ void spill_run(int err) {
   EXPECT_NE(t.events[failing][0].second.find(t.set->directory(failing).string()),
             std::string::npos);
   for (const FileRecord& f : w.files()) {
-    if (f.target == failing) EXPECT_TRUE(f.failed || f.bytes > 0);
+    if (f.target == failing) {
+      EXPECT_TRUE(f.failed || f.bytes > 0);
+    }
   }
   // Nothing new went to the failing target after it failed.
   bool after = false;
   for (const FileRecord& f : w.files()) {
-    if (f.failed)
+    if (f.failed) {
       after = true;
-    else if (after)
+    } else if (after) {
       EXPECT_NE(f.target, failing) << f.path;
+    }
   }
 }
 
