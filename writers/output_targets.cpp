@@ -57,23 +57,32 @@ void OutputTargets::refresh(Target& t) {
   if (const auto free = options_.free_bytes(t.dir)) t.free_now = *free;
 }
 
-// Mean latency of the writes since the previous placement (kept when there were none).
+// Mean latency of the writes since the previous placement, smoothed over placements (kept
+// when there were none).
 void OutputTargets::update_latency(Target& t) {
   const uint64_t writes = t.counters[kWrites].load(std::memory_order_relaxed);
   const uint64_t ns = t.counters[kNs].load(std::memory_order_relaxed);
   if (writes > t.seen_writes) {
-    t.recent_ns_per_write = double(ns - t.seen_ns) / double(writes - t.seen_writes);
+    const double window = double(ns - t.seen_ns) / double(writes - t.seen_writes);
+    t.recent_ns_per_write =
+        t.recent_ns_per_write == 0 ? window : 0.7 * t.recent_ns_per_write + 0.3 * window;
   }
   t.seen_writes = writes;
   t.seen_ns = ns;
 }
 
-// Room left for this run, divided by how much slower than the fastest target it writes.
-double OutputTargets::score(const Target& t, double fastest) const {
-  const double room = t.start_free > t.placed ? double(t.start_free - t.placed) : 0.0;
-  double slow = 1;
-  if (fastest > 0 && t.recent_ns_per_write > 2 * fastest) slow = t.recent_ns_per_write / fastest;
-  return room / slow;
+// The share of its weight this run has used, had it the new file too (lowest wins): the
+// weight is the free space at the start, divided by how much slower than the fastest target
+// it writes when that is more than twice and more than the latency floor (a target falling
+// behind gets proportionally fewer files, never none, so its latency keeps being measured).
+double OutputTargets::score(const Target& t, double fastest, uint64_t expected) const {
+  double weight = double(t.start_free);
+  if (fastest > 0 && t.recent_ns_per_write > 2 * fastest &&
+      t.recent_ns_per_write > double(options_.slow_floor.count())) {
+    weight /= t.recent_ns_per_write / fastest;
+  }
+  if (weight < 1) return std::numeric_limits<double>::infinity();
+  return double(t.placed + expected) / weight;
 }
 
 std::optional<std::size_t> OutputTargets::place(uint64_t expected_bytes) {
@@ -83,7 +92,10 @@ std::optional<std::size_t> OutputTargets::place(uint64_t expected_bytes) {
     Target& t = targets_[i];
     refresh(t);
     update_latency(t);
-    if (t.state == TargetState::full && t.free_now >= options_.recover_bytes) {
+    // Back when space was freed since it filled (a quota, EDQUOT, can refuse writes while
+    // statvfs shows room: such a target is not readmitted on statvfs alone).
+    if (t.state == TargetState::full && t.free_now >= options_.recover_bytes &&
+        t.free_now >= t.free_at_out + options_.recover_bytes) {
       // Space was freed: its room is counted again from what is free now.
       t.start_free = t.free_now + t.placed;
       set_state(i, TargetState::active,
@@ -96,12 +108,12 @@ std::optional<std::size_t> OutputTargets::place(uint64_t expected_bytes) {
     }
   }
   std::optional<std::size_t> best;
-  double best_score = -1;
+  double best_score = 0;
   for (std::size_t i = 0; i < targets_.size(); ++i) {
     const Target& t = targets_[i];
     if (t.state != TargetState::active) continue;
-    const double s = score(t, fastest);
-    if (s > best_score) best_score = s, best = i;
+    const double s = score(t, fastest, expected_bytes);
+    if (!best || s < best_score) best_score = s, best = i;
   }
   if (best) targets_[*best].placed += expected_bytes;
   return best;
@@ -141,6 +153,8 @@ bool OutputTargets::take_out(std::size_t t, int err, const std::string& why) {
   if (x.state != TargetState::active) return false;
   const bool full = err == ENOSPC || err == EDQUOT || err == EFBIG;
   ++x.out_count;
+  refresh(x);
+  x.free_at_out = x.free_now;
   set_state(t, full ? TargetState::full : TargetState::failed, why);
   return true;
 }

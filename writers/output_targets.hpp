@@ -3,13 +3,14 @@
 //
 // Placement. A file never spans targets: each file of each stream (raw, codifhdr, pcap) is placed
 // on one target when it is opened (first record, rotation, retry). The target chosen is the one
-// with the most room left for this run: its free space when the run started (statvfs) minus
-// the bytes this run has placed on it (files closed: their size; files open: the size they may
-// reach, the rotation size). So bytes are balanced weighted by free space: targets of unequal
-// size fill at the same time rather than the smallest first (jive5ab issue 30: scans lost on
-// disks of unequal size), and targets of equal size take files in turn (about 1/N of the bytes
-// each, within one file). A target whose recent write latency is more than twice the fastest
-// target's has its room divided by that ratio: it gets fewer new files until it catches up.
+// whose share is least used: (bytes this run placed on it, the new file included) / (its free
+// space when the run started, statvfs), where files closed count their size and files open the
+// size they may reach (the rotation size). So bytes are balanced weighted by free space:
+// targets of unequal size fill at the same time rather than the smallest first (jive5ab issue
+// 30: scans lost on disks of unequal size), and targets of equal size take files in turn
+// (about 1/N of the bytes each, within one file). A target whose smoothed write latency is more
+// than twice the fastest target's (and above slow_floor) has its weight divided by that ratio:
+// it gets proportionally fewer new files while it is behind.
 //
 // Out of rotation. A target that returned ENOSPC/EDQUOT/EFBIG is "full"; EIO, EROFS, a vanished
 // directory or file (ENOENT, ESTALE, ENODEV, ENXIO) or a single write slower than the stall bound
@@ -53,6 +54,9 @@ struct TargetOptions {
   uint64_t recover_bytes = uint64_t{64} << 20;
   // One write() slower than this takes the target out of rotation (failed, "stalled"); 0: never.
   std::chrono::nanoseconds stall = std::chrono::seconds(5);
+  // A target is "falling behind" when its smoothed write latency is more than twice the
+  // fastest target's AND above this floor (page-cache writes jitter by milliseconds).
+  std::chrono::nanoseconds slow_floor = std::chrono::milliseconds(20);
   FreeBytesFunction free_bytes = statvfs_free_bytes;
 };
 
@@ -119,6 +123,7 @@ class OutputTargets {
     uint64_t start_free = 0;  // free bytes when the run started (or the target came back)
     uint64_t placed = 0;      // bytes placed since then (open files at their expected size)
     uint64_t free_now = 0;
+    uint64_t free_at_out = 0;  // free bytes when it was last taken out
     uint64_t files = 0;
     uint64_t out_count = 0;
     std::string reason;
@@ -131,7 +136,7 @@ class OutputTargets {
 
   void refresh(Target& t);
   void update_latency(Target& t);
-  double score(const Target& t, double fastest) const;
+  double score(const Target& t, double fastest, uint64_t expected) const;
   void set_state(std::size_t i, TargetState s, const std::string& reason);
 
   TargetOptions options_;

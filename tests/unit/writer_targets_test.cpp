@@ -155,9 +155,9 @@ TEST(OutputTargets, BytesAreWeightedByFreeSpace) {
   ASSERT_TRUE(w.close().ok());
   expect_whole(w, 0, 2000);
   const auto per = bytes_per_target(w);
-  // Target 1 has 200 MiB more room: every file goes there (the run writes ~2 MB).
-  EXPECT_EQ(per.count(0), 0u);
-  EXPECT_EQ(per.at(1), 2000 * kFrame);
+  // Three times the free space, three times the bytes (within one file): both fill together.
+  EXPECT_NEAR(double(per.at(0)), 2000.0 * kFrame / 4, 10.0 * kFrame);
+  EXPECT_NEAR(double(per.at(1)), 3 * 2000.0 * kFrame / 4, 10.0 * kFrame);
 }
 
 // Fault seam: writes to files under `g_fail_dir` fail with g_fail_errno once g_fail_after bytes
@@ -191,7 +191,9 @@ struct Seam {
 };
 
 void spill_run(int err) {
-  Targets t(3);
+  TargetOptions o;
+  o.recover_bytes = uint64_t{1} << 40;  // the seam's "full" target never frees that much
+  Targets t(3, o);
   // Frames straddle the 4096-byte staging buffers, so a failure cuts records already written.
   RawWriter w(PathMaker{}, rotation(t, 50 * kFrame, "s"));
   constexpr uint32_t kFrames = 600;
@@ -311,6 +313,27 @@ TEST(OutputTargets, OneTargetKeepsTheSingleDirectoryBehaviour) {
   EXPECT_EQ(w.stats().spills, 0u);
   EXPECT_EQ(t.set->snapshot()[0].state, TargetState::active) << "the only target stays in";
   expect_whole(w, 0, 100);
+}
+
+// A target whose writes take far longer than the others' (but not past the stall bound)
+// gets fewer new files, and still some.
+TEST(OutputTargets, ATargetFallingBehindGetsFewerFiles) {
+  TargetOptions o;
+  o.free_bytes = [](const fs::path&) { return std::optional<uint64_t>(uint64_t{1} << 40); };
+  o.slow_floor = std::chrono::milliseconds(5);
+  Targets t(2, o);
+  RawWriter w(PathMaker{}, rotation(t, 8 * kFrame, "s"));
+  {
+    Seam seam(t.dirs[0]->path(), 0, int64_t{1} << 40, 30);  // 30 ms per write, never failing
+    for (uint32_t i = 0; i < 400; ++i)
+      ASSERT_TRUE(put(w, 0, i).ok());
+  }
+  ASSERT_TRUE(w.close().ok());
+  expect_whole(w, 0, 400);
+  const auto per = bytes_per_target(w);
+  EXPECT_GT(per.at(0), 0u) << "the slow target got no file at all";
+  EXPECT_LT(double(per.at(0)), 0.25 * 400 * kFrame) << "the slow target kept its half";
+  EXPECT_EQ(t.set->snapshot()[0].state, TargetState::active) << "slow is not stalled";
 }
 
 }  // namespace
