@@ -37,7 +37,7 @@ struct OutputOptions {
   bool fsync_on_close = true;  // data is on stable storage when close() returns ok
   // Called after each successful write() with its bytes and duration (per-target metrics and
   // stall detection, writers/output_targets.hpp); one clock pair per staging buffer.
-  std::function<void(uint64_t bytes, uint64_t ns)> on_write;
+  std::function<void(uint64_t bytes, uint64_t ns)> on_write = nullptr;
   // On a write error, keep the whole records the cut removed (take_cut()), so that they can be
   // written to another target instead of being lost (spill-over).
   bool keep_cut = false;

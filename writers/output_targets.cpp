@@ -82,7 +82,8 @@ double OutputTargets::score(const Target& t, double fastest, uint64_t expected) 
     weight /= t.recent_ns_per_write / fastest;
   }
   if (weight < 1) return std::numeric_limits<double>::infinity();
-  return double(t.placed + expected) / weight;
+  // + open: among targets with nothing placed yet, the one with the fewest open files.
+  return double(t.placed + expected + t.open) / weight;
 }
 
 std::optional<std::size_t> OutputTargets::place(uint64_t expected_bytes) {
@@ -115,7 +116,10 @@ std::optional<std::size_t> OutputTargets::place(uint64_t expected_bytes) {
     const double s = score(t, fastest, expected_bytes);
     if (!best || s < best_score) best_score = s, best = i;
   }
-  if (best) targets_[*best].placed += expected_bytes;
+  if (best) {
+    targets_[*best].placed += expected_bytes;
+    ++targets_[*best].open;
+  }
   return best;
 }
 
@@ -128,6 +132,7 @@ void OutputTargets::file_closed(std::size_t t, uint64_t expected_bytes, uint64_t
   std::lock_guard lock(mutex_);
   Target& x = targets_.at(t);
   x.placed = x.placed - std::min(x.placed, expected_bytes) + bytes;
+  x.open -= std::min<uint64_t>(x.open, 1);
 }
 
 bool OutputTargets::wrote(std::size_t t, uint64_t bytes, uint64_t ns) {

@@ -8,9 +8,12 @@
 // size they may reach (the rotation size). So bytes are balanced weighted by free space:
 // targets of unequal size fill at the same time rather than the smallest first (jive5ab issue
 // 30: scans lost on disks of unequal size), and targets of equal size take files in turn
-// (about 1/N of the bytes each, within one file). A target whose smoothed write latency is more
-// than twice the fastest target's (and above slow_floor) has its weight divided by that ratio:
-// it gets proportionally fewer new files while it is behind.
+// (about 1/N of the bytes each, within one file). A writer's first file reserves nothing (it may
+// stay small for the whole run, as codifhdr files do next to raw ones): first files go to the
+// targets with the fewest open files; a file opened by rotation reserves the rotation size. A
+// target whose smoothed write latency is more than twice the fastest target's (and above
+// slow_floor) has its weight divided by that ratio: it gets proportionally fewer new files while it
+// is behind.
 //
 // Out of rotation. A target that returned ENOSPC/EDQUOT/EFBIG is "full"; EIO, EROFS, a vanished
 // directory or file (ENOENT, ESTALE, ENODEV, ENXIO) or a single write slower than the stall bound
@@ -124,6 +127,7 @@ class OutputTargets {
     uint64_t placed = 0;      // bytes placed since then (open files at their expected size)
     uint64_t free_now = 0;
     uint64_t free_at_out = 0;  // free bytes when it was last taken out
+    uint64_t open = 0;         // files placed and not closed yet
     uint64_t files = 0;
     uint64_t out_count = 0;
     std::string reason;

@@ -195,7 +195,10 @@ Status RotatingFile::start_file(uint64_t seq) {
 Status RotatingFile::open_on_target(uint64_t seq) {
   Status last;
   for (std::size_t tries = 0; tries <= targets_->size(); ++tries) {
-    const auto t = targets_->place(expected_size(options_));
+    // A first file reserves nothing: it may stay small (codifhdr next to raw); a writer that
+    // rotated fills its files, so later ones reserve the rotation size.
+    const uint64_t expected = stats_.files_opened == 0 ? 0 : expected_size(options_);
+    const auto t = targets_->place(expected);
     if (!t) {
       const bool full = targets_->any_full();
       return Status::error(
@@ -206,7 +209,7 @@ Status RotatingFile::open_on_target(uint64_t seq) {
           last.path());
     }
     target_ = *t;
-    expected_ = expected_size(options_);
+    expected_ = expected;
     placed_ = true;
     std::filesystem::path path;
     Status s = place_in_directory(targets_->directory(*t), options_.names(seq), path);

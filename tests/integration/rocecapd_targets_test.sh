@@ -11,8 +11,9 @@
 #   last one is out of rotation (the log's first lost frame follows all three "out of
 #   rotation" lines, and every target is left with less than one staging buffer free); the
 #   manifest lists every target full, and per stream and format the files (their first frame
-#   index and frame count) and the write_error gaps tile the stream's frames exactly; rocecapd
-#   exits 0 (a full target is not storage loss).
+#   index and frame count) and the write_error gaps tile the stream's frames exactly; `rocecap
+#   verify` finds every other frame in the files; rocecapd exits 0 (a full target is not
+#   storage loss).
 #
 # usage: rocecapd_targets_test.sh ROCECAPD ROCECAP stripe|spill
 set -euo pipefail
@@ -207,4 +208,12 @@ for b in bad:
     print("FAIL: " + b)
 sys.exit(1 if bad else 0)
 PY
+# rocecap verify agrees: every frame outside the write_error gaps is in the files, byte for
+# byte, wherever its target.
+e2e_verify "$work/t0/e2e/manifest.json" "$work/summary.json" >"$work/verify.txt" || {
+  cat "$work/verify.txt"
+  echo "FAIL: rocecap verify does not agree with the spilled run"
+  exit 1
+}
+grep -E "write error|byte-identical" "$work/verify.txt" | head -4
 passed=1
