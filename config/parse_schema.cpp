@@ -215,9 +215,8 @@ void parse_output_directories(Context& ctx, const MapView& m, OutputSection& o) 
   if (one && many) {
     ctx.report(many->pos, many->path,
                "give output.directory (one target) or output.directories (several), not both");
-    return;
   }
-  if (!many) {
+  if (!many || one) {
     if (auto v = read_string(ctx, m.require("directory", "or output.directories"))) {
       o.directory = *v;
       o.directories = {*v};

@@ -22,7 +22,7 @@ struct ManifestFileEntry {  // one output file as the manifest lists it
   uint64_t bytes = 0;
   // Several output targets: the index in Manifest::targets whose directory `path` is relative
   // to, the file's first frame index and its frame (record) count. Absent with one target.
-  std::optional<std::size_t> target;
+  std::optional<std::size_t> target = std::nullopt;
   uint64_t first_index = 0, frames = 0;
 };
 
