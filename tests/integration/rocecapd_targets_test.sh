@@ -39,6 +39,8 @@ passed=0
 rocecapd_pid=""
 finish() {
   [ -n "$rocecapd_pid" ] && kill "$rocecapd_pid" 2>/dev/null
+  # spill: the tmpfs (this namespace's only) go before the directories they sit on.
+  for t in "$work"/t*; do mountpoint -q "$t" && umount -l "$t"; done
   if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
     rm -rf "$work"
   else
