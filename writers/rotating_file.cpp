@@ -302,8 +302,21 @@ Status RotatingFile::check_unlinked() {
                                " was deleted while being written (its data is lost with it)",
                            file_.path());
   record_error(s);
-  // Several targets: the target is taken out; the next record starts a file on another one.
-  if (spread()) targets_->take_out(target_, ENOENT, s.message());
+  // Several targets: the target is taken out, the file's frames are counted lost (they went
+  // with it) and the next record starts a file on another target; the run goes on.
+  if (spread()) {
+    targets_->take_out(target_, ENOENT, s.message());
+    sync_current();
+    const FileRecord gone = files_.back();
+    const uint64_t fills = file_.fill_records();
+    (void)file_.close();
+    release_target(0);
+    files_.pop_back();
+    stats_.bytes_written -= std::min(stats_.bytes_written, gone.bytes);
+    stats_.frames_written -= std::min(stats_.frames_written, gone.records);
+    stats_.fill_frames -= std::min(stats_.fill_frames, fills);
+    lose(gone.first_index, gone.records, fills);
+  }
   return s;
 }
 

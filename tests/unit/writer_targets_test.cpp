@@ -336,5 +336,29 @@ TEST(OutputTargets, ATargetFallingBehindGetsFewerFiles) {
   EXPECT_EQ(t.set->snapshot()[0].state, TargetState::active) << "slow is not stalled";
 }
 
+// A file deleted under the writer on one of several targets: reported, its frames counted lost
+// (write_error gaps), the target out of rotation, and the stream goes on on another target.
+TEST(OutputTargets, AFileDeletedOnOneTargetIsCountedLostAndTheStreamMovesOn) {
+  Targets t(2);
+  RawWriter w(PathMaker{}, rotation(t, 1000 * kFrame, "s"));
+  for (uint32_t i = 0; i < 30; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok());
+  const FileRecord first = w.files().back();
+  fs::remove(first.path);
+  const Status s = w.check_unlinked();
+  EXPECT_EQ(s.code(), ENOENT);
+  for (uint32_t i = 30; i < 60; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok());
+  ASSERT_TRUE(w.close().ok());
+  EXPECT_EQ(w.stats().frames_dropped, 30u);
+  ASSERT_EQ(w.stats().write_loss.gaps.size(), 1u);
+  EXPECT_EQ(w.stats().write_loss.gaps[0], (std::pair<uint64_t, uint64_t>{0, 30}));
+  ASSERT_EQ(w.files().size(), 1u);
+  EXPECT_NE(w.files()[0].target, first.target);
+  EXPECT_EQ(w.files()[0].first_index, 30u);
+  EXPECT_EQ(t.set->snapshot()[first.target].state, TargetState::failed);
+  expect_whole(w, 0, 60);
+}
+
 }  // namespace
 }  // namespace rocecap::writers
