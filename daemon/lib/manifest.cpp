@@ -107,7 +107,7 @@ nlohmann::json targets_json(const std::vector<ManifestTarget>& list) {
 
 }  // namespace
 
-nlohmann::json to_json(const Manifest& m) {
+static nlohmann::json manifest_json(const Manifest& m) {
   nlohmann::json streams = nlohmann::json::array();
   nlohmann::json rejected = nlohmann::json::object();
   for (const auto& s : m.streams)
@@ -129,22 +129,26 @@ nlohmann::json to_json(const Manifest& m) {
   nlohmann::json errors = nlohmann::json::array();
   for (const auto& e : m.errors)
     errors.push_back({{"path", e.path}, {"message", e.message}});
-  nlohmann::json out = {
-      {"run", m.run},
-      {"state", m.state},
-      {"started", m.started},
-      {"stopped", m.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stopped)},
-      {"host", m.host},
-      {"version", m.version},
-      {"backend", m.backend},
-      {"payload_memory", {{"kind", m.payload_memory}, {"reason", m.payload_memory_reason}}},
-      {"config", {{"file", m.config_file}, {"text", m.config_text}}},
-      {"streams", streams},
-      {"interfaces", interfaces},
-      {"rejected", rejected},
-      {"errors", errors},
-      {"errors_not_listed", m.errors_not_listed},
-      {"failure", m.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.failure)}};
+  return {{"run", m.run},
+          {"state", m.state},
+          {"started", m.started},
+          {"stopped", m.stopped.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.stopped)},
+          {"host", m.host},
+          {"version", m.version},
+          {"backend", m.backend},
+          {"payload_memory", {{"kind", m.payload_memory}, {"reason", m.payload_memory_reason}}},
+          {"config", {{"file", m.config_file}, {"text", m.config_text}}},
+          {"streams", streams},
+          {"interfaces", interfaces},
+          {"rejected", rejected},
+          {"errors", errors},
+          {"errors_not_listed", m.errors_not_listed},
+          {"failure", m.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.failure)}};
+}
+
+// With several output targets (output.directories) the manifest lists them.
+nlohmann::json to_json(const Manifest& m) {
+  nlohmann::json out = manifest_json(m);
   if (!m.targets.empty()) out["targets"] = targets_json(m.targets);
   return out;
 }
