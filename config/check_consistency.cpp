@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -258,6 +259,31 @@ void check_format_options(Context& ctx, RunConfig& cfg) {
   o.strip_headers = false;
 }
 
+// Each target absolute, none inside another (a file placed on one would be inside the other's
+// run directory too).
+void check_output_targets(Context& ctx, const OutputSection& o) {
+  for (std::size_t i = 0; i < o.directories.size(); ++i) {
+    const std::string path = fmt::format("output.directories[{}]", i);
+    const std::string& d = o.directories[i];
+    if (ctx.failed(path)) continue;
+    if (d.empty() || d.front() != '/') {
+      ctx.report(path, fmt::format("'{}' is relative; use an absolute path", d));
+      continue;
+    }
+    for (std::size_t j = 0; j < o.directories.size(); ++j) {
+      const std::string a = std::filesystem::path(o.directories[j]).lexically_normal().string();
+      const std::string b = std::filesystem::path(d).lexically_normal().string();
+      if (j == i || a == b) continue;
+      const std::string prefix = a.back() == '/' ? a : a + "/";
+      if (b.compare(0, prefix.size(), prefix) == 0) {
+        ctx.report(path, fmt::format("'{}' is inside output.directories[{}] '{}'; targets must "
+                                     "not nest",
+                                     d, j, o.directories[j]));
+      }
+    }
+  }
+}
+
 void check_output_sizes(Context& ctx, const RunConfig& cfg) {
   const OutputSection& o = cfg.output;
   if (ctx.present("output.directory") && !ctx.failed("output.directory") &&
@@ -265,6 +291,7 @@ void check_output_sizes(Context& ctx, const RunConfig& cfg) {
     ctx.report("output.directory",
                fmt::format("'{}' is relative; use an absolute path", o.directory));
   }
+  if (ctx.present("output.directories")) check_output_targets(ctx, o);
   if (o.rotate_bytes < cfg.capture.max_frame) {
     ctx.report("output.rotate", "is smaller than one frame (capture.max_frame)");
   }

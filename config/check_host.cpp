@@ -104,9 +104,16 @@ void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
   if (host.check_memory) check_memory(ctx, host, cfg);
   if (!host.check_filesystem) return;
   const OutputSection& o = cfg.output;
-  if (!ctx.failed("output.directory") && !o.directory.empty()) {
+  if (!ctx.failed("output.directory") && !o.directory.empty() && o.directories.size() <= 1 &&
+      !ctx.present("output.directories")) {
     const std::string why = check_writable_directory(o.directory);
     if (!why.empty()) ctx.report("output.directory", why);
+  }
+  for (std::size_t i = 0; ctx.present("output.directories") && i < o.directories.size(); ++i) {
+    const std::string path = fmt::format("output.directories[{}]", i);
+    if (ctx.failed(path)) continue;
+    const std::string why = check_writable_directory(o.directories[i]);
+    if (!why.empty()) ctx.report(path, why);
   }
   if (cfg.capture.backend == Backend::pcap_file && !ctx.failed("capture.pcap_file") &&
       !ctx.failed("capture.backend") && !cfg.capture.pcap_file.empty()) {

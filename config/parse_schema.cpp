@@ -224,12 +224,44 @@ constexpr EnumName<OutputFormat> kOutputFormats[] = {{"raw", OutputFormat::raw},
                                                      {"pcap", OutputFormat::pcap},
                                                      {"vdifhdr", OutputFormat::vdifhdr}};
 
+// output.directory (one target) or output.directories (several), never both.
+void parse_output_directories(Context& ctx, const MapView& m, OutputSection& o) {
+  const auto one = m.get("directory");
+  const auto many = m.get("directories");
+  if (one && many) {
+    ctx.report(many->pos, many->path,
+               "give output.directory (one target) or output.directories (several), not both");
+  }
+  if (!many || one) {
+    if (auto v = read_string(ctx, m.require("directory", "or output.directories"))) {
+      o.directory = *v;
+      o.directories = {*v};
+    }
+    return;
+  }
+  const auto items = list_items(ctx, many);
+  if (many->node.IsSequence() && items.empty()) {
+    ctx.report(many->pos, many->path, "needs at least one directory");
+  }
+  for (const Field& item : items) {
+    const auto v = read_string(ctx, item);
+    if (!v) continue;
+    if (std::find(o.directories.begin(), o.directories.end(), *v) != o.directories.end()) {
+      ctx.report(item.pos, item.path, "listed twice");
+      continue;
+    }
+    o.directories.push_back(*v);
+  }
+  if (!o.directories.empty()) o.directory = o.directories.front();
+}
+
 void parse_output(Context& ctx, const Field& f, OutputSection& o) {
-  const MapView m(ctx, f,
-                  {"directory", "formats", "rotate", "name_template", "pcap_name_template",
-                   "fill_gaps", "strip_headers", "reorder_window", "direct_io", "writer_cpu"});
+  const MapView m(
+      ctx, f,
+      {"directory", "directories", "formats", "rotate", "name_template", "pcap_name_template",
+       "fill_gaps", "strip_headers", "reorder_window", "direct_io", "writer_cpu"});
   if (!m.valid()) return;
-  if (auto v = read_string(ctx, m.require("directory"))) o.directory = *v;
+  parse_output_directories(ctx, m, o);
   const auto formats = m.get("formats");
   if (formats) {
     const auto items = list_items(ctx, formats);

@@ -90,8 +90,10 @@ struct StreamsSection {
 };
 
 struct OutputSection {
-  std::string directory;              // absolute
-  std::vector<OutputFormat> formats;  // no repeats; the loader's default is {raw}
+  std::string directory;                 // absolute; with directories: the first of them
+  std::vector<std::string> directories;  // output targets ({directory} with one); the first
+                                         // holds the run's lock and manifest
+  std::vector<OutputFormat> formats;     // no repeats; the loader's default is {raw}
   uint64_t rotate_bytes = uint64_t{4} << 30;
   // Relative to directory; placeholders in config/name_template.hpp.
   std::string name_template = "{run}/{group}_{port}_{antenna}.{seq:04}.{ext}";  // per stream

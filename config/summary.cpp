@@ -74,6 +74,13 @@ std::string output_lines(const RunConfig& cfg) {
   std::string out =
       fmt::format("output      {} [{}], rotate at {}, reorder window {} frames\n", o.directory,
                   formats, format_size(o.rotate_bytes), o.reorder_window);
+  if (o.directories.size() > 1) {
+    std::string others;
+    for (std::size_t i = 1; i < o.directories.size(); ++i)
+      others += fmt::format("{}{}", i == 1 ? "" : ", ", o.directories[i]);
+    out += fmt::format("            {} targets: files also placed on {}\n", o.directories.size(),
+                       others);
+  }
   out +=
       fmt::format("            fill gaps {}, strip headers {}, direct I/O {}, writer CPU {}\n",
                   o.fill_gaps ? "yes" : "no", o.strip_headers ? "yes" : "no",

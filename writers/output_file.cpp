@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -36,6 +37,12 @@ int open_excl(const std::filesystem::path& path) {
 bool enable_direct(int fd) {
   const int flags = ::fcntl(fd, F_GETFL);
   return flags >= 0 && ::fcntl(fd, F_SETFL, flags | O_DIRECT) == 0;
+}
+
+uint64_t now_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
 bool aligned(std::span<std::byte> s) {
@@ -75,7 +82,10 @@ OutputFile::OutputFile(OutputFile&& o) noexcept
       safe_fills_(o.safe_fills_),
       round_(o.round_),
       segment_shift_(o.segment_shift_),
-      marks_(o.marks_) {}
+      marks_(o.marks_),
+      on_write_(std::move(o.on_write_)),
+      keep_cut_(o.keep_cut_),
+      cut_(std::move(o.cut_)) {}
 
 Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& options,
                         std::span<std::byte> staging) {
@@ -91,6 +101,9 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   fd_ = fd;
   direct_ = direct;
   fsync_ = options.fsync_on_close;
+  on_write_ = options.on_write;
+  keep_cut_ = options.keep_cut;
+  cut_.clear();
   fill_ = 0;
   pos_ = flushed_ = last_mark_ = records_ = fills_ = safe_mark_ = safe_records_ = safe_fills_ = 0;
   ++round_;
@@ -143,7 +156,9 @@ Status OutputFile::flush_full() {
 
 Status OutputFile::write_all(const std::byte* data, std::size_t n) {
   while (n > 0) {
+    const uint64_t start = on_write_ ? now_ns() : 0;
     const ssize_t w = do_write(fd_, data, n);
+    if (w > 0 && on_write_) on_write_(static_cast<uint64_t>(w), now_ns() - start);
     if (w < 0) {
       if (errno == EINTR) continue;
       return sys_error(errno, "write", path_);
@@ -182,6 +197,7 @@ Status OutputFile::fail(Status error) {
   uint64_t keep_records = 0;
   uint64_t keep_fills = 0;
   find_last_mark_on_disk(keep, keep_records, keep_fills);
+  if (keep_cut_) keep_cut(keep);
   std::string message = error.message();
   if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
     message += "; truncating to the last whole record failed: ";
@@ -196,6 +212,41 @@ Status OutputFile::fail(Status error) {
   fill_ = 0;
   ++round_;
   return Status::error(error.code(), std::move(message), error.path());
+}
+
+// Saves the bytes [keep, last_mark_) before the cut: those still in the staging buffer from
+// there, the part written before it (a record that straddled the previous buffer) read back
+// through a second descriptor (the file's own may be O_WRONLY|O_DIRECT).
+void OutputFile::keep_cut(uint64_t keep) noexcept {
+  cut_.clear();
+  if (last_mark_ <= keep) return;
+  const uint64_t buffer_start = pos_ - fill_;
+  try {
+    cut_.resize(last_mark_ - keep);
+  } catch (...) {
+    cut_.clear();
+    return;
+  }
+  std::size_t at = 0;
+  if (keep < buffer_start) {
+    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    std::size_t n = std::min(buffer_start, last_mark_) - keep;
+    while (fd >= 0 && n > 0) {
+      const ssize_t r = ::pread(fd, cut_.data() + at, n, static_cast<off_t>(keep + at));
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) break;
+      at += static_cast<std::size_t>(r);
+      n -= static_cast<std::size_t>(r);
+    }
+    if (fd >= 0) ::close(fd);
+    if (n > 0) {
+      cut_.clear();  // the records cannot be moved whole: the caller counts them lost
+      return;
+    }
+  }
+  if (last_mark_ <= buffer_start) return;
+  const uint64_t from = std::max(keep, buffer_start) - buffer_start;
+  std::memcpy(cut_.data() + at, staging_.data() + from, last_mark_ - buffer_start - from);
 }
 
 Status OutputFile::close() {

@@ -24,7 +24,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
+#include <vector>
 
 #include "writers/status.hpp"
 
@@ -33,6 +35,12 @@ namespace rocecap::writers {
 struct OutputOptions {
   bool direct = false;         // request O_DIRECT (falls back to buffered when refused)
   bool fsync_on_close = true;  // data is on stable storage when close() returns ok
+  // Called after each successful write() with its bytes and duration (per-target metrics and
+  // stall detection, writers/output_targets.hpp); one clock pair per staging buffer.
+  std::function<void(uint64_t bytes, uint64_t ns)> on_write = nullptr;
+  // On a write error, keep the whole records the cut removed (take_cut()), so that they can be
+  // written to another target instead of being lost (spill-over).
+  bool keep_cut = false;
 };
 
 class OutputFile {
@@ -60,6 +68,17 @@ class OutputFile {
   }
   // A boundary that is not a record (a file header such as pcap's).
   void end_preamble() noexcept { mark(); }
+  // `n` records (of them `fills` fill frames) appended as one piece: bytes moved from a file
+  // that failed (take_cut()). Only their end is a known boundary.
+  void end_records(uint64_t n, uint64_t fills) noexcept {
+    records_ += n;
+    fills_ += fills;
+    mark();
+  }
+  // With keep_cut: the bytes of the whole records the last failure cut from the file, exactly
+  // those between size() and the end of the last record accepted; empty when none, or when
+  // they could not be kept (a part already written could not be read back).
+  std::vector<std::byte> take_cut() noexcept { return std::move(cut_); }
 
   // Flushes the staging buffer (O_DIRECT: padded tail + ftruncate), fsyncs and closes.
   // A no-op returning ok when not open.
@@ -92,6 +111,7 @@ class OutputFile {
   Status flush_full();
   Status write_all(const std::byte* data, std::size_t n);
   Status fail(Status error);
+  void keep_cut(uint64_t keep) noexcept;
   void close_fd() noexcept;
 
   std::filesystem::path path_;
@@ -111,6 +131,9 @@ class OutputFile {
   uint64_t round_ = 1;  // staging buffer generation: marks of older rounds are stale
   unsigned segment_shift_ = 0;
   std::array<Mark, kSegments + 1> marks_{};  // + 1: a mark at fill_ == staging size
+  std::function<void(uint64_t, uint64_t)> on_write_;
+  bool keep_cut_ = false;
+  std::vector<std::byte> cut_;  // filled on a failure only (an error path may allocate)
 };
 
 // Mode of every output file, before the process umask: owner read-write, group read (the

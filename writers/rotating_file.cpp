@@ -6,7 +6,23 @@
 #include <cerrno>
 #include <utility>
 
+#include "writers/output_path.hpp"
+
 namespace rocecap::writers {
+namespace {
+
+// Errors that say the target itself is full or failing (rather than, say, a name clash): they
+// take it out of rotation when there are others.
+bool target_fault(int err) noexcept {
+  return err == ENOSPC || err == EDQUOT || err == EFBIG || is_storage_loss(err);
+}
+
+// The size a file may reach, reserved on its target while it is open.
+uint64_t expected_size(const RotationOptions& o) noexcept {
+  return o.max_bytes > 0 ? o.max_bytes : uint64_t{1} << 30;
+}
+
+}  // namespace
 
 int64_t monotonic_ns() noexcept {
   timespec ts{};
@@ -21,8 +37,11 @@ RotatingFile::RotatingFile(PathMaker path_maker, const RotationOptions& options,
       preamble_(preamble.begin(), preamble.end()),
       staging_(options.buffer_bytes),
       backoff_(options.retry.first),
-      seq_(options.first_seq) {
+      seq_(options.first_seq),
+      targets_(options.targets) {
   if (options_.clock == nullptr) options_.clock = monotonic_ns;
+  if (!options_.names) targets_.reset();
+  options_.output.keep_cut = options_.output.keep_cut || spread();
 }
 
 RotatingFile::~RotatingFile() {
@@ -50,77 +69,193 @@ Status RotatingFile::write(std::span<const Piece> pieces, RecordKind kind) {
     }
   } else if (virtual_records_ > 0 &&
              (rotate_requested_ ||
-              (options_.max_bytes > 0 && virtual_bytes_ + n > options_.max_bytes))) {
+              (options_.max_bytes > 0 && virtual_bytes_ + n > options_.max_bytes) ||
+              (spread() && !targets_->in_rotation_relaxed(target_)))) {
     rotate_requested_ = false;
     first_error = finish_file(index);
-    if (first_error.ok()) first_error = start_file(++seq_);
+    // A failed close may have moved its records to a new file on another target already.
+    if (first_error.ok() && !file_.is_open()) first_error = start_file(++seq_);
   }
 
+  const uint64_t fills = kind == RecordKind::fill ? 1 : 0;
   if (!file_.is_open()) {
-    lose(index, 1, kind == RecordKind::fill ? 1 : 0);
+    lose(index, 1, fills);
     return first_error;
   }
-  virtual_bytes_ += n;
-  ++virtual_records_;
-  Status appended = append(pieces, kind, index);
+  Status appended = append(pieces, 1, fills, index);
   if (first_error.ok()) first_error = std::move(appended);
   return first_error;
 }
 
-Status RotatingFile::append(std::span<const Piece> pieces, RecordKind kind, uint64_t index) {
+// `records` records (`fills` of them fill frames, the first with frame index `first`) as one
+// run of pieces. On a failure the target's error either spills (several targets: the cut
+// records and these go to a new file on another target) or is recorded, and these records
+// and the cut ones are counted lost.
+Status RotatingFile::append(std::span<const Piece> pieces, uint64_t records, uint64_t fills,
+                            uint64_t first, unsigned depth) {
   const uint64_t bytes_before = file_.size();
   const uint64_t records_before = file_.records();
   const uint64_t fills_before = file_.fill_records();
+  if (records_before == 0 && !files_.empty()) files_.back().first_index = first;
+  uint64_t n = 0;
   for (const Piece& p : pieces) {
+    n += p.size;
     Status s = p.data != nullptr ? file_.append({p.data, p.size}) : file_.append_zeros(p.size);
-    if (!s) {
-      // The file cut itself back to its last whole record on disk; those cut records are lost,
-      // and so is this one.
-      stats_.bytes_written -= bytes_before - file_.size();
-      lose_cut(index, records_before - file_.records(), fills_before - file_.fill_records());
-      lose(index, 1, kind == RecordKind::fill ? 1 : 0);
-      record_error(s);
-      sync_current();
-      files_.back().open = false;
-      files_.back().failed = true;
-      const bool progressed = file_.records() > 0;
-      forget_if_empty();
-      suspend(progressed);
-      return s;
+    if (s.ok()) continue;
+    // The file cut itself back to its last whole record on disk.
+    uint64_t cut = records_before - file_.records();
+    uint64_t cut_fills = fills_before - file_.fill_records();
+    stats_.bytes_written -= bytes_before - file_.size();
+    stats_.frames_written -= cut;
+    stats_.fill_frames -= cut_fills;
+    const uint64_t cut_first = first >= cut ? first - cut : 0;
+    if (spill(s, cut, cut_fills, cut_first, depth)) {
+      return append(pieces, records, fills, first, depth + 1);
     }
+    lose(cut_first, cut, cut_fills);
+    lose(first, records, fills);
+    return s;
   }
-  file_.end_record(kind == RecordKind::fill);
+  virtual_bytes_ += n;
+  virtual_records_ += records;
+  if (records == 1) {
+    file_.end_record(fills == 1);
+  } else {
+    file_.end_records(records, fills);
+  }
   stats_.bytes_written += file_.size() - bytes_before;
-  ++stats_.frames_written;
-  if (kind == RecordKind::fill) ++stats_.fill_frames;
+  stats_.frames_written += records;
+  stats_.fill_frames += fills;
   return {};
 }
 
+// After file_ failed with `s` (and cut `cut` whole records, the first with index `cut_first`):
+// true when the cut records now sit in a new file on another target (the caller then writes
+// its own records there); false when the error stays an error (recorded, writer suspended).
+// When no other target could take them, `s` becomes that error: with one target failed and
+// the others full the run goes on (ENOSPC), it is not storage loss.
+bool RotatingFile::spill(Status& s, uint64_t& cut, uint64_t& cut_fills, uint64_t cut_first,
+                         unsigned depth) {
+  std::vector<std::byte> moved = file_.take_cut();
+  sync_current();
+  files_.back().open = false;
+  files_.back().failed = true;
+  const bool progressed = file_.records() > 0;
+  const std::size_t from = target_;
+  release_target(file_.size());
+  forget_if_empty();
+  const bool can_spill = spread() && target_fault(s.code()) && (cut == 0 || !moved.empty()) &&
+                         depth <= targets_->size();
+  if (!can_spill) {
+    record_error(s);
+    suspend(progressed);
+    return false;
+  }
+  targets_->take_out(from, s.code(), s.message());
+  ++stats_.spills;
+  stats_.last_error = s.message();
+  if (Status o = open_on_target(++seq_); !o) {
+    record_error(o);
+    suspend(progressed);
+    s = std::move(o);
+    return false;
+  }
+  if (cut == 0) return true;
+  const Piece piece{moved.data(), moved.size()};
+  Status moved_status =
+      append(std::span<const Piece>(&piece, 1), cut, cut_fills, cut_first, depth + 1);
+  if (moved_status.ok()) return true;
+  // That append counted the moved records lost itself (no target could take them).
+  cut = cut_fills = 0;
+  s = std::move(moved_status);
+  return false;
+}
+
 Status RotatingFile::start_file(uint64_t seq) {
+  if (targets_) {
+    Status s = open_on_target(seq);
+    if (!s) {
+      record_error(s);
+      suspend(false);
+    }
+    return s;
+  }
+  std::filesystem::path path;
+  Status s = path_maker_(seq, path);
+  if (s) s = open_path(path, seq, 0);
+  if (!s) {
+    record_error(s);
+    suspend(false);
+  }
+  return s;
+}
+
+// Places file `seq` on a target in rotation; an open the target refuses (full, failing) takes
+// it out and the next one is tried. Not recorded: the caller decides.
+Status RotatingFile::open_on_target(uint64_t seq) {
+  Status last;
+  for (std::size_t tries = 0; tries <= targets_->size(); ++tries) {
+    // A first file reserves nothing: it may stay small (codifhdr next to raw); a writer that
+    // rotated fills its files, so later ones reserve the rotation size.
+    const uint64_t expected = stats_.files_opened == 0 ? 0 : expected_size(options_);
+    const auto t = targets_->place(expected);
+    if (!t) {
+      const bool full = targets_->any_full();
+      return Status::error(
+          full ? ENOSPC : EIO,
+          "no output target in rotation (" +
+              std::string(full ? "every target full or failed" : "every target failed") + ")" +
+              (last.ok() ? "" : "; last error: " + last.message()),
+          last.path());
+    }
+    target_ = *t;
+    expected_ = expected;
+    placed_ = true;
+    std::filesystem::path path;
+    Status s = place_in_directory(targets_->directory(*t), options_.names(seq), path);
+    if (s) s = open_path(path, seq, *t);
+    if (s) return s;
+    release_target(0);
+    if (!spread() || !target_fault(s.code())) return s;
+    targets_->take_out(*t, s.code(), s.message());
+    ++stats_.spills;
+    last = std::move(s);
+  }
+  return last;
+}
+
+Status RotatingFile::open_path(const std::filesystem::path& path, uint64_t seq,
+                               std::size_t target) {
   virtual_bytes_ = preamble_.size();
   virtual_records_ = 0;
   unlink_reported_ = false;
   rotate_requested_ = false;  // a SIGHUP while no file was open is served by this new file
-  std::filesystem::path path;
-  if (Status s = path_maker_(seq, path); !s) {
-    record_error(s);
-    suspend(false);
-    return s;
+  OutputOptions out = options_.output;
+  if (targets_) {
+    out.on_write = [targets = targets_, target](uint64_t bytes, uint64_t ns) {
+      targets->wrote(target, bytes, ns);
+    };
   }
-  if (Status s = file_.open(path, options_.output, staging_.span()); !s) {
-    record_error(s);
-    suspend(false);
-    return s;
-  }
+  if (Status s = file_.open(path, out, staging_.span()); !s) return s;
+  if (targets_) targets_->file_opened(target);
   suspended_ = false;
   ++stats_.files_opened;
-  files_.push_back(FileRecord{path, seq, 0, 0, file_.direct(), true, false});
+  FileRecord rec{path, seq, 0, 0, file_.direct(), true, false};
+  rec.target = target;
+  files_.push_back(std::move(rec));
   // The staging buffer is empty and at least one block long: the preamble cannot fail here.
   (void)file_.append(preamble_);
   file_.end_preamble();
   stats_.bytes_written += preamble_.size();
   sync_current();
   return {};
+}
+
+// The open file's reservation on its target becomes its real size.
+void RotatingFile::release_target(uint64_t bytes) noexcept {
+  if (!placed_ || !targets_) return;
+  placed_ = false;
+  targets_->file_closed(target_, expected_, bytes);
 }
 
 // `index`: the frame index of the record about to be written (the cut ones precede it).
@@ -130,25 +265,33 @@ Status RotatingFile::finish_file(uint64_t index) {
   const uint64_t records_before = file_.records();
   const uint64_t fills_before = file_.fill_records();
   Status s = file_.close();
-  sync_current();
-  files_.back().open = false;
-  if (!s) {
-    stats_.bytes_written -= bytes_before - file_.size();
-    lose_cut(index, records_before - file_.records(), fills_before - file_.fill_records());
-    files_.back().failed = true;
-    record_error(s);
-    const bool progressed = file_.records() > 0;
-    forget_if_empty();
-    suspend(progressed);
-  } else {
+  if (s) {
+    sync_current();
+    files_.back().open = false;
+    release_target(file_.size());
     backoff_ = options_.retry.first;  // a whole file reached the disk
+    return s;
   }
+  uint64_t cut = records_before - file_.records();
+  uint64_t cut_fills = fills_before - file_.fill_records();
+  stats_.bytes_written -= bytes_before - file_.size();
+  stats_.frames_written -= cut;
+  stats_.fill_frames -= cut_fills;
+  const uint64_t cut_first = index >= cut ? index - cut : 0;
+  if (spill(s, cut, cut_fills, cut_first, 0)) return {};
+  lose(cut_first, cut, cut_fills);
   return s;
 }
 
 Status RotatingFile::close() {
   closed_ = true;
-  return finish_file(next_index_);
+  Status s = finish_file(next_index_);
+  // A failed close spills its records into a file on another target: close that one too.
+  for (std::size_t i = 0; s.ok() && file_.is_open() && i <= (targets_ ? targets_->size() : 0);
+       ++i) {
+    s = finish_file(next_index_);
+  }
+  return s;
 }
 
 Status RotatingFile::check_unlinked() {
@@ -159,6 +302,21 @@ Status RotatingFile::check_unlinked() {
                                " was deleted while being written (its data is lost with it)",
                            file_.path());
   record_error(s);
+  // Several targets: the target is taken out, the file's frames are counted lost (they went
+  // with it) and the next record starts a file on another target; the run goes on.
+  if (spread()) {
+    targets_->take_out(target_, ENOENT, s.message());
+    sync_current();
+    const FileRecord gone = files_.back();
+    const uint64_t fills = file_.fill_records();
+    (void)file_.close();
+    release_target(0);
+    files_.pop_back();
+    stats_.bytes_written -= std::min(stats_.bytes_written, gone.bytes);
+    stats_.frames_written -= std::min(stats_.frames_written, gone.records);
+    stats_.fill_frames -= std::min(stats_.fill_frames, fills);
+    lose(gone.first_index, gone.records, fills);
+  }
   return s;
 }
 
@@ -184,14 +342,6 @@ void RotatingFile::suspend(bool progressed) {
 
 bool RotatingFile::retry_due() {
   return !suspended_ || options_.clock() >= retry_at_ns_;
-}
-
-void RotatingFile::lose_cut(uint64_t index, uint64_t records, uint64_t fills) {
-  stats_.frames_written -= records;
-  stats_.fill_frames -= fills;
-  // The cut records are the ones just before `index` in the file (contiguous indices: the file
-  // is in frame order, fill frames included).
-  lose(index >= records ? index - records : 0, records, fills);
 }
 
 void RotatingFile::lose(uint64_t first, uint64_t count, uint64_t fills) {

@@ -17,6 +17,17 @@
 // Dropping never blocks: the caller (the ring consumer) keeps releasing slots while the disk is
 // full, so the capture side never stalls on the storage.
 //
+// Several targets (RotationOptions::targets with more than one directory): each file is placed
+// on a target by OutputTargets when it is opened. A write, close or open that fails because the
+// target is full or failing (ENOSPC, EDQUOT, EFBIG, EIO, EROFS, ENOENT...) takes that target out
+// of rotation and the writer goes on at once in a new file (the next sequence number) on another
+// target: the whole records the failure cut from the broken file are moved there first, then
+// the record being written. Nothing is lost and nothing is returned as an error (the target's
+// state change is reported once by OutputTargets); stats().spills counts these moves. Only when
+// no target is in rotation does the single-target behaviour above apply (records dropped and
+// counted in write_loss, back-off, retry). A file open on a target that another writer took out
+// of rotation is finished at the next record, which starts a new file elsewhere.
+//
 // Frame indices. Each record has an index, by default the previous one + 1; the caller sets it
 // with set_next_index() where the stream jumps (resync, first frame). Records a failure cut from
 // the end of a file are reckoned back from the record being written.
@@ -27,11 +38,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "writers/aligned_buffer.hpp"
 #include "writers/output_file.hpp"
+#include "writers/output_targets.hpp"
 #include "writers/status.hpp"
 #include "writers/writer_stats.hpp"
 
@@ -40,6 +54,9 @@ namespace rocecap::writers {
 // Produces the path of file `seq` (e.g. a config name template placed with
 // place_in_directory), creating directories as needed.
 using PathMaker = std::function<Status(uint64_t seq, std::filesystem::path& out)>;
+// With output targets: the name of file `seq` relative to a target directory (the run file's
+// template expanded), placed with place_in_directory on the target chosen.
+using NameMaker = std::function<std::string(uint64_t seq)>;
 
 // After a write error: wait `first`, then twice as long after each failed retry, at most `max`.
 // A retry whose file took whole records starts the back-off again from `first`.
@@ -65,6 +82,10 @@ struct RotationOptions {
   RetryOptions retry;
   MonotonicClock clock = monotonic_ns;   // tests substitute their own
   std::size_t max_gaps_listed = 100000;  // WriteLoss::gaps bound
+  // Output targets shared by every writer of the run, and the file names on them; when set,
+  // they replace the PathMaker (see "Several targets" above).
+  std::shared_ptr<OutputTargets> targets;
+  NameMaker names;
 };
 
 // One piece of a record: bytes, or (data == nullptr) `size` zero bytes.
@@ -87,7 +108,9 @@ struct FileRecord {
   uint64_t records = 0;  // frames / pcap records in it
   bool direct = false;   // O_DIRECT in effect
   bool open = false;
-  bool failed = false;  // a write error closed it early (contents up to `bytes` are valid)
+  bool failed = false;       // a write error closed it early (contents up to `bytes` are valid)
+  std::size_t target = 0;    // index in the run's output targets (0 with one directory)
+  uint64_t first_index = 0;  // frame index of its first record (valid when records > 0)
 };
 
 class RotatingFile {
@@ -121,13 +144,19 @@ class RotatingFile {
 
  private:
   bool rotate_requested_ = false;
+  bool spread() const noexcept { return targets_ && targets_->size() > 1; }
   Status start_file(uint64_t seq);
+  Status open_on_target(uint64_t seq);
+  Status open_path(const std::filesystem::path& path, uint64_t seq, std::size_t target);
+  void release_target(uint64_t bytes) noexcept;
   Status finish_file(uint64_t index);
-  Status append(std::span<const Piece> pieces, RecordKind kind, uint64_t index);
+  Status append(std::span<const Piece> pieces, uint64_t records, uint64_t fills, uint64_t first,
+                unsigned depth = 0);
+  bool spill(Status& s, uint64_t& cut_records, uint64_t& cut_fills, uint64_t cut_first,
+             unsigned depth);
   void record_error(const Status& s);
   void suspend(bool progressed);
   bool retry_due();
-  void lose_cut(uint64_t index, uint64_t records, uint64_t fills);
   void lose(uint64_t first, uint64_t count, uint64_t fills);
   void forget_if_empty();  // after an error: a file left without a whole record is removed
   void sync_current() noexcept;
@@ -149,6 +178,10 @@ class RotatingFile {
   uint64_t seq_ = 0;
   uint64_t virtual_bytes_ = 0;  // size of file seq_ (its records accepted so far)
   uint64_t virtual_records_ = 0;
+  std::shared_ptr<OutputTargets> targets_;
+  std::size_t target_ = 0;  // of the open file
+  uint64_t expected_ = 0;   // bytes reserved for it on its target
+  bool placed_ = false;     // a reservation is held on target_
 };
 
 }  // namespace rocecap::writers

@@ -28,6 +28,7 @@ struct WriterStats {
   uint64_t write_errors = 0;    // failed open / write / close events
   uint64_t storage_errors = 0;  // of those, storage lost (is_storage_loss) or a file unlinked
   uint64_t retries = 0;         // new files opened after an error
+  uint64_t spills = 0;          // errors whose data went to another target (not write_errors)
   std::string last_error;       // message of the latest error (path + strerror); empty if none
   WriteLoss write_loss;
 };

@@ -16,6 +16,11 @@ nlohmann::json files_json(const std::vector<ManifestFileEntry>& list) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : list) {
     files.push_back({{"path", f.path}, {"format", f.format}, {"bytes", f.bytes}});
+    if (f.target) {
+      files.back()["target"] = *f.target;
+      files.back()["first_index"] = f.first_index;
+      files.back()["frames"] = f.frames;
+    }
   }
   return files;
 }
@@ -85,9 +90,24 @@ nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
                                      : nlohmann::json(v->nic_clock_encoding)}};
 }
 
+nlohmann::json targets_json(const std::vector<ManifestTarget>& list) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& t : list) {
+    out.push_back(
+        {{"directory", t.directory},
+         {"state", t.state},
+         {"bytes_written", t.bytes_written},
+         {"files", t.files},
+         {"free_bytes", t.free_bytes},
+         {"out_of_rotation", t.out_of_rotation},
+         {"reason", t.reason.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.reason)}});
+  }
+  return out;
+}
+
 }  // namespace
 
-nlohmann::json to_json(const Manifest& m) {
+static nlohmann::json manifest_json(const Manifest& m) {
   nlohmann::json streams = nlohmann::json::array();
   nlohmann::json rejected = nlohmann::json::object();
   for (const auto& s : m.streams) {
@@ -128,6 +148,13 @@ nlohmann::json to_json(const Manifest& m) {
           {"errors", errors},
           {"errors_not_listed", m.errors_not_listed},
           {"failure", m.failure.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.failure)}};
+}
+
+// With several output targets (output.directories) the manifest lists them.
+nlohmann::json to_json(const Manifest& m) {
+  nlohmann::json out = manifest_json(m);
+  if (!m.targets.empty()) out["targets"] = targets_json(m.targets);
+  return out;
 }
 
 std::string write_manifest(const std::string& path, const Manifest& m) {

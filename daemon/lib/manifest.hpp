@@ -20,6 +20,18 @@ struct ManifestFileEntry {  // one output file as the manifest lists it
   std::string path;         // relative to the output directory (the run directory's parent)
   std::string format;
   uint64_t bytes = 0;
+  // Several output targets: the index in Manifest::targets whose directory `path` is relative
+  // to, the file's first frame index and its frame (record) count. Absent with one target.
+  std::optional<std::size_t> target = std::nullopt;
+  uint64_t first_index = 0, frames = 0;
+};
+
+// One output target of a run spread over several (output.directories).
+struct ManifestTarget {
+  std::string directory;
+  std::string state;  // active, full, failed
+  uint64_t bytes_written = 0, files = 0, free_bytes = 0, out_of_rotation = 0;
+  std::string reason;  // why it is (or last was) out of rotation; empty: never
 };
 
 struct ManifestFrameTime {
@@ -89,8 +101,9 @@ struct Manifest {
   std::vector<ManifestStream> streams;
   std::vector<ManifestInterface> interfaces;
   std::vector<ManifestError> errors;
-  uint64_t errors_not_listed = 0;  // write errors beyond the bounded list (still logged)
-  std::string failure;             // why a failed run failed
+  uint64_t errors_not_listed = 0;       // write errors beyond the bounded list (still logged)
+  std::string failure;                  // why a failed run failed
+  std::vector<ManifestTarget> targets;  // only with several output targets
 };
 
 nlohmann::json to_json(const Manifest& m);

@@ -276,6 +276,9 @@ void add_writers(Exposition& e, const Runtime& rt) {
        &FormatCounters::storage_errors},
       {"rocecap_write_retries_total", "New files opened to retry after a write error",
        &FormatCounters::retries},
+      {"rocecap_write_spills_total",
+       "Write errors whose data went to a new file on another output target (not lost)",
+       &FormatCounters::spills},
   };
   for (const Item& item : items) {
     auto& f = e.family(item.name, item.help, MetricType::Counter);
@@ -331,6 +334,52 @@ void add_staging(Exposition& e, const Runtime& rt) {
   }
 }
 
+// Per output target (output.directories; one target with output.directory): read at scrape
+// time from OutputTargets (relaxed atomics, the placement lock and one statvfs per target).
+void add_targets(Exposition& e, const Runtime& rt) {
+  if (!rt.targets) return;
+  auto& bytes = e.family("rocecap_target_written_bytes_total", "Bytes written to the output target",
+                         MetricType::Counter);
+  auto& writes =
+      e.family("rocecap_target_writes_total",
+               "write() calls (staging buffers) that succeeded on the target", MetricType::Counter);
+  auto& write_s = e.family("rocecap_target_write_seconds_total",
+                           "Time spent in those writes (mean latency: rate of this over rate "
+                           "of rocecap_target_writes_total)",
+                           MetricType::Counter);
+  auto& max_s = e.family("rocecap_target_write_max_seconds",
+                         "The slowest single write on the target so far", MetricType::Gauge);
+  auto& free =
+      e.family("rocecap_target_free_bytes",
+               "Free bytes on the target's file system (statvfs f_bavail)", MetricType::Gauge);
+  auto& files =
+      e.family("rocecap_target_files_total", "Files opened on the target", MetricType::Counter);
+  auto& state = e.family("rocecap_target_state",
+                         "1 for the target's state: active (in rotation), full (ENOSPC; back "
+                         "when space frees) or failed (EIO, vanished, stalled; out for the run)",
+                         MetricType::Gauge);
+  auto& out = e.family("rocecap_target_out_of_rotation_total",
+                       "Times the target was taken out of rotation", MetricType::Counter);
+  const auto snapshot = rt.targets->snapshot();
+  for (std::size_t t = 0; t < snapshot.size(); ++t) {
+    const writers::TargetSnapshot& s = snapshot[t];
+    const Labels l{{"target", std::to_string(t)}, {"directory", s.directory.string()}};
+    add(bytes, l, double(s.bytes_written));
+    add(writes, l, double(s.writes));
+    add(write_s, l, double(s.write_ns) / kNsPerSecond);
+    add(max_s, l, double(s.max_write_ns) / kNsPerSecond);
+    add(free, l, double(s.free_bytes));
+    add(files, l, double(s.files));
+    add(out, l, double(s.out_of_rotation));
+    for (const auto st :
+         {writers::TargetState::active, writers::TargetState::full, writers::TargetState::failed}) {
+      Labels sl = l;
+      sl.push_back({"state", std::string(writers::to_string(st))});
+      add(state, std::move(sl), s.state == st ? 1 : 0);
+    }
+  }
+}
+
 }  // namespace
 
 const char* run_state_name(RunState s) noexcept {
@@ -362,6 +411,7 @@ std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
   add_interfaces(e, rt_);
   add_vtp(e, rt_);
   add_writers(e, rt_);
+  add_targets(e, rt_);
   add(e.family("rocecap_storage_lost",
                "1 once the run's storage is lost (run directory removed or replaced, a file "
                "deleted, EIO): the run stops and rocecapd exits 5",

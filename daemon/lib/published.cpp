@@ -5,7 +5,7 @@
 namespace rocecap::daemon {
 namespace {
 
-void add_stats(std::array<uint64_t, 9>& sum, const writers::WriterStats& w) noexcept {
+void add_stats(std::array<uint64_t, 10>& sum, const writers::WriterStats& w) noexcept {
   sum[0] += w.bytes_written;
   sum[1] += w.frames_written;
   sum[2] += w.fill_frames;
@@ -15,9 +15,10 @@ void add_stats(std::array<uint64_t, 9>& sum, const writers::WriterStats& w) noex
   sum[6] += w.write_loss.frames;
   sum[7] += w.storage_errors;
   sum[8] += w.retries;
+  sum[9] += w.spills;
 }
 
-void store(FormatCounters& c, const std::array<uint64_t, 9>& sum) noexcept {
+void store(FormatCounters& c, const std::array<uint64_t, 10>& sum) noexcept {
   c.bytes_written.set(sum[0]);
   c.frames_written.set(sum[1]);
   c.fill_frames.set(sum[2]);
@@ -27,6 +28,7 @@ void store(FormatCounters& c, const std::array<uint64_t, 9>& sum) noexcept {
   c.write_error_lost_frames.set(sum[6]);
   c.storage_errors.set(sum[7]);
   c.retries.set(sum[8]);
+  c.spills.set(sum[9]);
 }
 
 }  // namespace
@@ -63,7 +65,7 @@ void publish_capture(InterfaceRuntime& ir, int64_t now_ns) noexcept {
 }
 
 void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept {
-  std::array<uint64_t, 9> raw{}, hdr{}, pcap{}, vhdr{};
+  std::array<uint64_t, 10> raw{}, hdr{}, pcap{}, vhdr{};
   for (std::size_t s = 0; s < ir.streams.size(); ++s) {
     writers::StreamWriters& w = ir.writer->writers(s);
     if (w.raw) add_stats(raw, w.raw->stats());

@@ -32,6 +32,7 @@ struct FormatCounters {
   common::RelaxedCounter write_error_lost_frames;  // received frames / records (write_error)
   common::RelaxedCounter storage_errors;
   common::RelaxedCounter retries;
+  common::RelaxedCounter spills;  // moved to another output target instead of lost
 };
 
 // GPU->host payload staging of one interface (writers/staging/payload_stager.hpp); written by

@@ -19,6 +19,35 @@ std::string relative_path(const std::filesystem::path& p, const std::filesystem:
   return std::filesystem::relative(p, root).string();
 }
 
+// Relative to its target's directory; with several targets the entry names the target.
+ManifestFileEntry file_entry(const config::RunConfig& cfg, const writers::FileRecord& f,
+                             const char* format) {
+  const bool several = cfg.output.directories.size() > 1;
+  const std::string& root = several && f.target < cfg.output.directories.size()
+                                ? cfg.output.directories[f.target]
+                                : cfg.output.directory;
+  ManifestFileEntry e;
+  e.path = relative_path(f.path, root);
+  e.format = format;
+  e.bytes = f.bytes;
+  if (several) {
+    e.target = f.target;
+    e.first_index = f.first_index;
+    e.frames = f.records;
+  }
+  return e;
+}
+
+std::vector<ManifestTarget> targets_entry(const Runtime& rt) {
+  std::vector<ManifestTarget> out;
+  if (!rt.targets || rt.targets->size() < 2) return out;
+  for (const writers::TargetSnapshot& t : rt.targets->snapshot()) {
+    out.push_back({t.directory.string(), std::string(writers::to_string(t.state)), t.bytes_written,
+                   t.files, t.free_bytes, t.out_of_rotation, t.reason});
+  }
+  return out;
+}
+
 std::optional<ManifestFrameTime> frame_time(uint64_t index, int64_t ns, bool any) {
   if (!any) return std::nullopt;
   return ManifestFrameTime{index, ns};
@@ -56,9 +85,8 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
   m.gaps_not_listed = w.gaps_not_listed + q.gap_events_dropped;
   auto& writers = ir.writer->writers(s);
   auto add_files = [&](auto& writer, const char* format) {
-    for (const auto& f : writer.files()) {
-      m.files.push_back({relative_path(f.path, cfg.output.directory), format, f.bytes});
-    }
+    for (const auto& f : writer.files())
+      m.files.push_back(file_entry(cfg, f, format));
     m.write_errors += writer.stats().write_errors;
     const writers::WriteLoss& l = writer.stats().write_loss;
     m.write_error_lost.push_back({format, l.frames, l.fills, l.gaps, l.gaps_not_listed});
@@ -107,9 +135,8 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   if (auto* pcap = ir.writer->pcap()) {
     m.write_errors = pcap->stats().write_errors;
     m.write_error_lost = pcap->stats().write_loss.frames;
-    for (const auto& f : pcap->files()) {
-      m.files.push_back({relative_path(f.path, rt.config->output.directory), "pcap", f.bytes});
-    }
+    for (const auto& f : pcap->files())
+      m.files.push_back(file_entry(*rt.config, f, "pcap"));
   }
 #ifdef ROCECAP_HAVE_VERBS
   m.verbs = verbs_entry(ir);
@@ -149,6 +176,7 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
       m.failure = ir->name + ": " + ir->progress.error;
     }
   }
+  m.targets = targets_entry(rt);
   m.errors = rt.write_errors.errors;
   m.errors_not_listed = rt.write_errors.not_listed;
   return m;

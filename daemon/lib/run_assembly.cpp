@@ -2,15 +2,19 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <bit>
+#include <cerrno>
 #include <stdexcept>
 
 #include "capture/memory/gpu_memory.hpp"
 #include "capture/memory/nic_numa.hpp"
 #include "config/name_template.hpp"
+#include "daemon/lib/atomic_file.hpp"
 #include "daemon/lib/privileges.hpp"
 #include "daemon/lib/run.hpp"
 #include "writers/output_path.hpp"
+#include "writers/output_targets.hpp"
 #include "writers/staging/engine_factory.hpp"
 #ifdef ROCECAP_HAVE_VERBS
 #include "capture/verbs/device_finder.hpp"
@@ -60,6 +64,17 @@ capture::StreamSpec stream_spec(const config::RunConfig& cfg, const config::Stre
   return s;
 }
 
+// The names of a writer's files relative to each target (the run file's templates).
+writers::NameMaker stream_names(const config::RunConfig& cfg, config::StreamRef ref,
+                                OutputFormat format) {
+  return
+      [&cfg, ref, format](uint64_t seq) { return config::stream_file_name(cfg, ref, format, seq); };
+}
+
+writers::NameMaker pcap_names(const config::RunConfig& cfg, std::size_t iface) {
+  return [&cfg, iface](uint64_t seq) { return config::pcap_file_name(cfg, iface, seq); };
+}
+
 writers::PathMaker stream_paths(const config::RunConfig& cfg, config::StreamRef ref,
                                 OutputFormat format) {
   return [&cfg, ref, format](uint64_t seq, fs::path& out) {
@@ -75,12 +90,23 @@ writers::PathMaker pcap_paths(const config::RunConfig& cfg, std::size_t iface) {
   };
 }
 
-writers::RotationOptions rotation(const config::RunConfig& cfg, uint64_t first_seq) {
+writers::RotationOptions rotation(const config::RunConfig& cfg, uint64_t first_seq,
+                                  const Runtime& rt, writers::NameMaker names) {
   writers::RotationOptions r;
+  r.targets = rt.targets;
+  r.names = std::move(names);
   r.first_seq = first_seq;
   r.max_bytes = cfg.output.rotate_bytes;
   r.output.direct = cfg.output.direct_io;
   return r;
+}
+
+// Several targets: a file that vanished (unlinked, ENOENT) is the loss of that one file and of
+// its target for this run, not of the run: the other targets still record (exit 5 stays for
+// the run directory itself, RunDirectory's check, and for every target failing).
+bool target_file_lost(const Runtime& rt, const writers::Status& s) {
+  return rt.targets && rt.targets->size() > 1 && s.code() == ENOENT &&
+         rt.targets->target_of(s.path()).has_value();
 }
 
 void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
@@ -97,7 +123,8 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
       raw.strip_headers = cfg.output.strip_headers || udp;  // udp: payloads, no CODIF header
       per_stream[s].raw.emplace(
           stream_paths(cfg, ir.refs[s], OutputFormat::raw),
-          rotation(cfg, first(config::stream_file_name(cfg, ir.refs[s], OutputFormat::raw, 0))),
+          rotation(cfg, first(config::stream_file_name(cfg, ir.refs[s], OutputFormat::raw, 0)), rt,
+                   stream_names(cfg, ir.refs[s], OutputFormat::raw)),
           raw);
     }
     if (config::has_format(cfg.output, OutputFormat::vdifhdr)) {
@@ -108,21 +135,23 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
     if (config::has_format(cfg.output, OutputFormat::codifhdr)) {
       per_stream[s].codifhdr.emplace(
           stream_paths(cfg, ir.refs[s], OutputFormat::codifhdr),
-          rotation(cfg,
-                   first(config::stream_file_name(cfg, ir.refs[s], OutputFormat::codifhdr, 0))));
+          rotation(cfg, first(config::stream_file_name(cfg, ir.refs[s], OutputFormat::codifhdr, 0)),
+                   rt, stream_names(cfg, ir.refs[s], OutputFormat::codifhdr)));
     }
   }
   std::optional<writers::PcapWriter> pcap;
   if (config::has_format(cfg.output, OutputFormat::pcap)) {
-    pcap.emplace(pcap_paths(cfg, iface),
-                 rotation(cfg, first(config::pcap_file_name(cfg, iface, 0))));
+    pcap.emplace(pcap_paths(cfg, iface), rotation(cfg, first(config::pcap_file_name(cfg, iface, 0)),
+                                                  rt, pcap_names(cfg, iface)));
   }
   writers::CaptureWriterOptions opts;
   opts.fill_gaps = cfg.output.fill_gaps && !udp;
   opts.staging.cuda_device = rt.payload.gpu;  // where GpuMemory puts the payload slabs
   // Runs on the writer thread, once per broken file.
   auto on_error = [&rt, log](const writers::Status& s) {
-    if (writers::is_storage_loss(s.code())) {
+    if (target_file_lost(rt, s)) {
+      log->error("{} (the target is out of rotation; the run goes on on the others)", s.message());
+    } else if (writers::is_storage_loss(s.code())) {
       log->critical("storage lost: {} (the run stops; exit {})", s.message(), kExitStorageLost);
       rt.storage.report(s.message());
     } else {
@@ -328,6 +357,64 @@ void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
   ir.join.emplace(ic.name, group_addresses(ic));
 }
 
+// Every target but the first gets <target>/<run.name>/rocecap-target.json naming the run and
+// where its manifest (and lock) are, so a directory found on a disk alone says which run it
+// belongs to and where the rest of that run is.
+void mark_targets(const config::RunConfig& cfg, const writers::OutputTargets& targets) {
+  nlohmann::json dirs = nlohmann::json::array();
+  for (std::size_t t = 0; t < targets.size(); ++t)
+    dirs.push_back(targets.directory(t).string());
+  const fs::path manifest = targets.directory(0) / cfg.run.name / "manifest.json";
+  for (std::size_t t = 1; t < targets.size(); ++t) {
+    fs::path path;
+    if (writers::Status s = writers::place_in_directory(targets.directory(t),
+                                                        cfg.run.name + "/" + kTargetMarker, path);
+        !s) {
+      throw std::runtime_error("output target " + std::to_string(t) + ": " + s.message());
+    }
+    const nlohmann::json marker = {
+        {"run", cfg.run.name}, {"target", t}, {"targets", dirs}, {"manifest", manifest.string()}};
+    if (std::string err = replace_file_atomically(path.string(), marker.dump(2) + "\n");
+        !err.empty()) {
+      throw std::runtime_error("output target " + std::to_string(t) + ": " + err);
+    }
+  }
+}
+
+// output.directories (or output.directory): each target's state changes are logged once.
+std::shared_ptr<writers::OutputTargets> make_targets(const config::RunConfig& cfg,
+                                                     const std::shared_ptr<spdlog::logger>& log) {
+  std::vector<fs::path> dirs;
+  for (const std::string& d : cfg.output.directories)
+    dirs.emplace_back(d);
+  if (dirs.empty()) dirs.emplace_back(cfg.output.directory);
+  for (const fs::path& d : dirs) {
+    if (writers::Status s = writers::make_directories(d); !s) throw std::runtime_error(s.message());
+  }
+  writers::TargetOptions o;
+  // A full target comes back with room for a few files (at most 64 MiB, at least 4 MiB).
+  o.recover_bytes = std::clamp<uint64_t>(2 * cfg.output.rotate_bytes, 4u << 20, 64u << 20);
+  auto targets = std::make_shared<writers::OutputTargets>(std::move(dirs), o);
+  if (targets->size() > 1) {
+    for (std::size_t t = 0; t < targets->size(); ++t)
+      log->info("output target {}: {}", t, targets->directory(t).string());
+    mark_targets(cfg, *targets);
+  }
+  targets->set_observer([log, dirs = cfg.output.directories](
+                            std::size_t t, writers::TargetState state, const std::string& why) {
+    const std::string dir = t < dirs.size() ? dirs[t] : std::string("?");
+    if (state == writers::TargetState::active) {
+      log->warn("output target {} ({}) back in rotation: {}", t, dir, why);
+    } else {
+      log->error(
+          "output target {} ({}) out of rotation ({}): {}; new files go to the other "
+          "targets, the data that did not reach it too",
+          t, dir, writers::to_string(state), why);
+    }
+  });
+  return targets;
+}
+
 }  // namespace
 
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
@@ -364,6 +451,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
 #endif
   rt->run_dir = fs::path(cfg.output.directory) / cfg.run.name;
   rt->run_directory = std::make_unique<RunDirectory>(cfg.output.directory, rt->run_dir);
+  rt->targets = make_targets(cfg, log);
 
   const auto refs = config::enumerate_streams(cfg);
   const bool record_arrivals = config::has_format(cfg.output, OutputFormat::pcap);

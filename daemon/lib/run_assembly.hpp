@@ -63,11 +63,17 @@ struct WriteErrors {
   uint64_t not_listed = 0;
 };
 
+// On every output target but the first, in the run's directory: which run, which target, and
+// where the manifest is (the first target's run directory, with the lock).
+inline constexpr const char* kTargetMarker = "rocecap-target.json";
+
 struct Runtime {
   const config::RunConfig* config = nullptr;
   std::filesystem::path run_dir;                // output.directory / run.name
   std::unique_ptr<RunDirectory> run_directory;  // run_dir, held open (containment, loss check)
   StorageLoss storage;                          // set when the storage is gone (exit 5)
+  // output.directories (one or more): where each file is placed; shared by every writer.
+  std::shared_ptr<writers::OutputTargets> targets;
   // Where the payload slabs live and why (capture.payload_memory): log, manifest, build info.
   capture::memory::PayloadChoice payload{capture::memory::MemoryKind::host, "not decided"};
   std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;

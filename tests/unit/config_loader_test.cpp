@@ -130,6 +130,29 @@ TEST(ConfigLoader, CaptureGpuIsAnIndexOrAPciBusId) {
   EXPECT_EQ(d.config->capture.gpu, "");  // nearest the NICs
 }
 
+// output.directories: several targets, the first also output.directory (run directory, lock,
+// manifest); output.directory alone is the one-target list; both at once is refused with the
+// file, line and column of output.directories.
+TEST(ConfigLoader, OutputDirectoriesListTheTargets) {
+  const LoadResult r = load_string(
+      patched("directory: /tmp/rocecap-test", "directories: [/tmp/rocecap-a, /tmp/rocecap-b]"),
+      "run.yaml", fixed_host());
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_EQ(r.config->output.directory, "/tmp/rocecap-a");
+  EXPECT_EQ(r.config->output.directories,
+            (std::vector<std::string>{"/tmp/rocecap-a", "/tmp/rocecap-b"}));
+  const LoadResult one = load_string(kBaseConfig, "run.yaml", fixed_host());
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one.config->output.directories, std::vector<std::string>{"/tmp/rocecap-test"});
+  const LoadResult both = load_string(
+      patched("  reorder_window: 8\n", "  reorder_window: 8\n  directories: [/tmp/a, /tmp/b]\n"),
+      "run.yaml", fixed_host());
+  ASSERT_EQ(both.problems.size(), 1u) << all_problems(both);
+  EXPECT_EQ(format_problem(both.problems[0]),
+            "run.yaml:29:16: output.directories: give output.directory (one target) or "
+            "output.directories (several), not both");
+}
+
 TEST(ConfigLoader, ReportsAllProblemsInFileOrder) {
   std::string text = patched("rotate: 1GiB", "rotate: 4GB");
   text = text.substr(0, text.find("  duration: 10s")) + "  duration: ten\n" +

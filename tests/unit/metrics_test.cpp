@@ -114,10 +114,8 @@ class Metrics : public ::testing::Test {
         "  antennas:\n"
         "    - {name: ak11, source: 192.0.2.11}\n"
         "    - {name: ak12, source: 192.0.2.12}\n"
-        "output:\n"
-        "  directory: " +
-        dir_.string() +
-        "\n"
+        "output:\n" +
+        output_directories() +
         "  formats: [raw, codifhdr]\n"
         "  reorder_window: 4\n"
         "metrics: {listen: 127.0.0.1:9464}\n";
@@ -127,6 +125,8 @@ class Metrics : public ::testing::Test {
     cfg_.metrics.port = 0;  // any free port
     rt_ = daemon::build_runtime(cfg_, spdlog::default_logger());
   }
+  // The output section's directory key(s).
+  virtual std::string output_directories() { return "  directory: " + dir_.string() + "\n"; }
   void TearDown() override {
     server_.reset();
     rt_.reset();
@@ -229,6 +229,85 @@ TEST_F(Metrics, WriteErrorLossAndStorageLossAreExported) {
   EXPECT_GE(s[m("rocecap_storage_errors_total", raw)], 1);
   EXPECT_EQ(s[m("rocecap_write_error_lost_frames_total", raw)], 1) << "frame 0 never reached disk";
   EXPECT_NE(rt_->storage.why().find("Input/output error"), std::string::npos) << rt_->storage.why();
+}
+
+// Per output target: bytes written, files, state; with one target it is the directory.
+TEST_F(Metrics, TargetCountersFollowTheFiles) {
+  for (uint64_t i : {0, 1, 2})
+    feed(test::frame(test::kSrcA, i));
+  settle();
+  ASSERT_TRUE(rec0().writer->close().ok());
+  auto s = scrape();
+  const std::string l = R"({directory=")" + dir_.string() + R"(",target="0"})";
+  const double frame_bytes = capture::codif::kHeaderBytes + test::kPayload;
+  EXPECT_EQ(s["rocecap_target_written_bytes_total" + l], 3 * frame_bytes + 3 * 64.0);
+  EXPECT_EQ(s["rocecap_target_files_total" + l], 2);
+  EXPECT_GE(s["rocecap_target_writes_total" + l], 2);
+  EXPECT_GT(s["rocecap_target_free_bytes" + l], 0);
+  const std::string st = R"({directory=")" + dir_.string() + R"(",state="active",target="0"})";
+  EXPECT_EQ(s["rocecap_target_state" + st], 1) << last_text_;
+}
+
+// Two targets; the second answers EIO (the file layer's fault seam) when the files are flushed:
+// the run goes on (no storage loss), the data reaches the first target, nothing is lost, and
+// the metrics say target 1 failed and the writers spilled.
+class MetricsTwoTargets : public Metrics {
+ protected:
+  std::string output_directories() override {
+    return "  directories: [" + (dir_ / "a").string() + ", " + (dir_ / "b").string() + "]\n";
+  }
+};
+
+std::string g_eio_dir;
+ssize_t eio_under_dir(int fd, const void* data, std::size_t n) {
+  char link[64], path[4096];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t len = ::readlink(link, path, sizeof path - 1);
+  if (len > 0 && std::string(path, std::size_t(len)).rfind(g_eio_dir, 0) == 0) {
+    errno = EIO;
+    return -1;
+  }
+  return ::write(fd, data, n);
+}
+
+TEST_F(MetricsTwoTargets, EioOnOneTargetSpillsAndTheRunGoesOn) {
+  for (uint64_t i = 0; i < 20; ++i) {
+    feed(test::frame(test::kSrcA, i));
+    feed(test::frame(test::kSrcB, i));
+  }
+  settle();
+  // Four files (2 streams x raw, codifhdr) were opened, two on each target.
+  g_eio_dir = (dir_ / "b").string() + "/";
+  writers::testing::set_write_function(eio_under_dir);
+  const writers::Status closed = rec0().writer->close();
+  writers::testing::set_write_function(nullptr);
+  EXPECT_TRUE(closed.ok()) << closed.message();
+  daemon::publish_writer(rec0(), 1'800'000'002'000'000'000);
+  auto s = scrape();
+  EXPECT_EQ(s["rocecap_storage_lost"], 0) << "one target failing is not the run's storage lost";
+  const auto raw = R"({format="raw",interface="rec0"})";
+  const auto hdr = R"({format="codifhdr",interface="rec0"})";
+  EXPECT_EQ(s[m("rocecap_write_error_lost_frames_total", raw)], 0);
+  EXPECT_EQ(s[m("rocecap_write_errors_total", raw)], 0);
+  EXPECT_EQ(s[m("rocecap_written_frames_total", raw)], 40);
+  EXPECT_EQ(s[m("rocecap_written_frames_total", hdr)], 40);
+  EXPECT_GE(s[m("rocecap_write_spills_total", raw)] + s[m("rocecap_write_spills_total", hdr)], 1);
+  const std::string b =
+      R"({directory=")" + (dir_ / "b").string() + R"(",state="failed",target="1"})";
+  EXPECT_EQ(s["rocecap_target_state" + b], 1) << last_text_;
+  // Every frame is in a file on target 0.
+  uint64_t frames = 0;
+  for (std::size_t st = 0; st < 2; ++st) {
+    for (const auto& f : rec0().writer->writers(st).raw->files()) {
+      if (f.records > 0) {
+        EXPECT_EQ(f.target, 0u) << f.path;
+      }
+      frames += f.records;
+      EXPECT_EQ(fs::file_size(f.path), f.bytes);
+    }
+  }
+  EXPECT_EQ(frames, 40u);
+  EXPECT_FALSE(rt_->storage.lost());
 }
 
 TEST_F(Metrics, BuildInfoStartTimeAndRunState) {

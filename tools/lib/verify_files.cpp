@@ -63,8 +63,15 @@ class ExpectedSequence {
   Slot slot() const noexcept { return spec_.expect->slots[k_]; }
 
   void skip_unwritten() {
-    while (!spec_.fill_gaps && !done() && slot() == Slot::missing)
+    while (!done() && ((!spec_.fill_gaps && slot() == Slot::missing) || write_error_gap()))
       ++k_;
+  }
+  // Whether index() lies in one of the manifest's write_error gaps (visited in order).
+  bool write_error_gap() {
+    const auto& gaps = spec_.unwritten;
+    while (gap_ < gaps.size() && gaps[gap_].first + gaps[gap_].second <= index())
+      ++gap_;
+    return gap_ < gaps.size() && gaps[gap_].first <= index();
   }
   void next() {
     ++k_;
@@ -114,6 +121,7 @@ class ExpectedSequence {
   const SequenceSpec& spec_;
   std::size_t header_bytes_, data_bytes_;
   std::size_t k_ = 0;       // into expect->slots
+  std::size_t gap_ = 0;     // into spec_.unwritten
   std::size_t offset_ = 0;  // into the current frame's bytes
   std::array<std::byte, capture::codif::kHeaderBytes> header_{};
 };

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tools/lib/gen_frame.hpp"
@@ -21,6 +22,9 @@ struct SequenceSpec {
   bool headers = true;    // 64-byte CODIF header per frame
   bool data = true;       // the data array per frame
   bool fill_gaps = true;  // missing frames written as fill frames (else left out)
+  // [first index, count] of the frames the manifest counts lost to write errors (its
+  // write_error gaps, in order): in no file (with several targets, once no target had room).
+  std::vector<std::pair<uint64_t, uint64_t>> unwritten;
 };
 
 struct ListedFile {

@@ -1,0 +1,364 @@
+// Several output targets (issue 12): placement balances bytes over the targets weighted by their
+// free space; a target that fails (ENOSPC, EIO, a stalled write) is taken out of rotation and
+// the data that did not reach it goes to a new file on another target, so nothing is lost while
+// any target has room; a target that frees space comes back. The files of one stream, taken in
+// the order the writer lists them, are always exactly the frames written, whatever target each
+// one is on.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "writer_test_util.hpp"
+#include "writers/output_targets.hpp"
+#include "writers/raw_writer.hpp"
+
+namespace rocecap::writers {
+namespace {
+
+using test::Bytes;
+namespace fs = std::filesystem;
+
+constexpr std::size_t kHeader = 64, kData = 960, kFrame = kHeader + kData;
+
+Bytes frame(uint32_t stream, uint32_t i) {
+  return test::pattern(kFrame, stream * 1000003u + i);
+}
+
+struct Targets {
+  std::vector<std::unique_ptr<test::TempDir>> dirs;
+  std::shared_ptr<OutputTargets> set;
+  std::map<std::size_t, std::vector<std::pair<std::size_t, std::string>>> events;
+
+  explicit Targets(std::size_t n, TargetOptions o = {}) {
+    std::vector<fs::path> paths;
+    for (std::size_t i = 0; i < n; ++i) {
+      dirs.push_back(std::make_unique<test::TempDir>());
+      paths.push_back(dirs.back()->path());
+    }
+    make(paths, std::move(o));
+  }
+  Targets(std::vector<fs::path> paths, TargetOptions o) { make(paths, std::move(o)); }
+  void make(const std::vector<fs::path>& paths, TargetOptions o) {
+    set = std::make_shared<OutputTargets>(paths, std::move(o));
+    set->set_observer([this](std::size_t t, TargetState s, const std::string& why) {
+      events[t].emplace_back(static_cast<std::size_t>(s), why);
+    });
+  }
+};
+
+RotationOptions rotation(const Targets& t, uint64_t max_bytes, const std::string& stem,
+                         std::size_t buffer = 4096) {
+  RotationOptions o;
+  o.max_bytes = max_bytes;
+  o.buffer_bytes = buffer;
+  o.targets = t.set;
+  o.names = [stem](uint64_t seq) { return "run/" + stem + "." + std::to_string(seq); };
+  o.retry.first = std::chrono::milliseconds(0);
+  o.retry.max = std::chrono::milliseconds(0);
+  return o;
+}
+
+Status put(RawWriter& w, uint32_t stream, uint32_t i) {
+  const Bytes f = frame(stream, i);
+  w.set_next_index(i);
+  return w.write_frame(std::span<const std::byte, 64>(f.data(), 64),
+                       std::span<const std::byte>(f).subspan(kHeader));
+}
+
+// The stream's files in the writer's order hold exactly the frames outside the write_error gaps.
+void expect_whole(RawWriter& w, uint32_t stream, uint32_t total) {
+  Bytes in_files, expected;
+  std::vector<bool> lost(total, false);
+  for (const auto& [first, count] : w.stats().write_loss.gaps)
+    for (uint64_t i = first; i < first + count && i < total; ++i)
+      lost[i] = true;
+  for (uint32_t i = 0; i < total; ++i)
+    if (!lost[i]) test::append(expected, frame(stream, i));
+  uint64_t next = 0;
+  for (const FileRecord& f : w.files()) {
+    SCOPED_TRACE(f.path.string());
+    const Bytes b = test::read_file(f.path);
+    EXPECT_EQ(b.size(), f.bytes);
+    EXPECT_EQ(b.size() % kFrame, 0u);
+    EXPECT_EQ(f.records, b.size() / kFrame);
+    if (f.records > 0) {
+      EXPECT_GE(f.first_index, next) << "files out of frame order";
+      next = f.first_index + f.records;
+    }
+    test::append(in_files, b);
+  }
+  EXPECT_TRUE(in_files == expected) << "files hold " << in_files.size() / kFrame
+                                    << " frames, expected " << expected.size() / kFrame;
+  EXPECT_EQ(w.stats().frames_written + w.stats().frames_dropped, total);
+}
+
+std::map<std::size_t, uint64_t> bytes_per_target(RawWriter& w) {
+  std::map<std::size_t, uint64_t> out;
+  for (const FileRecord& f : w.files())
+    out[f.target] += f.bytes;
+  return out;
+}
+
+TEST(OutputTargets, FourEqualTargetsTakeAQuarterOfTheBytesEachWithinOneFile) {
+  TargetOptions o;
+  o.free_bytes = [](const fs::path&) { return std::optional<uint64_t>(uint64_t{1} << 40); };
+  Targets t(4, o);
+  constexpr uint64_t kFile = 20 * kFrame;
+  std::vector<RawWriter> writers;
+  for (uint32_t s = 0; s < 3; ++s)
+    writers.emplace_back(PathMaker{}, rotation(t, kFile, "s" + std::to_string(s)));
+  constexpr uint32_t kFrames = 1000;
+  for (uint32_t i = 0; i < kFrames; ++i)
+    for (uint32_t s = 0; s < 3; ++s)
+      ASSERT_TRUE(put(writers[s], s, i).ok());
+  std::map<std::size_t, uint64_t> per_target;
+  uint64_t total = 0;
+  for (uint32_t s = 0; s < 3; ++s) {
+    ASSERT_TRUE(writers[s].close().ok());
+    expect_whole(writers[s], s, kFrames);
+    for (const auto& [target, bytes] : bytes_per_target(writers[s])) {
+      per_target[target] += bytes;
+      total += bytes;
+    }
+  }
+  ASSERT_EQ(per_target.size(), 4u);
+  for (const auto& [target, bytes] : per_target) {
+    EXPECT_NEAR(double(bytes), double(total) / 4, double(kFile)) << "target " << target;
+  }
+  const auto snap = t.set->snapshot();
+  for (std::size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(snap[i].bytes_written, per_target[i]) << "target " << i;
+    EXPECT_EQ(snap[i].state, TargetState::active);
+    EXPECT_GT(snap[i].files, 0u);
+  }
+}
+
+TEST(OutputTargets, BytesAreWeightedByFreeSpace) {
+  std::map<std::string, uint64_t> free;
+  TargetOptions o;
+  o.free_bytes = [&free](const fs::path& p) { return std::optional<uint64_t>(free[p.string()]); };
+  test::TempDir a, b;
+  free[a.path().string()] = 100 << 20;
+  free[b.path().string()] = 300 << 20;
+  Targets t({a.path(), b.path()}, o);
+  RawWriter w(PathMaker{}, rotation(t, 10 * kFrame, "s"));
+  for (uint32_t i = 0; i < 2000; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok());
+  ASSERT_TRUE(w.close().ok());
+  expect_whole(w, 0, 2000);
+  const auto per = bytes_per_target(w);
+  // Three times the free space, three times the bytes (within one file): both fill together.
+  EXPECT_NEAR(double(per.at(0)), 2000.0 * kFrame / 4, 10.0 * kFrame);
+  EXPECT_NEAR(double(per.at(1)), 3 * 2000.0 * kFrame / 4, 10.0 * kFrame);
+}
+
+// Fault seam: writes to files under `g_fail_dir` fail with g_fail_errno once g_fail_after bytes
+// went there.
+std::string g_fail_dir;
+int g_fail_errno = ENOSPC;
+std::atomic<int64_t> g_fail_after{0};
+int g_stall_ms = 0;
+ssize_t failing_write(int fd, const void* data, std::size_t n) {
+  char link[64], path[4096];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t len = ::readlink(link, path, sizeof path - 1);
+  if (len > 0 && std::string(path, std::size_t(len)).rfind(g_fail_dir, 0) == 0) {
+    if (g_stall_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(g_stall_ms));
+    if (g_fail_after.fetch_sub(int64_t(n)) < int64_t(n)) {
+      errno = g_fail_errno;
+      return -1;
+    }
+  }
+  return ::write(fd, data, n);
+}
+struct Seam {
+  Seam(const fs::path& dir, int err, int64_t after, int stall_ms = 0) {
+    g_fail_dir = dir.string() + "/";
+    g_fail_errno = err;
+    g_fail_after = after;
+    g_stall_ms = stall_ms;
+    testing::set_write_function(failing_write);
+  }
+  ~Seam() { testing::set_write_function(nullptr); }
+};
+
+void spill_run(int err) {
+  TargetOptions o;
+  o.recover_bytes = uint64_t{1} << 40;  // the seam's "full" target never frees that much
+  Targets t(3, o);
+  // Frames straddle the 4096-byte staging buffers, so a failure cuts records already written.
+  RawWriter w(PathMaker{}, rotation(t, 50 * kFrame, "s"));
+  constexpr uint32_t kFrames = 600;
+  std::size_t failing = 0;
+  {
+    Seam seam(fs::path("/nonexistent"), err, 0);
+    for (uint32_t i = 0; i < kFrames; ++i) {
+      if (i == 10) {  // by now a file is open on every target in turn: fail the one in use
+        failing = w.files().back().target;
+        g_fail_dir = t.set->directory(failing).string() + "/";
+        g_fail_after = 3 * 4096;
+      }
+      ASSERT_TRUE(put(w, 0, i).ok()) << "frame " << i;
+    }
+    ASSERT_TRUE(w.close().ok());
+  }
+  expect_whole(w, 0, kFrames);
+  EXPECT_EQ(w.stats().frames_dropped, 0u) << "a frame was lost while two targets had room";
+  EXPECT_EQ(w.stats().write_errors, 0u);
+  EXPECT_GE(w.stats().spills, 1u);
+  const auto snap = t.set->snapshot();
+  EXPECT_EQ(snap[failing].state, err == ENOSPC ? TargetState::full : TargetState::failed);
+  EXPECT_EQ(snap[failing].out_of_rotation, 1u);
+  ASSERT_EQ(t.events[failing].size(), 1u) << "taken out of rotation once, reported once";
+  EXPECT_NE(t.events[failing][0].second.find(t.set->directory(failing).string()),
+            std::string::npos);
+  for (const FileRecord& f : w.files()) {
+    if (f.target == failing) {
+      EXPECT_TRUE(f.failed || f.bytes > 0);
+    }
+  }
+  // Nothing new went to the failing target after it failed.
+  bool after = false;
+  for (const FileRecord& f : w.files()) {
+    if (f.failed) {
+      after = true;
+    } else if (after) {
+      EXPECT_NE(f.target, failing) << f.path;
+    }
+  }
+}
+
+TEST(OutputTargets, EnospcOnOneTargetSpillsToAnotherAndLosesNothing) {
+  spill_run(ENOSPC);
+}
+TEST(OutputTargets, EioOnOneTargetMidRunSpillsAndTheRunGoesOn) {
+  spill_run(EIO);
+}
+
+// Real ENOSPC: three tmpfs of unequal size fill one after another; nothing is lost until the
+// last is full; then frames are counted lost with their indices; freeing space brings a
+// target back and writing resumes there.
+TEST(OutputTargets, UnequalTmpfsTargetsFillBeforeAnyFrameIsLost) {
+  test::TempMount a("tmpfs", "size=256k"), b("tmpfs", "size=512k"), c("tmpfs", "size=1m");
+  if (!a.ok()) GTEST_SKIP() << a.why();
+  TargetOptions o;
+  o.recover_bytes = 128 << 10;
+  Targets t({a.path(), b.path(), c.path()}, o);
+  RawWriter w(PathMaker{}, rotation(t, 40 * kFrame, "s"));
+  constexpr uint32_t kFrames = 2400;  // 2.4 MB for 1.75 MiB of targets
+  uint32_t first_lost = kFrames;
+  for (uint32_t i = 0; i < kFrames; ++i) {
+    (void)put(w, 0, i);
+    if (w.stats().frames_dropped > 0 && first_lost == kFrames) first_lost = i;
+  }
+  for (const auto& s : t.set->snapshot()) {
+    EXPECT_EQ(s.state, TargetState::full) << s.directory;
+    EXPECT_LT(s.free_bytes, 3 * 4096 + kFrame) << s.directory << ": lost frames while it had room";
+  }
+  ASSERT_GT(w.stats().frames_dropped, 0u);
+  EXPECT_GT(first_lost, 1500u);
+  EXPECT_EQ(w.stats().write_loss.gaps.front().first, w.stats().frames_written)
+      << "the first frame lost follows every frame written";
+  // Space comes back on the smallest target: it re-enters rotation and takes the next frames.
+  for (const FileRecord& f : w.files())
+    if (f.target == 0) fs::remove(f.path);
+  const uint64_t written = w.stats().frames_written;
+  for (uint32_t i = kFrames; i < kFrames + 50; ++i)
+    (void)put(w, 0, i);
+  EXPECT_GT(w.stats().frames_written, written) << "writing did not resume on the freed target";
+  EXPECT_EQ(t.set->snapshot()[0].state, TargetState::active);
+  (void)w.close();
+}
+
+TEST(OutputTargets, AStalledWriteTakesTheTargetOutOfRotation) {
+  TargetOptions o;
+  o.stall = std::chrono::milliseconds(20);
+  Targets t(2, o);
+  RawWriter w(PathMaker{}, rotation(t, 8 * kFrame, "s"));
+  {
+    Seam seam(t.dirs[0]->path(), 0, int64_t{1} << 40, 50);  // slow, never failing
+    for (uint32_t i = 0; i < 100; ++i)
+      ASSERT_TRUE(put(w, 0, i).ok());
+  }
+  ASSERT_TRUE(w.close().ok());
+  expect_whole(w, 0, 100);
+  const auto snap = t.set->snapshot();
+  EXPECT_EQ(snap[0].state, TargetState::failed);
+  EXPECT_NE(snap[0].reason.find("stall"), std::string::npos) << snap[0].reason;
+  EXPECT_GE(snap[0].max_write_ns, 50'000'000u);
+  uint64_t on_0 = 0;
+  for (const FileRecord& f : w.files())
+    on_0 += f.target == 0 ? f.records : 0;
+  EXPECT_LE(on_0, 8u) << "the stalled target kept getting files";
+}
+
+TEST(OutputTargets, OneTargetKeepsTheSingleDirectoryBehaviour) {
+  Targets t(1);
+  RawWriter w(PathMaker{}, rotation(t, 20 * kFrame, "s"));
+  {
+    Seam seam(t.dirs[0]->path(), ENOSPC, 8 * 4096);
+    for (uint32_t i = 0; i < 100; ++i)
+      (void)put(w, 0, i);
+  }
+  (void)w.close();
+  EXPECT_GT(w.stats().write_errors, 0u);
+  EXPECT_EQ(w.stats().spills, 0u);
+  EXPECT_EQ(t.set->snapshot()[0].state, TargetState::active) << "the only target stays in";
+  expect_whole(w, 0, 100);
+}
+
+// A target whose writes take far longer than the others' (but not past the stall bound)
+// gets fewer new files, and still some.
+TEST(OutputTargets, ATargetFallingBehindGetsFewerFiles) {
+  TargetOptions o;
+  o.free_bytes = [](const fs::path&) { return std::optional<uint64_t>(uint64_t{1} << 40); };
+  o.slow_floor = std::chrono::milliseconds(5);
+  Targets t(2, o);
+  RawWriter w(PathMaker{}, rotation(t, 8 * kFrame, "s"));
+  {
+    Seam seam(t.dirs[0]->path(), 0, int64_t{1} << 40, 30);  // 30 ms per write, never failing
+    for (uint32_t i = 0; i < 400; ++i)
+      ASSERT_TRUE(put(w, 0, i).ok());
+  }
+  ASSERT_TRUE(w.close().ok());
+  expect_whole(w, 0, 400);
+  const auto per = bytes_per_target(w);
+  EXPECT_GT(per.at(0), 0u) << "the slow target got no file at all";
+  EXPECT_LT(double(per.at(0)), 0.25 * 400 * kFrame) << "the slow target kept its half";
+  EXPECT_EQ(t.set->snapshot()[0].state, TargetState::active) << "slow is not stalled";
+}
+
+// A file deleted under the writer on one of several targets: reported, its frames counted lost
+// (write_error gaps), the target out of rotation, and the stream goes on on another target.
+TEST(OutputTargets, AFileDeletedOnOneTargetIsCountedLostAndTheStreamMovesOn) {
+  Targets t(2);
+  RawWriter w(PathMaker{}, rotation(t, 1000 * kFrame, "s"));
+  for (uint32_t i = 0; i < 30; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok());
+  const FileRecord first = w.files().back();
+  fs::remove(first.path);
+  const Status s = w.check_unlinked();
+  EXPECT_EQ(s.code(), ENOENT);
+  for (uint32_t i = 30; i < 60; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok());
+  ASSERT_TRUE(w.close().ok());
+  EXPECT_EQ(w.stats().frames_dropped, 30u);
+  ASSERT_EQ(w.stats().write_loss.gaps.size(), 1u);
+  EXPECT_EQ(w.stats().write_loss.gaps[0], (std::pair<uint64_t, uint64_t>{0, 30}));
+  ASSERT_EQ(w.files().size(), 1u);
+  EXPECT_NE(w.files()[0].target, first.target);
+  EXPECT_EQ(w.files()[0].first_index, 30u);
+  EXPECT_EQ(t.set->snapshot()[first.target].state, TargetState::failed);
+  expect_whole(w, 0, 60);
+}
+
+}  // namespace
+}  // namespace rocecap::writers
