@@ -128,9 +128,10 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
           raw);
     }
     if (config::has_format(cfg.output, OutputFormat::vdifhdr)) {
-      per_stream[s].vdifhdr.emplace(stream_paths(cfg, ir.refs[s], OutputFormat::vdifhdr),
-                                    rotation(cfg, first(config::stream_file_name(
-                                                      cfg, ir.refs[s], OutputFormat::vdifhdr, 0))));
+      per_stream[s].vdifhdr.emplace(
+          stream_paths(cfg, ir.refs[s], OutputFormat::vdifhdr),
+          rotation(cfg, first(config::stream_file_name(cfg, ir.refs[s], OutputFormat::vdifhdr, 0)),
+                   rt, stream_names(cfg, ir.refs[s], OutputFormat::vdifhdr)));
     }
     if (config::has_format(cfg.output, OutputFormat::codifhdr)) {
       per_stream[s].codifhdr.emplace(

@@ -169,7 +169,7 @@ class VerifyFiles : public ::testing::Test {
   }
 
   SequenceSpec spec(bool headers) {
-    return SequenceSpec{frames_.get(), 2, &expect_, headers, true, true};
+    return SequenceSpec{frames_.get(), 2, &expect_, headers, true, true, {}};
   }
 
   // The pattern byte at `offset` of frame `index` (antenna 2) xor `mask`, as "0x..".
