@@ -77,7 +77,7 @@ class PacketSource {
   // transport has no per-stream queue.
   virtual uint64_t stream_recoveries(uint32_t /*index*/) const noexcept { return 0; }
   // An event the capture thread recorded but must not log itself (the first receive error),
-  // handed over once; empty when there is none (new).
+  // handed over once; empty when there is none.
   virtual std::string take_event() { return {}; }
 };
 
