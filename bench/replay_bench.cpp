@@ -136,7 +136,8 @@ struct Pipeline {
 template <typename Consume>
 void replay(const Corpus& c, capture::Ingest& ingest, Consume&& consume) {
   auto src = capture::pcap::PcapSource::open_file(c.path, capture::pcap::Pace::fast);
-  while (src.dispatch(ingest, kDispatchBatch) >= 0)
+  src.attach(ingest);
+  while (src.poll(kDispatchBatch) >= 0)  // as rocecapd's capture loop: one virtual call a batch
     consume();
   ingest.flush_all();
   while (consume() != 0) {
@@ -254,8 +255,8 @@ void BM_ReplayRawTmpfs(benchmark::State& state) {
     }
     bool failed = false;
     writer = std::make_unique<writers::CaptureWriter>(
-        *p.ingest, std::move(per_stream), std::nullopt, writers::CaptureWriterOptions{},
-        [&](const writers::Status&) { failed = true; });
+        p.ingest->streams(), p.ingest->arrivals(), std::move(per_stream), std::nullopt,
+        writers::CaptureWriterOptions{}, [&](const writers::Status&) { failed = true; });
     writers::CaptureWriter& w = *writer;
     state.ResumeTiming();
     replay(*c, *p.ingest, [&] { return w.poll(); });

@@ -4,7 +4,7 @@
 // with valid CODIF v3 frames at full speed, like a NIC's DMA engine on its own core.
 //
 // Threads: the capture thread (this one) runs the loop of rocecapd's verbs capture thread
-// (daemon/lib/loops.cpp: poll up to 256, sched_yield on an empty poll, one clock read per
+// (daemon/lib/capture_loop.cpp: poll up to 256, sched_yield on an empty poll, one clock read per
 // iteration); a discarding writer thread pops every published slot and releases it at once,
 // as a writer that keeps up would, so the release -> re-post path and its cross-thread
 // queue traffic are part of the measurement; softverbs' wire thread is the third.

@@ -1,7 +1,9 @@
-// The per-packet path of the copying backends (libpcap live and pcap-file replay):
-// parse -> classify -> CODIF decode and validate -> copy into the stream's next free slot
-// (header slot up to the split, payload slot after it, as the NIC would scatter) -> sequence
-// -> publish. One Ingest per interface, driven by that interface's capture thread.
+// The one entry point of the capture core for every transport (capture/packet_source.hpp):
+// parse -> classify -> CODIF decode and validate -> place in the stream's ring slot -> sequence
+// -> publish. Copying transports hand it whole frames (on_frame: copied into the next free slot,
+// header slot up to the split, payload slot after it, as the NIC would scatter); zero-copy
+// transports hand it slots the NIC already filled (on_slot). One Ingest per interface, driven by
+// that interface's capture thread. It knows nothing of any transport.
 //
 // Every frame ends in exactly one place: placed in a stream (sequencer counters), rejected
 // with a reason (per-interface counters below), dropped for want of a slot (the ring's
@@ -12,32 +14,28 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
+#include "capture/arrival_queue.hpp"
 #include "capture/classifier.hpp"
 #include "capture/frame_check.hpp"
-#include "capture/pcap/pcap_source.hpp"
 #include "capture/reject_reason.hpp"
 #include "capture/stream_pipeline.hpp"
 #include "common/relaxed_counter.hpp"
-#include "common/spsc_queue.hpp"
 
 namespace rocecap::capture {
 
-// A placed frame in arrival order, for writers that record the wire (pcap).
-struct ArrivalRef {
-  uint32_t stream = 0;  // index into the Ingest's streams
-  SlotId slot = 0;
-};
-
-class Ingest final : public pcap::FrameSink {
+class Ingest final {
  public:
   // `streams` are this interface's streams (not owned; they outlive the Ingest).
   // With record_arrivals, every placed frame is also queued in arrival order (arrivals()).
   Ingest(std::vector<StreamPipeline*> streams, bool record_arrivals);
 
+  // A copying transport's frame: `captured` bytes of a frame of `wire_bytes` on the wire.
+  // Must not block or throw (capture thread).
   void on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
-                int64_t timestamp_ns) noexcept override;
+                int64_t timestamp_ns) noexcept;
 
   // The zero-copy path (verbs): the NIC already scattered a frame of `byte_len` bytes into
   // `slot` of stream `stream` (header slot up to the split, payload slot after it), a slot
@@ -62,7 +60,7 @@ class Ingest final : public pcap::FrameSink {
   void flush_all() noexcept;
 
   // The writer side of the arrival queue (null without record_arrivals).
-  common::SpscQueue<ArrivalRef>* arrivals() noexcept { return arrivals_ ? &*arrivals_ : nullptr; }
+  ArrivalQueue* arrivals() noexcept { return arrivals_ ? &*arrivals_ : nullptr; }
 
   const std::vector<StreamPipeline*>& streams() const noexcept { return streams_; }
   uint64_t rejected(std::size_t reason) const noexcept { return rejected_[reason].get(); }
@@ -92,7 +90,7 @@ class Ingest final : public pcap::FrameSink {
 
   std::vector<StreamPipeline*> streams_;
   StreamClassifier classifier_;
-  std::optional<common::SpscQueue<ArrivalRef>> arrivals_;
+  std::optional<ArrivalQueue> arrivals_;
   std::array<common::RelaxedCounter, kRejectReasonCount> rejected_{};
   common::RelaxedCounter seen_;
   common::RelaxedCounter arrival_overflows_;

@@ -44,25 +44,27 @@ std::span<const std::byte> ring_payload(const StreamRing& ring, SlotId id) {
 // Tag of a staged pcap record; stream frames are tagged with their stream index.
 constexpr uint32_t kPcapTag = UINT32_MAX;
 
-bool any_gpu_ring(const capture::Ingest& ingest) {
-  return std::any_of(ingest.streams().begin(), ingest.streams().end(), [](const auto* sp) {
+bool any_gpu_ring(const std::vector<capture::StreamPipeline*>& streams) {
+  return std::any_of(streams.begin(), streams.end(), [](const auto* sp) {
     return sp->ring().payload_kind() == capture::memory::MemoryKind::gpu;
   });
 }
 
-std::size_t largest_payload_stride(const capture::Ingest& ingest) {
+std::size_t largest_payload_stride(const std::vector<capture::StreamPipeline*>& streams) {
   std::size_t n = 0;
-  for (const auto* sp : ingest.streams())
+  for (const auto* sp : streams)
     n = std::max(n, sp->ring().payload_stride());
   return n;
 }
 
 }  // namespace
 
-CaptureWriter::CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters> per_stream,
+CaptureWriter::CaptureWriter(std::vector<capture::StreamPipeline*> streams,
+                             capture::ArrivalQueue* arrivals, std::vector<StreamWriters> per_stream,
                              std::optional<PcapWriter> pcap, const CaptureWriterOptions& options,
                              WriteErrorReporter on_error)
-    : ingest_(ingest),
+    : streams_(std::move(streams)),
+      arrivals_queue_(arrivals),
       per_stream_(std::move(per_stream)),
       pcap_(std::move(pcap)),
       options_(options),
@@ -70,14 +72,14 @@ CaptureWriter::CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters>
       state_(per_stream_.size()),
       batches_(per_stream_.size(), std::vector<SlotId>(options.batch)),
       popped_(per_stream_.size()) {
-  if (per_stream_.size() != ingest_.streams().size()) {
+  if (per_stream_.size() != streams_.size()) {
     throw std::invalid_argument("capture writer: one StreamWriters per stream needed");
   }
-  if (pcap_ && ingest_.arrivals() == nullptr) {
+  if (pcap_ && arrivals_queue_ == nullptr) {
     throw std::invalid_argument("capture writer: pcap output needs the arrival queue");
   }
-  if (pcap_) arrivals_.resize(ingest_.arrivals()->capacity());
-  const bool gpu = any_gpu_ring(ingest_);
+  if (pcap_) arrivals_.resize(arrivals_queue_->capacity());
+  const bool gpu = any_gpu_ring(streams_);
   if (gpu || options_.force_staging) {
     const capture::memory::MemoryKind kind =
         gpu ? capture::memory::MemoryKind::gpu : capture::memory::MemoryKind::host;
@@ -85,7 +87,7 @@ CaptureWriter::CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters>
                       ? options_.copy_engine()
                       : staging::make_copy_engine(kind, options_.staging.cuda_device);
     stager_ = std::make_unique<staging::PayloadStager>(
-        std::move(engine), largest_payload_stride(ingest_), options_.staging);
+        std::move(engine), largest_payload_stride(streams_), options_.staging);
     stage_items_.reserve(arrivals_.size() + per_stream_.size() * options_.batch);
   }
 }
@@ -97,12 +99,12 @@ void CaptureWriter::check(Status s) {
 std::size_t CaptureWriter::poll() {
   if (stager_) return poll_staged();
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
-    popped_[s] = ingest_.streams()[s]->ring().pop(batches_[s]);
+    popped_[s] = streams_[s]->ring().pop(batches_[s]);
   }
   if (pcap_) write_arrivals();
   std::size_t total = 0;
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
-    StreamRing& ring = ingest_.streams()[s]->ring();
+    StreamRing& ring = streams_[s]->ring();
     const std::span<const SlotId> ids(batches_[s].data(), popped_[s]);
     for (SlotId id : ids)
       write_frame(s, id, ring_payload(ring, id));
@@ -114,11 +116,11 @@ std::size_t CaptureWriter::poll() {
 }
 
 void CaptureWriter::write_arrivals() {
-  common::SpscQueue<capture::ArrivalRef>* queue = ingest_.arrivals();
+  capture::ArrivalQueue* queue = arrivals_queue_;
   if (queue == nullptr) return;  // checked at construction; keeps the compiler sure too
   const std::size_t n = queue->pop(arrivals_);
   for (std::size_t i = 0; i < n; ++i) {
-    const StreamRing& ring = ingest_.streams()[arrivals_[i].stream]->ring();
+    const StreamRing& ring = streams_[arrivals_[i].stream]->ring();
     write_packet(ring, arrivals_[i].slot, ring_payload(ring, arrivals_[i].slot));
   }
 }
@@ -135,19 +137,19 @@ void CaptureWriter::write_packet(const StreamRing& ring, SlotId id,
 // are staged in the order they are written, and released after stage() returned.
 std::size_t CaptureWriter::poll_staged() {
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
-    popped_[s] = ingest_.streams()[s]->ring().pop(batches_[s]);
+    popped_[s] = streams_[s]->ring().pop(batches_[s]);
   }
   stage_items_.clear();
-  common::SpscQueue<capture::ArrivalRef>* queue = ingest_.arrivals();
+  capture::ArrivalQueue* queue = arrivals_queue_;
   if (pcap_ && queue != nullptr) {  // drained after the pops, as in poll()
     const std::size_t n = queue->pop(arrivals_);
     for (std::size_t i = 0; i < n; ++i) {
-      const StreamRing& ring = ingest_.streams()[arrivals_[i].stream]->ring();
+      const StreamRing& ring = streams_[arrivals_[i].stream]->ring();
       stage_items_.push_back({&ring, arrivals_[i].slot, kPcapTag});
     }
   }
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
-    const StreamRing& ring = ingest_.streams()[s]->ring();
+    const StreamRing& ring = streams_[s]->ring();
     const bool files = per_stream_[s].raw || per_stream_[s].codifhdr || per_stream_[s].vdifhdr;
     for (std::size_t k = 0; k < popped_[s]; ++k) {
       if (files) {
@@ -164,7 +166,7 @@ std::size_t CaptureWriter::poll_staged() {
   report_staging_errors();
   std::size_t total = 0;
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
-    ingest_.streams()[s]->ring().release(std::span<const SlotId>(batches_[s].data(), popped_[s]));
+    streams_[s]->ring().release(std::span<const SlotId>(batches_[s].data(), popped_[s]));
     total += popped_[s];
     take_gap_events(s);
   }
@@ -193,13 +195,13 @@ void CaptureWriter::report_staging_errors() {
 void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::byte> payload) {
   StreamWriters& w = per_stream_[s];
   StreamWriteState& st = state_[s];
-  if (ingest_.streams()[s]->spec().format == capture::StreamFormat::vdif)
+  if (streams_[s]->spec().format == capture::StreamFormat::vdif)
     return write_vdif_frame(s, id, payload);
-  const StreamRing& ring = ingest_.streams()[s]->ring();
+  const StreamRing& ring = streams_[s]->ring();
   const SlotMeta& m = ring.meta(id);
   const UdpPayload udp = udp_payload(ring, id, payload);
   const bool segment_start = (m.flags & capture::kSlotSegmentStart) != 0 || !st.started;
-  const bool codif = ingest_.streams()[s]->spec().format == capture::StreamFormat::codif;
+  const bool codif = streams_[s]->spec().format == capture::StreamFormat::codif;
 
   std::array<std::byte, capture::codif::kHeaderBytes> header{};
   if (codif) {
@@ -230,7 +232,7 @@ void CaptureWriter::write_frame(std::size_t s, SlotId id, std::span<const std::b
 void CaptureWriter::write_vdif_frame(std::size_t s, SlotId id, std::span<const std::byte> payload) {
   StreamWriters& w = per_stream_[s];
   StreamWriteState& st = state_[s];
-  const capture::StreamPipeline& sp = *ingest_.streams()[s];
+  const capture::StreamPipeline& sp = *streams_[s];
   const StreamRing& ring = sp.ring();
   const SlotMeta& m = ring.meta(id);
   const UdpPayload udp = udp_payload(ring, id, payload);
@@ -287,7 +289,7 @@ void CaptureWriter::write_fill(std::size_t s,
   capture::codif::Header h;
   capture::codif::Timing t;
   // The frame was validated at capture, so this only recovers its timing.
-  if (!capture::codif::decode(header, ingest_.streams()[s]->spec().syncs, h) ||
+  if (!capture::codif::decode(header, streams_[s]->spec().syncs, h) ||
       capture::codif::validate(h, udp_payload_bytes, t) != capture::codif::Invalid::ok) {
     return;
   }
@@ -306,7 +308,7 @@ void CaptureWriter::write_fill(std::size_t s,
 void CaptureWriter::take_gap_events(std::size_t s) {
   StreamWriteState& st = state_[s];
   capture::GapEvent g;
-  while (ingest_.streams()[s]->sequencer().pop_gap(g)) {
+  while (streams_[s]->sequencer().pop_gap(g)) {
     if (st.gaps.size() < options_.max_gaps_listed) {
       st.gaps.push_back(g);
     } else {

@@ -4,8 +4,8 @@
 //
 // Per stream: raw (CODIF frames in time order, fill frames where the sequencer found gaps, so
 // file offset is a function of time) and codifhdr. Per interface: pcap, in arrival order (the
-// Ingest's arrival queue), so record times never go backwards although the sequencer hands raw
-// frames over in time order after its reorder window.
+// interface's arrival queue, capture/arrival_queue.hpp), so record times never go backwards
+// although the sequencer hands raw frames over in time order after its reorder window.
 //
 // Ordering rule that keeps slots alive long enough: each pass first pops the published slots,
 // then drains the arrival queue (a slot's arrival is queued before its publication, so every
@@ -31,7 +31,8 @@
 #include <optional>
 #include <vector>
 
-#include "capture/ingest.hpp"
+#include "capture/arrival_queue.hpp"
+#include "capture/stream_pipeline.hpp"
 #include "writers/codif_header_writer.hpp"
 #include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
@@ -73,12 +74,14 @@ using WriteErrorReporter = std::function<void(const Status&)>;
 
 class CaptureWriter {
  public:
-  // per_stream[i] belongs to ingest.streams()[i]. A pcap writer needs an Ingest built with
-  // record_arrivals. Throws std::invalid_argument otherwise, and std::runtime_error when
-  // staging is needed and no copy engine can be made (a build without CUDA, say).
-  CaptureWriter(capture::Ingest& ingest, std::vector<StreamWriters> per_stream,
-                std::optional<PcapWriter> pcap, const CaptureWriterOptions& options,
-                WriteErrorReporter on_error);
+  // `streams` are the interface's streams (not owned; they outlive the writer), per_stream[i]
+  // belongs to streams[i]. `arrivals` is the interface's arrival queue (the producer's,
+  // e.g. Ingest::arrivals()), needed by a pcap writer, else may be null. Throws
+  // std::invalid_argument when these do not fit, and std::runtime_error when staging is
+  // needed and no copy engine can be made (a build without CUDA, say).
+  CaptureWriter(std::vector<capture::StreamPipeline*> streams, capture::ArrivalQueue* arrivals,
+                std::vector<StreamWriters> per_stream, std::optional<PcapWriter> pcap,
+                const CaptureWriterOptions& options, WriteErrorReporter on_error);
 
   // One pass over every stream; returns the number of slots written and released.
   std::size_t poll();
@@ -114,7 +117,8 @@ class CaptureWriter {
   void take_gap_events(std::size_t stream);
   void check(Status s);
 
-  capture::Ingest& ingest_;
+  std::vector<capture::StreamPipeline*> streams_;
+  capture::ArrivalQueue* arrivals_queue_;  // null without pcap
   std::vector<StreamWriters> per_stream_;
   std::optional<PcapWriter> pcap_;
   CaptureWriterOptions options_;

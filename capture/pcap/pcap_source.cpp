@@ -9,6 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include "capture/ingest.hpp"
 #include "capture/net/packet.hpp"
 
 namespace rocecap::capture::pcap {
@@ -124,13 +125,15 @@ bool PcapSource::due_after_wait(int64_t timestamp_ns) noexcept {
   return until == due;
 }
 
-void PcapSource::deliver(FrameSink& sink, const Held& h) noexcept {
+template <class Sink>
+void PcapSource::deliver(Sink& sink, const Held& h) noexcept {
   if (h.captured.size() < h.wire_bytes) ++truncated_;
   sink.on_frame(h.captured, h.wire_bytes, h.timestamp_ns);
   ++frames_;
 }
 
-int PcapSource::dispatch_classic(FrameSink& sink, int max_frames) {
+template <class Sink>
+int PcapSource::dispatch_classic(Sink& sink, int max_frames) {
   using Next = PcapFileReader::Next;
   int delivered = 0;
   while (delivered < max_frames) {
@@ -156,6 +159,42 @@ int PcapSource::dispatch_classic(FrameSink& sink, int max_frames) {
 }
 
 int PcapSource::dispatch(FrameSink& sink, int max_frames) {
+  return dispatch_to(sink, max_frames);
+}
+
+int PcapSource::poll(int max) noexcept {
+  if (failed()) return kFailed;
+  int n = 0;
+  try {
+    if (ingest_ == nullptr) fail(name_, "no Ingest attached to the source");
+    n = dispatch_to(*ingest_, max);
+  } catch (const std::exception& e) {
+    shared_->failure = e.what();
+    shared_->failed.store(true, std::memory_order_release);
+    n = kFailed;
+  }
+  shared_->frames.set(frames_);
+  shared_->truncated.set(truncated_);
+  return n;
+}
+
+std::optional<uint64_t> PcapSource::nic_drops() const noexcept {
+  pcap_stat ps{};
+  if (!live_ || pcap_stats(handle_.get(), &ps) != 0) return uint64_t{0};
+  return uint64_t{ps.ps_drop} + ps.ps_ifdrop;
+}
+
+SourceReport PcapSource::report() const {
+  SourceReport r;
+  r.device = name_;
+  r.frames = shared_->frames.get();
+  r.truncated = shared_->truncated.get();
+  r.time_source = "kernel";
+  return r;
+}
+
+template <class Sink>
+int PcapSource::dispatch_to(Sink& sink, int max_frames) {
   if (reader_) return dispatch_classic(sink, max_frames);
   int delivered = 0;
   bool waited = false;

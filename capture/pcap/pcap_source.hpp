@@ -1,20 +1,29 @@
 // libpcap as a packet source: live capture on any netdev, or replay of a pcap file.
 //
-// The portable backend: it hands every Ethernet frame to a FrameSink, which copies it into the
-// next slot of its stream's ring (doc/design.md). From the ring on, everything is the same code as
-// the verbs path.
+// The portable backend, a PacketSource (capture/packet_source.hpp): poll() hands every Ethernet
+// frame to the attached Ingest (Ingest::on_frame, a direct call), which copies it into the next
+// slot of its stream's ring (doc/design.md). From the ring on, everything is the same code as the
+// verbs path. dispatch() delivers to any FrameSink instead (tests, benchmarks, tools).
 #pragma once
 
 #include <pcap/pcap.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "capture/packet_source.hpp"
 #include "capture/pcap/pcap_file_reader.hpp"
+#include "common/relaxed_counter.hpp"
+
+namespace rocecap::capture {
+class Ingest;
+}
 
 namespace rocecap::capture::pcap {
 
@@ -54,11 +63,27 @@ struct PcapCloser {
   void operator()(pcap_t* p) const noexcept { pcap_close(p); }
 };
 
-class PcapSource {
+class PcapSource final : public PacketSource {
  public:
   // Both throw std::runtime_error with libpcap's words, the interface or path (start-up only).
   static PcapSource open_live(const LiveOptions& options);
   static PcapSource open_file(const std::string& path, Pace pace);
+
+  // The Ingest poll() delivers to; set once, before the first poll().
+  void attach(Ingest& ingest) noexcept { ingest_ = &ingest; }
+
+  // ---- PacketSource ----
+  // dispatch() into the attached Ingest; a capture error (libpcap's, a bad record) fails the
+  // source with its message instead of throwing.
+  int poll(int max) noexcept override;
+  // poll() itself waits up to timeout_ms (live) or a pace slice (replay): nothing to do here.
+  void wait(int /*timeout_ms*/) noexcept override {}
+  bool replay() const noexcept override { return !live_; }
+  bool failed() const noexcept override { return shared_->failed.load(std::memory_order_acquire); }
+  std::string failure() const override { return failed() ? shared_->failure : std::string(); }
+  // Live: libpcap's ps_drop + ps_ifdrop (pcap_stats: capture thread only); a file: 0.
+  std::optional<uint64_t> nic_drops() const noexcept override;
+  SourceReport report() const override;
 
   // Delivers up to `max_frames` frames. Returns how many, 0 when a live capture had none
   // within timeout_ms or a replay at recorded pace waited kPaceSliceNs for a record not yet due
@@ -85,8 +110,14 @@ class PcapSource {
   PcapSource(pcap_t* handle, std::string name, bool live, Pace pace);
   // Recorded pace: sleeps until the record is due, but at most kPaceSliceNs; whether it is due.
   bool due_after_wait(int64_t timestamp_ns) noexcept;
-  int dispatch_classic(FrameSink& sink, int max_frames);
-  void deliver(FrameSink& sink, const Held& h) noexcept;
+  // The delivery loops, for a FrameSink (dispatch) and for the Ingest (poll): one code path,
+  // and a direct per-frame call on the concrete sink.
+  template <class Sink>
+  int dispatch_to(Sink& sink, int max_frames);
+  template <class Sink>
+  int dispatch_classic(Sink& sink, int max_frames);
+  template <class Sink>
+  void deliver(Sink& sink, const Held& h) noexcept;
 
   // The stdio buffer of a replayed file: declared before handle_ so it outlives the FILE that
   // pcap_close() closes.
@@ -100,10 +131,18 @@ class PcapSource {
   int64_t first_ts_ns_ = -1;   // recorded pace: first record's time ...
   int64_t start_mono_ns_ = 0;  // ... and the monotonic time it was replayed at
   Held held_;
-  int poll_fd_ = -1;    // live: readable when frames are buffered
-  int timeout_ms_ = 0;  // live: longest wait in one dispatch
-  uint64_t frames_ = 0;
+  int poll_fd_ = -1;     // live: readable when frames are buffered
+  int timeout_ms_ = 0;   // live: longest wait in one dispatch
+  uint64_t frames_ = 0;  // capture thread; copied to shared_ once per poll
   uint64_t truncated_ = 0;
+  Ingest* ingest_ = nullptr;
+  // What other threads read (report, failed), on the heap so that the source stays movable.
+  struct Shared {
+    common::RelaxedCounter frames, truncated;
+    std::string failure;  // written before failed is set
+    std::atomic<bool> failed{false};
+  };
+  std::unique_ptr<Shared> shared_ = std::make_unique<Shared>();
 };
 
 // BPF expression passing UDP to the given groups and ports, untagged or under one or two VLAN

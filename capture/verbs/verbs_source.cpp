@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -163,7 +164,7 @@ bool VerbsSource::post_batch(uint32_t index, std::size_t n) noexcept {
 }
 
 int VerbsSource::poll(int max) noexcept {
-  if (failed()) return -1;
+  if (failed()) return kFailed;
   polls_.add();
   ibv_cq_ex* cq = cq_.get();
   ibv_poll_cq_attr attr{};
@@ -190,7 +191,7 @@ int VerbsSource::poll(int max) noexcept {
   }
   for (uint32_t i = 0; i < streams_.size(); ++i)
     if (!repost(i)) break;
-  return failed() ? -1 : n;
+  return failed() ? kFailed : n;
 }
 
 void VerbsSource::handle_completion(int64_t now_ns) noexcept {
@@ -261,7 +262,10 @@ void VerbsSource::fail(const char* what, int err) noexcept {
 }
 
 void VerbsSource::wait(int timeout_ms) noexcept {
-  if (!channel_) return;
+  if (!channel_) {  // busy polling
+    sched_yield();
+    return;
+  }
   pollfd p{channel_->fd, POLLIN, 0};
   if (::poll(&p, 1, timeout_ms) <= 0) return;
   ibv_cq* cq = nullptr;
@@ -284,10 +288,34 @@ std::optional<uint64_t> VerbsSource::out_of_buffer() const {
   return v;
 }
 
-std::optional<uint64_t> VerbsSource::nic_drops() const {
-  const auto now = out_of_buffer();
-  if (!now) return std::nullopt;
-  return *now >= out_of_buffer_start_ ? *now - out_of_buffer_start_ : *now;
+std::optional<uint64_t> VerbsSource::nic_drops() const noexcept {
+  try {  // a sysfs read
+    const auto now = out_of_buffer();
+    if (!now) return std::nullopt;
+    return *now >= out_of_buffer_start_ ? *now - out_of_buffer_start_ : *now;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+SourceReport VerbsSource::report() const {
+  const VerbsStats v = stats();
+  SourceReport r;
+  r.device = device_;
+  r.frames = v.completions;
+  r.polls = v.polls;
+  r.empty_polls = v.empty_polls;
+  r.posted = v.posted;
+  r.oversize = v.oversize;
+  r.errors = v.wc_errors;
+  r.recoveries = v.qp_recoveries;
+  r.time_source = time_source_name(time_source_);
+  r.clock_offset_seconds = nic_clock_offset_seconds();
+  if (const auto e = wallclock_encoding(); e != WallclockEncoding::unknown)
+    r.clock_encoding = encoding_name(e);
+  r.first_error = first_error();
+  r.device_view = true;
+  return r;
 }
 
 // Also the raw clock's refresh path: this thread wakes at least every 100 ms.

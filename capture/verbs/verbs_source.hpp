@@ -3,7 +3,8 @@
 // stream's ring slots (SGE0 -> header slot, SGE1 -> payload slot). The capture thread polls
 // the CQ and hands each completed slot to the Ingest, which checks it with the same rules as
 // the copying backends and sequences it; slots the writer released are posted again in
-// batches. See doc/verbs.md for the device behaviour relied on.
+// batches. A PacketSource (capture/packet_source.hpp): the daemon's one capture loop drives it
+// like every other transport. See doc/verbs.md for the device behaviour relied on.
 #pragma once
 
 #include <array>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "capture/ingest.hpp"
+#include "capture/packet_source.hpp"
 #include "capture/verbs/hca_clock.hpp"
 #include "capture/verbs/nic_clock.hpp"
 #include "capture/verbs/verbs_objects.hpp"
@@ -56,33 +58,43 @@ struct VerbsStats {
 // Called from the async event thread with a description; fatal events also fail the source.
 using EventLog = std::function<void(const std::string& message, bool fatal)>;
 
-class VerbsSource {
+class VerbsSource final : public PacketSource {
  public:
   // Opens the device and builds CQ, QPs (RESET -> INIT, every slot posted, -> RTR) and flows for
   // `ingest`'s streams. Throws VerbsError naming the device, stream and call that failed.
   VerbsSource(const VerbsOptions& options, Ingest& ingest, EventLog on_event = {});
-  ~VerbsSource();
+  ~VerbsSource() override;
   VerbsSource(const VerbsSource&) = delete;
   VerbsSource& operator=(const VerbsSource&) = delete;
 
   // ---- capture thread ----
   // Handles up to `max` completions, then re-posts released slots. Returns the completions
-  // of frames handled (not the flushed WRs of a recovering QP: they carry no frame), or -1
-  // once the source has failed (failure() says why).
-  int poll(int max) noexcept;
-  // Event mode: arms the CQ and sleeps until a completion arrives or `timeout_ms` passes.
-  void wait(int timeout_ms) noexcept;
+  // of frames handled (not the flushed WRs of a recovering QP: they carry no frame), or
+  // kFailed once the source has failed (failure() says why).
+  int poll(int max) noexcept override;
+  // Event mode: sleeps on the completion channel until a completion arrives or `timeout_ms`
+  // passes, then re-arms the CQ. Busy polling: sched_yield (free on a dedicated core, where
+  // nothing else is runnable; it keeps a shared core usable).
+  void wait(int timeout_ms) noexcept override;
 
   // ---- any thread ----
-  bool failed() const noexcept { return fail_state_.load(std::memory_order_acquire) == 2; }
-  std::string failure() const { return failed() ? std::string(reason_.data()) : std::string(); }
+  bool failed() const noexcept override { return fail_state_.load(std::memory_order_acquire) == 2; }
+  std::string failure() const override {
+    return failed() ? std::string(reason_.data()) : std::string();
+  }
   VerbsStats stats() const noexcept;
+  // The PacketSource view of stats() and the clock; device_view set.
+  SourceReport report() const override;
+  uint64_t stream_recoveries(uint32_t index) const noexcept override {
+    return qp_recoveries(index);
+  }
+  std::string take_event() override { return take_first_error(); }
   // hw_counters/out_of_buffer of the port (frames dropped for want of a posted slot);
   // nullopt when the counter file is missing or unreadable.
   std::optional<uint64_t> out_of_buffer() const;
   // out_of_buffer counted since this source was built (the counter is the port's, since the
-  // driver loaded), or nullopt.
-  std::optional<uint64_t> nic_drops() const;
+  // driver loaded), or nullopt (also when the read fails).
+  std::optional<uint64_t> nic_drops() const noexcept override;
   const std::string& device() const noexcept { return device_; }
   bool hw_timestamps() const noexcept { return hw_timestamps_; }
   TimeSource time_source() const noexcept { return time_source_; }

@@ -1,7 +1,7 @@
-// The run manifest (manifest.json in the run directory, doc/design.md): what was configured, what
-// arrived, what was lost and why, and every file written. Plain structs filled by the daemon
-// from the capture and writer statistics; rendered to JSON and replaced atomically, at start,
-// periodically and at stop.
+// The run manifest (manifest.json in the run directory; every key in doc/manifest.md): what was
+// configured, what arrived, what was lost and why, and every file written. Plain structs filled by
+// the daemon from the capture and writer statistics; rendered to JSON and replaced atomically, at
+// start, periodically and at stop.
 #pragma once
 
 #include <cstdint>

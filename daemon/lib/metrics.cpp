@@ -178,9 +178,11 @@ void add_stream(StreamFamilies& f, const Runtime& rt, const InterfaceRuntime& ir
 
 // Busy-polling cost: CQ polls and the empty ones per interface (polls per packet is the
 // capture thread's "busy wait per packet"). Only the verbs backend polls a CQ.
-void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runtime& rt) {
-#ifdef ROCECAP_HAVE_VERBS
-  if (rt.config->capture.backend != config::Backend::verbs) return;
+void add_verbs_polls(Exposition& e, const Runtime& rt) {
+  const bool any = std::any_of(rt.interfaces.begin(), rt.interfaces.end(), [](const auto& ir) {
+    return ir->source && ir->source->report().device_view;
+  });
+  if (!any) return;
   auto& polls = e.family("rocecap_cq_polls_total", "Completion queue polls of the capture thread",
                          MetricType::Counter);
   auto& empty = e.family("rocecap_cq_empty_polls_total",
@@ -203,24 +205,20 @@ void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runt
                               "to receiving",
                               MetricType::Counter);
   for (const auto& ir : rt.interfaces) {
-    if (!ir->verbs) continue;
-    const capture::verbs::VerbsStats v = ir->verbs->stats();
+    if (!ir->source) continue;
+    const capture::SourceReport v = ir->source->report();
+    if (!v.device_view) continue;
     add(polls, {{"interface", ir->name}}, double(v.polls));
     add(empty, {{"interface", ir->name}}, double(v.empty_polls));
     add(errors, {{"interface", ir->name}, {"reason", "oversize"}}, double(v.oversize));
-    add(errors, {{"interface", ir->name}, {"reason", "other"}}, double(v.wc_errors));
-    add(clock,
-        {{"interface", ir->name},
-         {"source", capture::verbs::time_source_name(ir->verbs->time_source())}},
-        1);
-    if (const auto off = ir->verbs->nic_clock_offset_seconds())
-      add(offset, {{"interface", ir->name}}, *off);
+    add(errors, {{"interface", ir->name}, {"reason", "other"}}, double(v.errors));
+    add(clock, {{"interface", ir->name}, {"source", v.time_source}}, 1);
+    if (v.clock_offset_seconds) add(offset, {{"interface", ir->name}}, *v.clock_offset_seconds);
     for (std::size_t s = 0; s < ir->streams.size(); ++s) {
       add(recoveries, stream_labels(rt, *ir, s),
-          double(ir->verbs->qp_recoveries(static_cast<uint32_t>(s))));
+          double(ir->source->stream_recoveries(static_cast<uint32_t>(s))));
     }
   }
-#endif
 }
 
 void add_interfaces(Exposition& e, const Runtime& rt) {

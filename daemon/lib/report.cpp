@@ -97,30 +97,26 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
   }
   if (writers.codifhdr) add_files(*writers.codifhdr, "codifhdr");
   if (writers.vdifhdr) add_files(*writers.vdifhdr, "vdifhdr");
-#ifdef ROCECAP_HAVE_VERBS
-  if (ir.verbs) m.qp_recoveries = ir.verbs->qp_recoveries(static_cast<uint32_t>(s));
-#endif
+  if (ir.source) m.qp_recoveries = ir.source->stream_recoveries(static_cast<uint32_t>(s));
   return m;
 }
 
-#ifdef ROCECAP_HAVE_VERBS
-std::optional<ManifestVerbs> verbs_entry(const InterfaceRuntime& ir) {
-  if (!ir.verbs) return std::nullopt;
-  const capture::verbs::VerbsStats v = ir.verbs->stats();
+// The manifest's device-level section (interfaces[].verbs) of a source that has one.
+std::optional<ManifestVerbs> device_entry(const InterfaceRuntime& ir) {
+  if (!ir.source) return std::nullopt;
+  const capture::SourceReport r = ir.source->report();
+  if (!r.device_view) return std::nullopt;
   ManifestVerbs m;
-  m.device = ir.verbs->device();
-  m.time_source = capture::verbs::time_source_name(ir.verbs->time_source());
-  m.wc_errors = v.wc_errors;
-  m.qp_recoveries = v.qp_recoveries;
-  m.first_wc_error = ir.verbs->first_error();
-  m.nic_clock_offset_seconds = ir.verbs->nic_clock_offset_seconds();
-  if (const auto e = ir.verbs->wallclock_encoding();
-      e != capture::verbs::WallclockEncoding::unknown)
-    m.nic_clock_encoding = capture::verbs::encoding_name(e);
-  m.oversize = v.oversize;
+  m.device = r.device;
+  m.time_source = r.time_source;
+  m.wc_errors = r.errors;
+  m.qp_recoveries = r.recoveries;
+  m.first_wc_error = r.first_error;
+  m.nic_clock_offset_seconds = r.clock_offset_seconds;
+  m.nic_clock_encoding = r.clock_encoding;
+  m.oversize = r.oversize;
   return m;
 }
-#endif
 
 ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   ManifestInterface m;
@@ -138,18 +134,13 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
     for (const auto& f : pcap->files())
       m.files.push_back(file_entry(*rt.config, f, "pcap"));
   }
-#ifdef ROCECAP_HAVE_VERBS
-  m.verbs = verbs_entry(ir);
-#endif
+  m.verbs = device_entry(ir);
   return m;
 }
 
-bool verbs_backend([[maybe_unused]] const InterfaceRuntime& ir) {
-#ifdef ROCECAP_HAVE_VERBS
-  return ir.verbs != nullptr;
-#else
-  return false;
-#endif
+// A source with a device-level view (verbs) posts every free slot to the NIC at once.
+bool slots_posted(const InterfaceRuntime& ir) {
+  return ir.source && ir.source->report().device_view;
 }
 
 }  // namespace
@@ -211,10 +202,11 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
   double worst_fill = 0;
   std::size_t k = 0;
   for (const auto& ir : rt.interfaces) {
+    const bool posted = slots_posted(*ir);
     for (std::size_t s = 0; s < ir->streams.size(); ++s, ++k) {
       const auto& sp = ir->streams[s];
       const auto q = sp->sequencer().stats();
-      const double fill = ring_fill(sp->ring(), verbs_backend(*ir));
+      const double fill = ring_fill(sp->ring(), posted);
       now.packets += q.received;
       now.bytes += q.bytes;
       lost += q.lost;
@@ -239,13 +231,11 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
   last = std::move(now);
 }
 
-void log_source_events([[maybe_unused]] const Runtime& rt, [[maybe_unused]] spdlog::logger& log) {
-#ifdef ROCECAP_HAVE_VERBS
+void log_source_events(const Runtime& rt, spdlog::logger& log) {
   for (const auto& ir : rt.interfaces) {
-    if (!ir->verbs) continue;
-    if (const std::string e = ir->verbs->take_first_error(); !e.empty()) log.warn("{}", e);
+    if (!ir->source) continue;
+    if (const std::string e = ir->source->take_event(); !e.empty()) log.warn("{}", e);
   }
-#endif
 }
 
 void log_final_summary(const Runtime& rt, spdlog::logger& log) {
@@ -266,18 +256,16 @@ void log_final_summary(const Runtime& rt, spdlog::logger& log) {
         log.info("interface {}: {} frames rejected: {}", ir->name, n, capture::reject_name(r));
       }
     }
-#ifdef ROCECAP_HAVE_VERBS
-    if (ir->verbs) {
-      const auto v = ir->verbs->stats();
-      log.info(
-          "interface {}: RDMA device {}: {} CQ polls ({} empty), {} completions, {} oversize, "
-          "{} completion errors, {} QP recoveries, {} receive WRs posted, {} NIC drops "
-          "(out_of_buffer); timestamps: {}",
-          ir->name, ir->verbs->device(), v.polls, v.empty_polls, v.completions, v.oversize,
-          v.wc_errors, v.qp_recoveries, v.posted, ir->progress.nic_drops.get(),
-          capture::verbs::time_source_name(ir->verbs->time_source()));
+    if (ir->source) {
+      if (const capture::SourceReport r = ir->source->report(); r.device_view) {
+        log.info(
+            "interface {}: RDMA device {}: {} CQ polls ({} empty), {} completions, {} oversize, "
+            "{} completion errors, {} QP recoveries, {} receive WRs posted, {} NIC drops "
+            "(out_of_buffer); timestamps: {}",
+            ir->name, r.device, r.polls, r.empty_polls, r.frames, r.oversize, r.errors,
+            r.recoveries, r.posted, ir->progress.nic_drops.get(), r.time_source);
+      }
     }
-#endif
   }
 }
 

@@ -9,13 +9,13 @@
 
 #include "capture/net/packet.hpp"
 #include "config/summary.hpp"
-#include "daemon/lib/loops.hpp"
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
 #include "daemon/lib/run_attempt.hpp"
 #include "daemon/lib/service_notifier.hpp"
 #include "daemon/lib/signals.hpp"
+#include "daemon/lib/writer_loop.hpp"
 
 #ifndef ROCECAP_VERSION
 #define ROCECAP_VERSION "unknown"

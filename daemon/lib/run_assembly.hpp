@@ -17,11 +17,8 @@
 #include "capture/ingest.hpp"
 #include "capture/memory/payload_choice.hpp"
 #include "capture/net/multicast_join.hpp"
-#include "capture/pcap/pcap_source.hpp"
+#include "capture/packet_source.hpp"
 #include "common/relaxed_counter.hpp"
-#ifdef ROCECAP_HAVE_VERBS
-#include "capture/verbs/verbs_source.hpp"
-#endif
 #include "config/run_config.hpp"
 #include "daemon/lib/manifest.hpp"
 #include "daemon/lib/published.hpp"
@@ -45,10 +42,9 @@ struct InterfaceRuntime {
   std::vector<config::StreamRef> refs;  // refs[i] is streams[i]
   std::vector<std::unique_ptr<capture::StreamPipeline>> streams;
   std::unique_ptr<capture::Ingest> ingest;
-  std::optional<capture::pcap::PcapSource> source;  // backends pcap and pcap-file
-#ifdef ROCECAP_HAVE_VERBS
-  std::unique_ptr<capture::verbs::VerbsSource> verbs;  // backend verbs
-#endif
+  // The interface's transport (source_factory.hpp): the capture thread polls it, the other
+  // threads read its report.
+  std::unique_ptr<capture::PacketSource> source;
   std::optional<capture::net::MulticastJoin> join;
   std::optional<writers::CaptureWriter> writer;
   CaptureProgress progress;

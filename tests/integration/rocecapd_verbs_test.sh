@@ -20,18 +20,25 @@
 #             traffic: out_of_buffer rises and shows as the manifest's nic_drops, every frame is
 #             accounted for (packets + rejected + nic_drops = sent) and the last frame arrives.
 #   nocap     without CAP_NET_RAW: a clear error naming it, exit 3, no run directory created.
+#   metrics   full (busy polling, 8000 frames per stream: 8 s of traffic) with the metrics
+#             endpoint on: scraped twice WHILE the traffic flows (2 s apart), every stream's
+#             rocecap_stream_last_packet_timestamp_seconds is set, advances between the scrapes
+#             and is within 1.5 s of the scrape, and rocecap_cq_polls_total and
+#             rocecap_capture_loop_iterations_total advance: the capture loop publishes the
+#             capture-side series during a verbs run, not only at stop. Then as full.
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-usage="usage: $0 full|event|trap|twodev|stall|nocap ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
+usage="usage: $0 full|event|trap|twodev|stall|nocap|metrics ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"
 mode=${1:?$usage}
 ROCECAPD_BIN=${2:?$usage}
 ROCECAP=${3:?$usage}
 SV_LIB=${4:?$usage}
 frames=${5:-6000}
 [ "$mode" != trap ] || frames=${5:-2000}
+[ "$mode" != metrics ] || frames=${5:-8000}
 rate=${6:-1000}
-case $mode in full | event | trap | twodev | stall | nocap) ;; *)
+case $mode in full | event | trap | twodev | stall | nocap | metrics) ;; *)
   echo "$usage"
   exit 2
   ;;
@@ -216,7 +223,7 @@ else
   make_wrapper "sv0=$NETNS_RECEIVER_IF" real_net
 fi
 # full polls busily (the default); the other modes sleep on the completion channel.
-[ "$mode" = full ] || [ "$mode" = trap ] && E2E_POLL_MODE=busy_poll || E2E_POLL_MODE=event
+case $mode in full | trap | metrics) E2E_POLL_MODE=busy_poll ;; *) E2E_POLL_MODE=event ;; esac
 
 if [ "$mode" = twodev ]; then
   twodev
@@ -233,6 +240,9 @@ if [ "$mode" = stall ]; then
   E2E_PACKETS="" E2E_RING_DEPTH=256
 fi
 e2e_config "$work/run.yaml"
+metrics_port=9464  # inside the receiver namespace, where nothing else listens
+[ "$mode" != metrics ] ||
+  sed -i "s/^  enabled: false$/  listen: 127.0.0.1:$metrics_port/" "$work/run.yaml"
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
@@ -251,7 +261,69 @@ if [ "$mode" = trap ] && [ "$(sv_tables)" != 1 ]; then
   exit 1
 fi
 
+# The metrics text of rocecapd in the receiver namespace, into $1 (the scrape's wall-clock
+# time, Unix seconds, as its first line).
+scrape() {
+  ip netns exec "$NETNS_RECEIVER" python3 - "$metrics_port" "$1" <<'PY'
+import sys, time, urllib.request
+port, out = sys.argv[1:]
+t = time.time()
+text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5).read().decode()
+open(out, "w").write(f"{t}\n{text}")
+PY
+}
+
+# Both scrapes taken while the generator still sends (its summary, written at its end, is not
+# there yet at the second): the capture-side series advance.
+metrics_check() {
+  python3 - "$1" "$2" <<'PY'
+import re, sys
+def load(path):
+    lines = open(path).read().splitlines()
+    t, series = float(lines[0]), {}
+    for line in lines[1:]:
+        m = re.match(r'^([a-z_]+)(\{[^}]*\})? (\S+)$', line)
+        if m:
+            series[(m.group(1), m.group(2) or "")] = float(m.group(3))
+    return t, series
+(t1, a), (t2, b) = load(sys.argv[1]), load(sys.argv[2])
+fails = []
+def pick(s, name):
+    return {k[1]: v for k, v in s.items() if k[0] == name}
+last1, last2 = pick(a, "rocecap_stream_last_packet_timestamp_seconds"), pick(b, "rocecap_stream_last_packet_timestamp_seconds")
+if len(last2) != 6:
+    fails.append(f"{len(last2)} streams with rocecap_stream_last_packet_timestamp_seconds, expected 6")
+for labels, v2 in sorted(last2.items()):
+    v1 = last1.get(labels, 0.0)
+    print(f"last packet {labels}: {v1:.3f} -> {v2:.3f} (scrapes at {t1:.3f}, {t2:.3f})")
+    if v1 <= 0:
+        fails.append(f"{labels}: last packet time {v1} at the first scrape, during traffic")
+    elif v2 <= v1:
+        fails.append(f"{labels}: last packet time did not advance ({v1} -> {v2})")
+    elif abs(t2 - v2) > 1.5:
+        fails.append(f"{labels}: last packet time {v2} is {t2 - v2:.2f} s from the scrape")
+for name in ("rocecap_cq_polls_total", "rocecap_capture_loop_iterations_total"):
+    s1, s2 = pick(a, name), pick(b, name)
+    if not s2:
+        fails.append(f"{name} missing")
+    for labels, v2 in s2.items():
+        v1 = s1.get(labels, 0.0)
+        print(f"{name}{labels}: {v1:.0f} -> {v2:.0f}")
+        if not v2 > v1 > 0:
+            fails.append(f"{name}{labels}: {v1} -> {v2}, not advancing during traffic")
+if fails:
+    sys.exit("FAIL: " + "; ".join(fails))
+print("metrics advance during the verbs run")
+PY
+}
+
 helpers=()
+if [ "$mode" = metrics ]; then
+  (sleep 2.5 && scrape "$work/scrape1.txt" && sleep 2 && scrape "$work/scrape2.txt" &&
+    [ ! -e "$work/sent.json" ] ||
+    { echo "FAIL: a scrape failed, or the traffic had ended at the second scrape"; exit 1; }) &
+  helpers+=($!)
+fi
 if [ "$mode" = stall ]; then
   daemon=$(pgrep -P "$rocecapd")
   (sleep 2 && python3 "$here/freeze_thread.py" "$daemon" rc-writer 1.5) &
@@ -261,6 +333,7 @@ netns_exec_sender "$ROCECAP" "${E2E_GEN[@]}" --interface "$NETNS_SENDER_IF" --ra
   --summary "$work/sent.json" >/dev/null 2>"$work/gen.err" ||
   { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
 for p in "${helpers[@]}"; do wait "$p" || { echo "FAIL: helper $p failed"; exit 1; }; done
+[ "$mode" != metrics ] || metrics_check "$work/scrape1.txt" "$work/scrape2.txt"
 if [ "$mode" = stall ]; then
   sleep 2
   kill -TERM "$rocecapd"

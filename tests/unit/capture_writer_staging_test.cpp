@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "capture/ingest.hpp"
 #include "staging_test_util.hpp"
 #include "test_frames.hpp"
 #include "writer_test_util.hpp"
@@ -89,7 +90,8 @@ struct Capture {
         return e;
       };
     }
-    writer.emplace(*ingest, std::move(w), PcapWriter(test::simple_paths(dir, "cap"), rot), o,
+    writer.emplace(ingest->streams(), ingest->arrivals(), std::move(w),
+                   PcapWriter(test::simple_paths(dir, "cap"), rot), o,
                    [this](const Status& s) { errors.push_back(s); });
   }
 
@@ -257,9 +259,9 @@ TEST(StagedOutput, ForcedStagingOfHostRingsMatchesTheDirectPath) {
       w[s].codifhdr.emplace(test::simple_paths(d2.path(), "fhdr" + std::to_string(s)), rot);
     }
     forced.force_staging = true;
-    staged_host.writer.emplace(*staged_host.ingest, std::move(w),
-                               PcapWriter(test::simple_paths(d2.path(), "fcap"), rot), forced,
-                               nullptr);
+    staged_host.writer.emplace(staged_host.ingest->streams(), staged_host.ingest->arrivals(),
+                               std::move(w), PcapWriter(test::simple_paths(d2.path(), "fcap"), rot),
+                               forced, nullptr);
   }
   ASSERT_NE(staged_host.writer->stager(), nullptr);
   EXPECT_EQ(staged_host.writer->stager()->engine().describe(), "host memcpy");

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <vector>
 
+#include "capture/ingest.hpp"
 #include "test_frames.hpp"
 #include "writer_test_util.hpp"
 
@@ -59,8 +60,9 @@ struct Pipeline {
     std::vector<StreamWriters> w(1);
     w[0].raw.emplace(test::simple_paths(dir, "raw"), rot);
     w[0].codifhdr.emplace(test::simple_paths(dir, "hdr"), rot);
-    writer.emplace(ingest, std::move(w), PcapWriter(test::simple_paths(dir, "cap"), rot),
-                   CaptureWriterOptions{}, [this](const Status& s) { errors.push_back(s); });
+    writer.emplace(ingest.streams(), ingest.arrivals(), std::move(w),
+                   PcapWriter(test::simple_paths(dir, "cap"), rot), CaptureWriterOptions{},
+                   [this](const Status& s) { errors.push_back(s); });
   }
   void feed(uint64_t index, int64_t ts) {
     const auto f = tf::frame(tf::kSrcA, index);
@@ -139,7 +141,7 @@ TEST(CaptureWriter, PcapOutputWithoutArrivalQueueIsRefused) {
   capture::Ingest ingest{{&a}, false};
   RotationOptions rot;
   rot.buffer_bytes = 1 << 16;
-  EXPECT_THROW(CaptureWriter(ingest, std::vector<StreamWriters>(1),
+  EXPECT_THROW(CaptureWriter(ingest.streams(), ingest.arrivals(), std::vector<StreamWriters>(1),
                              PcapWriter(test::simple_paths(dir.path(), "c"), rot), {}, {}),
                std::invalid_argument);
 }

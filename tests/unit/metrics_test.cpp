@@ -359,7 +359,8 @@ TEST_F(Metrics, StagingCountersAppearWhenTheWriterStagesPayloads) {
         },
         rot);
   }
-  rec0().writer.emplace(*rec0().ingest, std::move(w), std::nullopt, forced, nullptr);
+  rec0().writer.emplace(rec0().ingest->streams(), rec0().ingest->arrivals(), std::move(w),
+                        std::nullopt, forced, nullptr);
   daemon::prepare_published(rec0());
   for (uint64_t i = 0; i < 5; ++i)
     feed(test::frame(test::kSrcA, i));

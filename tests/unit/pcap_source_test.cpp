@@ -10,6 +10,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "capture/ingest.hpp"
+
 namespace rocecap::capture::pcap {
 namespace {
 
@@ -86,6 +88,44 @@ class PcapFile : public ::testing::Test {
     pcap_close(dead);
   }
 };
+
+// The PacketSource face (what rocecapd's capture loop sees): frames go to the attached Ingest,
+// the end of the file is kEnd, and a capture error fails the source with its reason instead of
+// throwing out of the capture thread.
+TEST_F(PcapFile, AsAPacketSourceFeedsItsIngestThenEndsOrFailsWithTheReason) {
+  const auto a = udp_frame(0xEF110001, 36001, 100, false);
+  write({a, a, a}, {1, 2, 3});
+  capture::Ingest ingest({}, false);  // no streams: every frame is counted as no_stream
+  {
+    PcapSource src = PcapSource::open_file(path, Pace::fast);
+    src.attach(ingest);
+    PacketSource& ps = src;
+    EXPECT_TRUE(ps.replay());
+    EXPECT_EQ(ps.poll(2), 2);
+    EXPECT_EQ(ps.poll(10), 1);
+    EXPECT_EQ(ps.poll(10), PacketSource::kEnd);
+    EXPECT_FALSE(ps.failed());
+    EXPECT_EQ(ps.failure(), "");
+    EXPECT_EQ(ps.report().frames, 3u);
+    EXPECT_EQ(ps.report().device, path.string());
+    EXPECT_FALSE(ps.report().device_view);
+    EXPECT_EQ(ps.nic_drops(), uint64_t{0});
+  }
+  EXPECT_EQ(ingest.frames_seen(), 3u);
+  EXPECT_EQ(ingest.rejected(capture::kRejectNoStream), 3u);
+
+  std::filesystem::resize_file(path, std::filesystem::file_size(path) - 10);
+  PcapSource cut = PcapSource::open_file(path, Pace::fast);
+  cut.attach(ingest);
+  PacketSource& ps = cut;
+  EXPECT_EQ(ps.poll(10), PacketSource::kFailed);
+  EXPECT_TRUE(ps.failed());
+  EXPECT_NE(ps.failure().find("truncated"), std::string::npos) << ps.failure();
+  EXPECT_NE(ps.failure().find(path.string()), std::string::npos) << ps.failure();
+  EXPECT_EQ(ps.poll(10), PacketSource::kFailed) << "a failed source stays failed";
+  EXPECT_EQ(ps.report().frames, 2u);  // the whole records before the cut
+  EXPECT_EQ(ingest.frames_seen(), 5u);
+}
 
 TEST_F(PcapFile, ReplaysEveryFrameWithBytesLengthsAndNanosecondTimes) {
   const auto a = udp_frame(0xEF110001, 36001, 100, false);

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "capture/ingest.hpp"
 #include "counting_new.hpp"
 #include "test_frames.hpp"
 #include "writer_test_util.hpp"
@@ -35,8 +36,8 @@ TEST(StagingAlloc, AStagedPassAllocatesNothing) {
   CaptureWriterOptions o;
   o.force_staging = true;
   o.staging.buffer_bytes = 8 * 2048;  // several batches per pass
-  CaptureWriter writer(ingest, std::move(w), PcapWriter(test::simple_paths(dir.path(), "cap"), rot),
-                       o, nullptr);
+  CaptureWriter writer(ingest.streams(), ingest.arrivals(), std::move(w),
+                       PcapWriter(test::simple_paths(dir.path(), "cap"), rot), o, nullptr);
   // Frames built before counting; the first pass opens the files (that allocates).
   std::vector<std::vector<std::byte>> frames;
   for (uint64_t i = 0; i < 400; ++i)

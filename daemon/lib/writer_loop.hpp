@@ -1,0 +1,26 @@
+// The two kinds of thread of a run: the capture loop (capture_loop.hpp, one per interface) and
+// the writer loop (here, one per run). Neither logs per packet nor throws; both end on their own
+// once told to stop (capture) or once every capture loop is done and drained (writer).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+
+#include "daemon/lib/capture_loop.hpp"
+#include "daemon/lib/run_assembly.hpp"
+
+namespace rocecap::daemon {
+
+struct WriterLoopOptions {
+  std::chrono::milliseconds manifest_interval{10'000};
+  std::function<void()> write_manifest;  // called on the writer thread
+};
+
+// The writer thread: drains every interface's rings into files until all capture loops are
+// done and nothing is left, handling rotation requests; then closes (fsyncs) every file.
+void writer_loop(Runtime& rt, std::atomic<bool>& rotate, const WriterLoopOptions& options) noexcept;
+
+}  // namespace rocecap::daemon
