@@ -320,11 +320,13 @@ void check_file_names(Context& ctx, const RunConfig& cfg) {
   auto claim = [&](const std::string& name, const std::string& who, const char* key) {
     const auto [it, fresh] = writers.emplace(name, who);
     if (fresh) return true;
-    ctx.report(
-        key, fmt::format("{} and {} would both write '{}'; add a placeholder that tells "
-                         "them apart ({{interface}}, {{group}}, {{port}}, {{antenna}}, {{thread}}, "
-                         "{{ext}})",
-                         it->second, who, name));
+    // A pcap template may only use {interface} of the placeholders that tell writers apart.
+    const bool pcap = std::string_view(key) == "output.pcap_name_template";
+    ctx.report(key, fmt::format("{} and {} would both write '{}'; add a placeholder that tells "
+                                "them apart ({})",
+                                it->second, who, name,
+                                pcap ? "{interface}"
+                                     : "{interface}, {group}, {port}, {antenna}, {thread}, {ext}"));
     return false;
   };
   for (const StreamRef& s : enumerate_streams(cfg)) {

@@ -412,8 +412,7 @@ TEST(ConfigLoader, FileNameClashesAreFoundBesideUnrelatedProblems) {
   ASSERT_EQ(r.problems.size(), 2u) << all_problems(r);
   EXPECT_EQ(format_problem(r.problems[0]),
             "r.yaml:33:23: output.pcap_name_template: eth0 (pcap) and eth1 (pcap) would both "
-            "write 'test-run.0.pcap'; add a placeholder that tells them apart ({interface}, "
-            "{group}, {port}, {antenna}, {ext})");
+            "write 'test-run.0.pcap'; add a placeholder that tells them apart ({interface})");
   EXPECT_EQ(r.problems[1].key_path, "output.writer_cpu");
 }
 
