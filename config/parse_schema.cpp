@@ -210,7 +210,8 @@ constexpr EnumName<OutputFormat> kOutputFormats[] = {
 void parse_output(Context& ctx, const Field& f, OutputSection& o) {
   const MapView m(ctx, f,
                   {"directory", "formats", "rotate", "name_template", "pcap_name_template",
-                   "fill_gaps", "strip_headers", "reorder_window", "direct_io", "writer_cpu"});
+                   "fill_gaps", "strip_headers", "reorder_window", "direct_io", "writer_cpu",
+                   "writer_threads", "writer_cpus", "io_uring", "preallocate"});
   if (!m.valid()) return;
   if (auto v = read_string(ctx, m.require("directory"))) o.directory = *v;
   const auto formats = m.get("formats");
@@ -237,6 +238,15 @@ void parse_output(Context& ctx, const Field& f, OutputSection& o) {
     o.reorder_window = static_cast<uint32_t>(*v);
   if (auto v = read_bool(ctx, m.get("direct_io"))) o.direct_io = *v;
   if (auto v = read_cpu(ctx, m.get("writer_cpu"))) o.writer_cpu = *v;
+  if (auto v = read_uint(ctx, m.get("writer_threads"), 0, 256))
+    o.writer_threads = static_cast<uint32_t>(*v);
+  if (const auto cpus = m.get("writer_cpus")) {
+    for (const Field& item : list_items(ctx, cpus)) {
+      if (auto v = read_cpu(ctx, item)) o.writer_cpus.push_back(*v);
+    }
+  }
+  if (auto v = read_bool(ctx, m.get("io_uring"))) o.io_uring = *v;
+  if (auto v = read_bool(ctx, m.get("preallocate"))) o.preallocate = *v;
 }
 
 void parse_metrics(Context& ctx, const Field& f, MetricsSection& metrics) {
