@@ -58,10 +58,14 @@ struct Ring {
 enum class Path { copy, gather, uring_direct, copy_direct };
 const char* name(Path p) {
   switch (p) {
-    case Path::copy: return "copy+write";
-    case Path::gather: return "writev";
-    case Path::uring_direct: return "O_DIRECT copy+io_uring";
-    case Path::copy_direct: return "O_DIRECT copy+write";
+    case Path::copy:
+      return "copy+write";
+    case Path::gather:
+      return "writev";
+    case Path::uring_direct:
+      return "O_DIRECT copy+io_uring";
+    case Path::copy_direct:
+      return "O_DIRECT copy+write";
   }
   return "?";
 }
@@ -168,15 +172,16 @@ int aggregate(const std::vector<fs::path>& dirs, double gib, Path p) {
     t.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double bytes = static_cast<double>(frames * kFrame * dirs.size());
-  std::printf("aggregate %s buffer=%zuKiB targets=%zu bytes=%.0f seconds=%.3f GB/s=%.3f\n", name(p), g_buffer_bytes >> 10, dirs.size(),
-              bytes, s, bytes / s / 1e9);
+  std::printf("aggregate %s buffer=%zuKiB targets=%zu bytes=%.0f seconds=%.3f GB/s=%.3f\n", name(p),
+              g_buffer_bytes >> 10, dirs.size(), bytes, s, bytes / s / 1e9);
   return 0;
 }
 
 int usage() {
-  std::fprintf(stderr,
-               "usage: writer_bench cpu <dir> [seconds]\n"
-               "       writer_bench aggregate <dir>... --gib G [--path copy|gather|uring|direct]\n");
+  std::fprintf(
+      stderr,
+      "usage: writer_bench cpu <dir> [seconds]\n"
+      "       writer_bench aggregate <dir>... --gib G [--path copy|gather|uring|direct]\n");
   return 2;
 }
 
@@ -198,8 +203,10 @@ int main(int argc, char** argv) {
       gib = std::atof(argv[++i]);
     } else if (a == "--path" && i + 1 < argc) {
       const std::string v = argv[++i];
-      p = v == "copy" ? Path::copy : v == "gather" ? Path::gather : v == "direct" ? Path::copy_direct
-                                                                                  : Path::uring_direct;
+      p = v == "copy"     ? Path::copy
+          : v == "gather" ? Path::gather
+          : v == "direct" ? Path::copy_direct
+                          : Path::uring_direct;
     } else {
       dirs.emplace_back(a);
     }

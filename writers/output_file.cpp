@@ -74,9 +74,12 @@ bool memory_backed(int fd) {
 
 const char* to_string(WritePath p) noexcept {
   switch (p) {
-    case WritePath::copy_write: return "copy+write";
-    case WritePath::copy_uring: return "copy+io_uring";
-    case WritePath::gather_writev: return "writev";
+    case WritePath::copy_write:
+      return "copy+write";
+    case WritePath::copy_uring:
+      return "copy+io_uring";
+    case WritePath::gather_writev:
+      return "writev";
   }
   return "?";
 }
@@ -113,9 +116,9 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   staging_ = staging;
   fsync_ = options.fsync_on_close;
   queue_ = direct_ && g_write == nullptr ? queue : nullptr;
-  path_kind_ = queue_ != nullptr          ? WritePath::copy_uring
+  path_kind_ = queue_ != nullptr            ? WritePath::copy_uring
                : !direct_ && options.gather ? WritePath::gather_writev
-                                           : WritePath::copy_write;
+                                            : WritePath::copy_write;
   n_chunks_ = 1;
   if (queue_ != nullptr) {
     n_chunks_ = std::clamp<std::size_t>(staging.size() / kDirectAlignment, 1, kUringChunks);

@@ -149,7 +149,7 @@ class OutputFile {
   static constexpr std::size_t kMarks = 136;  // 64 buckets of the pending window, and slack
   static constexpr std::size_t kMaxChunks = 16;
   static constexpr std::size_t kUringChunks = 4;  // writes in flight (RotatingFile's depth)
-  static constexpr std::size_t kMaxIov = 1024;  // IOV_MAX on Linux
+  static constexpr std::size_t kMaxIov = 1024;    // IOV_MAX on Linux
   static constexpr std::size_t kBorrowMin = 256;  // smaller pieces are copied (cheaper)
 
   void mark() noexcept;
@@ -180,7 +180,7 @@ class OutputFile {
   std::size_t chunk_bytes_ = 0;
   std::size_t n_chunks_ = 1;
   std::size_t cur_ = 0;
-  std::size_t fill_ = 0;  // bytes in chunk cur_
+  std::size_t fill_ = 0;    // bytes in chunk cur_
   std::size_t oldest_ = 0;  // oldest chunk in flight
   std::size_t busy_ = 0;    // chunks in flight
   std::array<Chunk, kMaxChunks> chunks_{};
@@ -191,13 +191,13 @@ class OutputFile {
   std::size_t small_fill_ = 0;  // staging bytes holding copied small pieces of this batch
   uint64_t pending_ = 0;        // bytes in the batch
   // Positions (file offsets).
-  uint64_t pos_ = 0;        // logical end of file
-  uint64_t submitted_ = 0;  // bytes handed to the kernel
-  uint64_t durable_ = 0;    // contiguous prefix the kernel accepted
-  uint64_t records_ = 0;    // records up to the last mark
-  uint64_t fills_ = 0;      // fill records among them
-  uint64_t gran_ = 1;       // mark bucket: staging size / 64
-  Mark safe_{};             // latest record end <= durable_
+  uint64_t pos_ = 0;                  // logical end of file
+  uint64_t submitted_ = 0;            // bytes handed to the kernel
+  uint64_t durable_ = 0;              // contiguous prefix the kernel accepted
+  uint64_t records_ = 0;              // records up to the last mark
+  uint64_t fills_ = 0;                // fill records among them
+  uint64_t gran_ = 1;                 // mark bucket: staging size / 64
+  Mark safe_{};                       // latest record end <= durable_
   std::array<Mark, kMarks> marks_{};  // record ends > durable_, ascending, one per bucket
   std::size_t mark_head_ = 0;
   std::size_t mark_count_ = 0;

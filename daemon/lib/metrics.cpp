@@ -226,9 +226,9 @@ void add_interfaces(Exposition& e, const Runtime& rt) {
 // Writer pool (output.writer_threads > 1): each thread's own counters, read at scrape time.
 void add_writer_threads(Exposition& e, const Runtime& rt) {
   if (rt.writer_thread_count == 0) return;
-  auto& slots = e.family("rocecap_writer_thread_slots_total",
-                         "Ring slots written and released by one writer-pool thread",
-                         MetricType::Counter);
+  auto& slots =
+      e.family("rocecap_writer_thread_slots_total",
+               "Ring slots written and released by one writer-pool thread", MetricType::Counter);
   auto& busy = e.family("rocecap_writer_thread_busy_seconds_total",
                         "Time one writer-pool thread spent in passes that wrote something",
                         MetricType::Counter);

@@ -10,14 +10,14 @@
 #include "capture/net/packet.hpp"
 #include "config/summary.hpp"
 #include "daemon/lib/loops.hpp"
-#include "daemon/lib/writer_pool.hpp"
-#include "writers/uring_queue.hpp"
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
 #include "daemon/lib/run_attempt.hpp"
 #include "daemon/lib/service_notifier.hpp"
 #include "daemon/lib/signals.hpp"
+#include "daemon/lib/writer_pool.hpp"
+#include "writers/uring_queue.hpp"
 
 #ifndef ROCECAP_VERSION
 #define ROCECAP_VERSION "unknown"
@@ -84,12 +84,14 @@ WriterPlan plan_writers(Runtime& rt, spdlog::logger& log) {
                                : default_writer_threads(shards, streams, 1, cpus);
   WriterPlan plan;
   if (threads > 1) plan = plan_writer_pool(rt, threads);
-  const std::string direct =
-      !out.direct_io  ? "off"
-      : !out.io_uring ? "write() (output.io_uring: false)"
-                      : writers::probe_io_engine().reason;
-  log.info("output writes: {} writer thread(s), O_DIRECT {}, preallocate {}",
-           std::max<std::size_t>(1, plan.size()), direct, out.preallocate ? "on" : "off");
+  const std::string direct = !out.direct_io  ? "off"
+                             : !out.io_uring ? "write() (output.io_uring: false)"
+                                             : writers::probe_io_engine().reason;
+  const char* buffered = writers::writev_forced_off()
+                             ? "copied (ROCECAP_WRITEV=off)"
+                             : "writev from ring slots (copied where payloads are staged)";
+  log.info("output writes: {} writer thread(s), O_DIRECT {}, buffered {}, preallocate {}",
+           std::max<std::size_t>(1, plan.size()), direct, buffered, out.preallocate ? "on" : "off");
   return plan;
 }
 

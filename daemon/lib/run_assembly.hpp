@@ -76,9 +76,9 @@ struct Runtime {
   WriteErrors write_errors;
   // Writer pool: per-thread counters, sized before the threads start (0: one writer thread).
   std::unique_ptr<WriterThreadCounters[]> writer_threads;
-  std::size_t writer_thread_count = 0;          // writer thread while running
-  std::atomic<uint64_t> packets{0};  // frames seen by every Ingest, for run.packets
-  int attempt = 1;                   // > 1: this process continues a run (run_attempt.hpp)
+  std::size_t writer_thread_count = 0;  // writer thread while running
+  std::atomic<uint64_t> packets{0};     // frames seen by every Ingest, for run.packets
+  int attempt = 1;                      // > 1: this process continues a run (run_attempt.hpp)
 };
 
 // Builds rings, ingest, writers (no file is opened before the first frame) and opens the

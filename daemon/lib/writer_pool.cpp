@@ -160,13 +160,16 @@ WriterPlan plan_writer_pool(Runtime& rt, unsigned threads) {
       units.push_back({ir.get(), w.whole().streams, w.whole().pcap});
     }
   }
-  std::stable_sort(units.begin(), units.end(),
-                   [](const Unit& a, const Unit& b) { return a.streams.size() > b.streams.size(); });
-  threads = static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, units.size())));
+  std::stable_sort(units.begin(), units.end(), [](const Unit& a, const Unit& b) {
+    return a.streams.size() > b.streams.size();
+  });
+  threads =
+      static_cast<unsigned>(std::min<std::size_t>(threads, std::max<std::size_t>(1, units.size())));
   WriterPlan plan(threads);
   std::vector<std::size_t> load(threads, 0);
   for (Unit& u : units) {
-    const auto t = static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    const auto t =
+        static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
     load[t] += std::max<std::size_t>(1, u.streams.size());
     // One shard per interface per thread: units of the same interface merge.
     auto same = std::find_if(plan[t].begin(), plan[t].end(),

@@ -73,13 +73,13 @@ same() {
       echo "FAIL: $name/$f differs from ref/$f"
       exit 1
     }
-  done < <(cd "$work/ref/out/e2e" && find . -type f -name "$pattern" ! -name 'manifest*' | sort)
+  done < <(cd "$work/ref/out/e2e" && find . -type f -name "$pattern" ! -name 'manifest*' ! -name '.*' | sort)
   [ "$n" -gt 0 ] || {
     echo "FAIL: no files matching $pattern in the ref run"
     exit 1
   }
   local theirs
-  theirs=$(cd "$work/$name/out/e2e" && find . -type f -name "$pattern" ! -name 'manifest*' | wc -l)
+  theirs=$(cd "$work/$name/out/e2e" && find . -type f -name "$pattern" ! -name 'manifest*' ! -name '.*' | wc -l)
   [ "$theirs" = "$n" ] || {
     echo "FAIL: $name has $theirs files matching $pattern, ref $n"
     exit 1

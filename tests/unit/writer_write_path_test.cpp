@@ -156,8 +156,7 @@ TEST(WritePath, IoUringForcedOffFallsBackToWriteWithTheReason) {
   const Bytes data = test::pattern(8234, 3);
   ASSERT_TRUE(w.write_frame(header, data).ok());
   ASSERT_TRUE(w.close().ok());
-  EXPECT_NE(w.output().io_engine().find("forced off"), std::string::npos)
-      << w.output().io_engine();
+  EXPECT_NE(w.output().io_engine().find("forced off"), std::string::npos) << w.output().io_engine();
   EXPECT_EQ(w.output().write_path(), WritePath::copy_write);
   Bytes expected(header.begin(), header.end());
   test::append(expected, data);
