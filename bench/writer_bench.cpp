@@ -78,6 +78,7 @@ writers::PathMaker paths(fs::path dir, std::string stem) {
 }
 
 std::size_t g_buffer_bytes = 1u << 20;  // --buffer-mib
+bool g_fsync = false;                    // aggregate: true
 
 writers::RawWriter make_writer(Path p, const fs::path& dir, const std::string& stem,
                                uint64_t rotate) {
@@ -85,7 +86,9 @@ writers::RawWriter make_writer(Path p, const fs::path& dir, const std::string& s
   r.buffer_bytes = g_buffer_bytes;
   r.max_bytes = rotate;
   r.output.direct = p == Path::uring_direct || p == Path::copy_direct;
-  r.output.fsync_on_close = false;  // the page cache is the target here, as for tmpfs
+  // cpu: the page cache (tmpfs) is the target; aggregate: on the disk when close returns, as
+  // fio's end_fsync=1.
+  r.output.fsync_on_close = g_fsync;
   r.io_uring = p == Path::uring_direct;
   writers::RawWriter w(paths(dir, stem), r);
   if (p == Path::gather) w.borrow_payloads();
@@ -155,6 +158,7 @@ int cpu(const fs::path& dir, double seconds) {
 }
 
 int aggregate(const std::vector<fs::path>& dirs, double gib, Path p) {
+  g_fsync = true;
   const uint64_t total = static_cast<uint64_t>(gib * (1ull << 30));
   const uint64_t frames = total / dirs.size() / kFrame;
   std::vector<std::thread> threads;
