@@ -399,7 +399,9 @@ Status OutputFile::fail(Status error) {
   } else if (fsync_) {
     (void)::fsync(fd_.get());  // best effort: the original error is what matters
   }
-  release_preallocation();
+  // The cut freed every block past `keep`, the reservation included; truncating again to the
+  // old end (release_preallocation) would grow the file back with zeros.
+  preallocated_ = 0;
   close_fd();
   pos_ = submitted_ = durable_ = keep.at;
   records_ = keep.records;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <string>
 
@@ -245,6 +246,42 @@ TEST(WritePath, PreallocationIsReleasedAtClose) {
   EXPECT_EQ(st.st_size, 100000);
   EXPECT_LT(st.st_blocks * 512, 1 << 20) << "the unused reservation was not given back";
   EXPECT_EQ(test::read_file(path), data);
+}
+
+// The "disk" takes `g_room` bytes and then answers EIO (test seam; the real write() below it).
+std::size_t g_room = 0;
+ssize_t limited_write(int fd, const void* data, std::size_t n) {
+  if (g_room == 0) return errno = EIO, -1;
+  const ssize_t w = ::write(fd, data, std::min(n, g_room));
+  if (w > 0) g_room -= static_cast<std::size_t>(w);
+  return w;
+}
+
+// A write error in a preallocated file: the cut to the last whole record is final (the
+// reservation is not given back by truncating to the old end, which would append zeros).
+TEST(WritePath, AWriteErrorInAPreallocatedFileLeavesWholeRecords) {
+  test::TempDir dir(disk_dir());
+  AlignedBuffer staging(16384);
+  OutputFile f;
+  const auto path = dir.path() / "p";
+  ASSERT_TRUE(f.open(path, {.preallocate = 8 << 20}, staging.span()).ok());
+  constexpr std::size_t kRecord = 1500;
+  g_room = 40000;
+  testing::set_write_function(limited_write);
+  Status error;
+  Bytes all;
+  for (uint32_t i = 0; i < 100 && error.ok(); ++i) {
+    const Bytes r = test::pattern(kRecord, i);
+    test::append(all, r);
+    if (error = f.append(r); error.ok()) f.end_record();
+  }
+  testing::set_write_function(nullptr);
+  ASSERT_EQ(error.code(), EIO) << error.message();
+  const Bytes on_disk = test::read_file(path);
+  EXPECT_EQ(on_disk.size(), f.size());
+  EXPECT_EQ(on_disk.size() % kRecord, 0u);
+  EXPECT_LE(on_disk.size(), 40000u);
+  EXPECT_TRUE(std::equal(on_disk.begin(), on_disk.end(), all.begin()));
 }
 
 // The rotating writer with borrowed payloads: fill frames (zeros written from a static page)
