@@ -254,7 +254,19 @@ TEST_F(Metrics, WriterPoolShardsAreSummedAndEachThreadIsExported) {
   rec0().ingest->flush_all();
   rec0().progress.done.store(true);  // the pool drains the rings, closes the files and ends
   std::atomic<bool> rotate{false};
-  run_writer_pool(*rt_, plan, rotate, {}, {}, *spdlog::default_logger());
+  // The manifest (here: a reader of every stream's writer state) runs on thread 0 while the
+  // other thread is parked at a pass boundary; at every pass here (interval 0).
+  WriterLoopOptions options;
+  options.manifest_interval = std::chrono::milliseconds(0);
+  int manifests = 0;
+  uint64_t seen = 0;
+  options.write_manifest = [&] {
+    ++manifests;
+    for (std::size_t st = 0; st < rec0().streams.size(); ++st)
+      seen += rec0().writer->writers(st).raw->stats().frames_written;
+  };
+  run_writer_pool(*rt_, plan, rotate, options, {}, *spdlog::default_logger());
+  EXPECT_GE(manifests, 1);
   auto s = scrape();
   const auto raw = R"({format="raw",interface="rec0"})";
   const auto hdr = R"({format="codifhdr",interface="rec0"})";
