@@ -11,6 +11,15 @@ find_package(yaml-cpp CONFIG REQUIRED)
 find_package(prometheus-cpp CONFIG REQUIRED)
 pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
+# io_uring for O_DIRECT output files (writers/uring_queue.hpp); optional: without it those
+# files are written with write(), and the run log says why.
+pkg_check_modules(URING IMPORTED_TARGET liburing)
+if(URING_FOUND)
+  message(STATUS "rocecap: liburing ${URING_VERSION}: O_DIRECT output through io_uring")
+else()
+  message(STATUS "rocecap: liburing not found (apt-get install liburing-dev): O_DIRECT output "
+                 "files use write()")
+endif()
 
 # yaml-cpp 0.7 (Debian 12) names its target yaml-cpp; 0.8 renames it yaml-cpp::yaml-cpp.
 if(TARGET yaml-cpp AND NOT TARGET yaml-cpp::yaml-cpp)

@@ -170,6 +170,12 @@ void check_cpu_plan(Context& ctx, const RunConfig& cfg) {
                  fmt::format("CPU {} already runs the busy-polling capture thread of {} (line {})",
                              *cfg.output.writer_cpu, itfs[i].name, ctx.line_of(path)));
     }
+    for (std::size_t w = 0; busy && w < cfg.output.writer_cpus.size(); ++w) {
+      if (cfg.output.writer_cpus[w] != *itfs[i].capture_cpu) continue;
+      ctx.report(fmt::format("output.writer_cpus[{}]", w),
+                 fmt::format("CPU {} already runs the busy-polling capture thread of {} (line {})",
+                             cfg.output.writer_cpus[w], itfs[i].name, ctx.line_of(path)));
+    }
   }
 }
 

@@ -100,6 +100,9 @@ void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
               interfaces[i].capture_cpu);
   }
   check_cpu(ctx, usable, "output.writer_cpu", cfg.output.writer_cpu);
+  for (std::size_t i = 0; i < cfg.output.writer_cpus.size(); ++i) {
+    check_cpu(ctx, usable, fmt::format("output.writer_cpus[{}]", i), cfg.output.writer_cpus[i]);
+  }
   check_max_frame(ctx, host, cfg);
   if (host.check_memory) check_memory(ctx, host, cfg);
   if (!host.check_filesystem) return;

@@ -256,10 +256,11 @@ void parse_output_directories(Context& ctx, const MapView& m, OutputSection& o) 
 }
 
 void parse_output(Context& ctx, const Field& f, OutputSection& o) {
-  const MapView m(
-      ctx, f,
-      {"directory", "directories", "formats", "rotate", "name_template", "pcap_name_template",
-       "fill_gaps", "strip_headers", "reorder_window", "direct_io", "writer_cpu"});
+  const MapView m(ctx, f,
+                  {"directory", "directories", "formats", "rotate", "name_template",
+                   "pcap_name_template", "fill_gaps", "strip_headers", "reorder_window",
+                   "direct_io", "writer_cpu", "writer_threads", "writer_cpus", "io_uring",
+                   "preallocate"});
   if (!m.valid()) return;
   parse_output_directories(ctx, m, o);
   const auto formats = m.get("formats");
@@ -286,6 +287,15 @@ void parse_output(Context& ctx, const Field& f, OutputSection& o) {
     o.reorder_window = static_cast<uint32_t>(*v);
   if (auto v = read_bool(ctx, m.get("direct_io"))) o.direct_io = *v;
   if (auto v = read_cpu(ctx, m.get("writer_cpu"))) o.writer_cpu = *v;
+  if (auto v = read_uint(ctx, m.get("writer_threads"), 0, 256))
+    o.writer_threads = static_cast<uint32_t>(*v);
+  if (const auto cpus = m.get("writer_cpus")) {
+    for (const Field& item : list_items(ctx, cpus)) {
+      if (auto v = read_cpu(ctx, item)) o.writer_cpus.push_back(*v);
+    }
+  }
+  if (auto v = read_bool(ctx, m.get("io_uring"))) o.io_uring = *v;
+  if (auto v = read_bool(ctx, m.get("preallocate"))) o.preallocate = *v;
 }
 
 void parse_metrics(Context& ctx, const Field& f, MetricsSection& metrics) {

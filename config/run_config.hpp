@@ -103,6 +103,12 @@ struct OutputSection {
   uint32_t reorder_window = 8;  // frames
   bool direct_io = false;
   std::optional<unsigned> writer_cpu;
+  // Writer pool (issue 12): threads (0: chosen from streams and targets, see
+  // daemon/lib/writer_pool.hpp) and the CPU of each, in order (writer_cpu: the one-entry form).
+  uint32_t writer_threads = 0;
+  std::vector<unsigned> writer_cpus;
+  bool io_uring = true;     // O_DIRECT files through io_uring where the kernel allows it
+  bool preallocate = true;  // fallocate each file's rotate size at open (not on tmpfs)
 };
 
 struct MetricsSection {

@@ -28,8 +28,12 @@ packages=(
   libibverbs-dev libpcap-dev libyaml-cpp-dev prometheus-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev libsystemd-dev libnuma-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # io_uring for O_DIRECT output (optional at build time; writers/README.md)
+  liburing-dev
   # real clients and test tools
   tshark tcpdump iproute2 python3 valgrind prometheus
+  # bench/writer_bench.sh compares the writers with fio
+  fio
   # nft: softverbs' SOFTVERBS_TRAP=nft model (flow rules take frames from the kernel stack)
   nftables
   # tools the test scripts call that minimal images may lack: systemd-analyze, pkill/sysctl, bc

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "writers/staging/engine_factory.hpp"
+#include "writers/uring_queue.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -90,6 +91,16 @@ CaptureWriter::CaptureWriter(std::vector<capture::StreamPipeline*> streams,
         std::move(engine), largest_payload_stride(streams_), options_.staging);
     stage_items_.reserve(arrivals_.size() + per_stream_.size() * options_.batch);
   }
+  for (std::size_t s = 0; s < per_stream_.size(); ++s)
+    whole_.streams.push_back(s);
+  whole_.pcap = pcap_.has_value();
+  // Staged payloads live only for the stager's callback: those are always copied.
+  if (!stager_ && options_.borrow_payloads && !writev_forced_off()) {
+    for (StreamWriters& w : per_stream_) {
+      if (w.raw) w.raw->borrow_payloads();
+    }
+    if (pcap_) pcap_->borrow_payloads();
+  }
 }
 
 void CaptureWriter::check(Status s) {
@@ -97,17 +108,26 @@ void CaptureWriter::check(Status s) {
 }
 
 std::size_t CaptureWriter::poll() {
+  return poll(whole_);
+}
+
+std::size_t CaptureWriter::poll(const WriterShard& shard) {
   if (stager_) return poll_staged();
-  for (std::size_t s = 0; s < per_stream_.size(); ++s) {
+  for (std::size_t s : shard.streams) {
     popped_[s] = streams_[s]->ring().pop(batches_[s]);
   }
-  if (pcap_) write_arrivals();
+  if (pcap_ && shard.pcap) {
+    write_arrivals();
+    // Borrowed slot bytes are written before any slot is released below.
+    check(pcap_->flush_borrowed());
+  }
   std::size_t total = 0;
-  for (std::size_t s = 0; s < per_stream_.size(); ++s) {
+  for (std::size_t s : shard.streams) {
     StreamRing& ring = streams_[s]->ring();
     const std::span<const SlotId> ids(batches_[s].data(), popped_[s]);
     for (SlotId id : ids)
       write_frame(s, id, ring_payload(ring, id));
+    if (per_stream_[s].raw) check(per_stream_[s].raw->flush_borrowed());
     ring.release(ids);
     total += ids.size();
     take_gap_events(s);
@@ -318,36 +338,51 @@ void CaptureWriter::take_gap_events(std::size_t s) {
 }
 
 void CaptureWriter::check_unlinked() {
-  for (StreamWriters& w : per_stream_) {
+  check_unlinked(whole_);
+}
+
+void CaptureWriter::check_unlinked(const WriterShard& shard) {
+  for (std::size_t s : shard.streams) {
+    StreamWriters& w = per_stream_[s];
     if (w.raw) check(w.raw->check_unlinked());
     if (w.codifhdr) check(w.codifhdr->check_unlinked());
     if (w.vdifhdr) check(w.vdifhdr->check_unlinked());
   }
-  if (pcap_) check(pcap_->check_unlinked());
+  if (pcap_ && shard.pcap) check(pcap_->check_unlinked());
 }
 
 void CaptureWriter::request_rotation() noexcept {
-  for (StreamWriters& w : per_stream_) {
+  request_rotation(whole_);
+}
+
+void CaptureWriter::request_rotation(const WriterShard& shard) noexcept {
+  for (std::size_t s : shard.streams) {
+    StreamWriters& w = per_stream_[s];
     if (w.raw) w.raw->request_rotation();
     if (w.codifhdr) w.codifhdr->request_rotation();
     if (w.vdifhdr) w.vdifhdr->request_rotation();
   }
-  if (pcap_) pcap_->request_rotation();
+  if (pcap_ && shard.pcap) pcap_->request_rotation();
 }
 
 Status CaptureWriter::close() {
+  return close(whole_);
+}
+
+Status CaptureWriter::close(const WriterShard& shard) {
   Status first;
   // A failed flush or fsync at close is reported like any write error.
   auto keep = [&](Status s) {
     check(s);
     if (!s.ok() && first.ok()) first = s;
   };
-  for (StreamWriters& w : per_stream_) {
+  for (std::size_t s : shard.streams) {
+    StreamWriters& w = per_stream_[s];
     if (w.raw) keep(w.raw->close());
     if (w.codifhdr) keep(w.codifhdr->close());
     if (w.vdifhdr) keep(w.vdifhdr->close());
   }
-  if (pcap_) keep(pcap_->close());
+  if (pcap_ && shard.pcap) keep(pcap_->close());
   return first;
 }
 

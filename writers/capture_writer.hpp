@@ -57,6 +57,18 @@ struct CaptureWriterOptions {
   staging::StagingOptions staging{};
   // The engine to stage with; empty: staging::make_copy_engine for the rings' memory kind.
   std::function<std::unique_ptr<staging::CopyEngine>()> copy_engine;
+  // Without staging, raw and pcap files that are not O_DIRECT are written with writev straight
+  // from the header and payload slots (issue 17: no staging copy); the slots are released only
+  // after the writes. false: every byte is copied into the staging buffer first (as before).
+  bool borrow_payloads = true;
+};
+
+// The part of one CaptureWriter that one writer thread polls: some of its streams, and the pcap
+// writer with all of them (pcap records need every stream's slots in the same pass, so an
+// interface with pcap output, or one that stages GPU payloads, is never split).
+struct WriterShard {
+  std::vector<std::size_t> streams;
+  bool pcap = false;
 };
 
 // Writer-thread state of one stream, read by the same thread for the manifest.
@@ -93,6 +105,17 @@ class CaptureWriter {
   // Closes every file (flush + fsync); each failure also goes to the error reporter.
   // The first error, if any.
   Status close();
+
+  // The same for one shard, from the one thread that owns it (writer pool). Shards of one
+  // writer must not overlap; a split writer (splittable()) has no pcap and no stager.
+  std::size_t poll(const WriterShard& shard);
+  void request_rotation(const WriterShard& shard) noexcept;
+  void check_unlinked(const WriterShard& shard);
+  Status close(const WriterShard& shard);
+  // Whether the streams may be polled by different threads.
+  bool splittable() const noexcept { return !pcap_ && !stager_; }
+  // Every stream and the pcap writer: what poll() covers.
+  const WriterShard& whole() const noexcept { return whole_; }
 
   std::size_t streams() const noexcept { return per_stream_.size(); }
   const StreamWriteState& state(std::size_t stream) const { return state_.at(stream); }
@@ -131,6 +154,7 @@ class CaptureWriter {
   std::vector<staging::StageItem> stage_items_;  // preallocated
   uint64_t staging_errors_seen_ = 0;
   bool staging_failing_ = false;
+  WriterShard whole_;
 };
 
 }  // namespace rocecap::writers

@@ -1,7 +1,10 @@
 #include "writers/output_file.hpp"
 
 #include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -13,6 +16,7 @@
 #include <utility>
 
 #include "writers/aligned_buffer.hpp"
+#include "writers/uring_queue.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -23,6 +27,23 @@ ssize_t do_write(int fd, const void* data, std::size_t n) {
   if (g_write != nullptr) return g_write(fd, data, n);
   return ::write(fd, data, n);
 }
+
+// With the test seam set, a gather batch goes through it piece by piece (a short count ends
+// the call, as a short writev would).
+ssize_t do_writev(int fd, const iovec* iov, int n) {
+  if (g_write == nullptr) return ::writev(fd, iov, n);
+  ssize_t total = 0;
+  for (int i = 0; i < n; ++i) {
+    const ssize_t w = g_write(fd, iov[i].iov_base, iov[i].iov_len);
+    if (w < 0) return total > 0 ? total : w;
+    total += w;
+    if (static_cast<std::size_t>(w) < iov[i].iov_len) break;
+  }
+  return total;
+}
+
+// Source of zero bytes for gathered fill frames: written from here, never copied.
+alignas(kDirectAlignment) const std::byte kZeros[64 << 10] = {};
 
 int open_excl(const std::filesystem::path& path) {
   int fd;
@@ -50,7 +71,30 @@ bool aligned(std::span<std::byte> s) {
          s.size() % kDirectAlignment == 0 && !s.empty();
 }
 
+// tmpfs and ramfs: memory, no fragmentation to avoid; preallocating would only pin pages early.
+bool memory_backed(int fd) {
+  struct statfs s {};
+  return ::fstatfs(fd, &s) == 0 && (s.f_type == TMPFS_MAGIC || s.f_type == RAMFS_MAGIC);
+}
+
 }  // namespace
+
+const char* to_string(WritePath p) noexcept {
+  switch (p) {
+    case WritePath::copy_write:
+      return "copy+write";
+    case WritePath::copy_uring:
+      return "copy+io_uring";
+    case WritePath::gather_writev:
+      return "writev";
+  }
+  return "?";
+}
+
+void UniqueFd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
 
 void testing::set_write_function(WriteFunction f) noexcept {
   g_write = f;
@@ -58,106 +102,213 @@ void testing::set_write_function(WriteFunction f) noexcept {
 
 bool OutputFile::unlinked() const noexcept {
   struct stat st {};
-  return fd_ >= 0 && ::fstat(fd_, &st) == 0 && st.st_nlink == 0;
+  return is_open() && ::fstat(fd_.get(), &st) == 0 && st.st_nlink == 0;
 }
 
 OutputFile::~OutputFile() {
   (void)close();
 }
 
-OutputFile::OutputFile(OutputFile&& o) noexcept
-    : path_(std::move(o.path_)),
-      staging_(o.staging_),
-      fd_(std::exchange(o.fd_, -1)),
-      direct_(o.direct_),
-      fsync_(o.fsync_),
-      fill_(o.fill_),
-      pos_(o.pos_),
-      flushed_(o.flushed_),
-      last_mark_(o.last_mark_),
-      records_(o.records_),
-      fills_(o.fills_),
-      safe_mark_(o.safe_mark_),
-      safe_records_(o.safe_records_),
-      safe_fills_(o.safe_fills_),
-      round_(o.round_),
-      segment_shift_(o.segment_shift_),
-      marks_(o.marks_),
-      on_write_(std::move(o.on_write_)),
-      keep_cut_(o.keep_cut_),
-      cut_(std::move(o.cut_)) {}
-
 Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& options,
-                        std::span<std::byte> staging) {
+                        std::span<std::byte> staging, UringQueue* queue) {
   if (is_open())
     return Status::error(EBUSY, "open " + path.string() + ": writer already open", path);
   if (!aligned(staging))
     return Status::error(EINVAL, "open " + path.string() + ": bad staging", path);
   const int fd = open_excl(path);
   if (fd < 0) return sys_error(errno, "open", path);
-  const bool direct = options.direct && enable_direct(fd);
+  fd_.reset(fd);
+  direct_ = options.direct && enable_direct(fd);
   path_ = path;
   staging_ = staging;
-  fd_ = fd;
-  direct_ = direct;
   fsync_ = options.fsync_on_close;
   on_write_ = options.on_write;
   keep_cut_ = options.keep_cut;
   cut_.clear();
-  fill_ = 0;
-  pos_ = flushed_ = last_mark_ = records_ = fills_ = safe_mark_ = safe_records_ = safe_fills_ = 0;
-  ++round_;
-  segment_shift_ = 0;
-  while ((staging.size() >> segment_shift_) > kSegments)
-    ++segment_shift_;
+  queue_ = direct_ && g_write == nullptr ? queue : nullptr;
+  path_kind_ = queue_ != nullptr            ? WritePath::copy_uring
+               : !direct_ && options.gather ? WritePath::gather_writev
+                                            : WritePath::copy_write;
+  n_chunks_ = 1;
+  if (queue_ != nullptr) {
+    n_chunks_ = std::clamp<std::size_t>(staging.size() / kDirectAlignment, 1, kUringChunks);
+  }
+  chunk_bytes_ = staging.size() / n_chunks_ / kDirectAlignment * kDirectAlignment;
+  cur_ = fill_ = oldest_ = busy_ = 0;
+  chunks_ = {};
+  async_error_ = {};
+  iov_n_ = small_fill_ = 0;
+  pending_ = pos_ = submitted_ = durable_ = records_ = fills_ = 0;
+  safe_ = {};
+  mark_head_ = mark_count_ = 0;
+  gran_ = std::max<uint64_t>(staging.size() / 64, 1);
+  preallocated_ = 0;
+  if (options.preallocate > 0 && !memory_backed(fd) &&
+      ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(options.preallocate)) == 0) {
+    preallocated_ = options.preallocate;
+  }
   return {};
+}
+
+void OutputFile::mark() noexcept {
+  const Mark m{pos_, records_, fills_};
+  if (mark_count_ > 0) {
+    Mark& back = marks_[(mark_head_ + mark_count_ - 1) % kMarks];
+    // The latest record end per bucket (and, were the window ever wider than the marks, per
+    // last bucket): a cut loses at most the records ending in one bucket.
+    if (back.at / gran_ == pos_ / gran_ || mark_count_ == kMarks) {
+      back = m;
+      return;
+    }
+  }
+  marks_[(mark_head_ + mark_count_) % kMarks] = m;
+  ++mark_count_;
+}
+
+void OutputFile::confirm() noexcept {
+  while (mark_count_ > 0 && marks_[mark_head_].at <= durable_) {
+    safe_ = marks_[mark_head_];
+    mark_head_ = (mark_head_ + 1) % kMarks;
+    --mark_count_;
+  }
 }
 
 Status OutputFile::append(std::span<const std::byte> bytes) {
-  while (!bytes.empty()) {
-    if (fill_ == staging_.size()) {
-      if (Status s = flush_full(); !s) return s;
-    }
-    const std::size_t n = std::min(bytes.size(), staging_.size() - fill_);
-    std::memcpy(staging_.data() + fill_, bytes.data(), n);
-    fill_ += n;
-    pos_ += n;
-    bytes = bytes.subspan(n);
-  }
-  return {};
+  if (path_kind_ == WritePath::gather_writev) return gather_copy(bytes.data(), bytes.size());
+  return copy_in(bytes.data(), bytes.size());
+}
+
+Status OutputFile::append_borrowed(std::span<const std::byte> bytes) {
+  if (path_kind_ != WritePath::gather_writev) return copy_in(bytes.data(), bytes.size());
+  if (bytes.size() < kBorrowMin) return gather_copy(bytes.data(), bytes.size());
+  return gather_push(bytes.data(), bytes.size());
 }
 
 Status OutputFile::append_zeros(std::size_t count) {
-  while (count > 0) {
-    if (fill_ == staging_.size()) {
-      if (Status s = flush_full(); !s) return s;
+  if (path_kind_ == WritePath::gather_writev) {
+    while (count > 0) {
+      const std::size_t n = std::min(count, sizeof kZeros);
+      if (Status s = gather_push(kZeros, n); !s) return s;
+      count -= n;
     }
-    const std::size_t n = std::min(count, staging_.size() - fill_);
-    std::memset(staging_.data() + fill_, 0, n);
-    fill_ += n;
-    pos_ += n;
-    count -= n;
+    return {};
+  }
+  return copy_in(nullptr, count);
+}
+
+// Copy paths; data == nullptr: zeros.
+Status OutputFile::copy_in(const std::byte* data, std::size_t n) {
+  while (n > 0) {
+    if (fill_ == chunk_bytes_) {
+      if (Status s = submit(chunk_bytes_); !s) return s;
+    }
+    const std::size_t k = std::min(n, chunk_bytes_ - fill_);
+    std::byte* to = chunk(cur_) + fill_;
+    if (data != nullptr) {
+      std::memcpy(to, data, k);
+      data += k;
+    } else {
+      std::memset(to, 0, k);
+    }
+    fill_ += k;
+    pos_ += k;
+    n -= k;
   }
   return {};
 }
 
-Status OutputFile::flush_full() {
+// Hands `len` bytes of chunk cur_ to the kernel (len > fill_: zero padding, O_DIRECT tail).
+Status OutputFile::submit(std::size_t len) {
   if (!is_open()) return Status::error(EBADF, "write " + path_.string() + ": file not open", path_);
-  if (Status s = write_all(staging_.data(), fill_); !s) return fail(std::move(s));
+  if (queue_ == nullptr) {
+    if (Status s = write_all(chunk(cur_), len); !s) return fail(std::move(s));
+    fill_ = 0;
+    return {};
+  }
+  Chunk& c = chunks_[cur_];
+  c = {true, false, submitted_, len, 0, on_write_ ? now_ns() : 0};
+  int error = 0;
+  if (!queue_->write(fd_.get(), chunk(cur_), len, submitted_, cur_, error)) {
+    c.busy = false;
+    Status s = sys_error(error, "io_uring write", path_);
+    (void)drain();
+    return fail(std::move(s));
+  }
+  submitted_ += len;
+  ++busy_;
+  cur_ = (cur_ + 1) % n_chunks_;
   fill_ = 0;
-  // Flushing happens when the buffer is full, in the middle of a record at the latest, so the
-  // last completed record ends at or before what is now on disk.
-  safe_mark_ = last_mark_;
-  safe_records_ = records_;
-  safe_fills_ = fills_;
-  ++round_;
+  if (Status s = wait_chunk_free(cur_); !s) {
+    (void)drain();
+    return fail(std::move(s));
+  }
   return {};
+}
+
+Status OutputFile::wait_chunk_free(std::size_t i) {
+  while (chunks_[i].busy) {
+    if (Status s = reap_one(); !s) return s;
+  }
+  return async_error_;
+}
+
+// Takes one completion, then retires completed chunks in file order.
+Status OutputFile::reap_one() {
+  uint64_t tag = 0;
+  int64_t result = 0;
+  if (!queue_->wait(tag, result)) return Status::error(EIO, "io_uring: lost a write", path_);
+  if (tag >= n_chunks_) {
+    if (async_error_.ok()) async_error_ = sys_error(static_cast<int>(-result), "io_uring", path_);
+    return async_error_;
+  }
+  chunks_[tag].done = true;
+  chunks_[tag].result = result;
+  while (busy_ > 0 && chunks_[oldest_].done) {
+    Chunk& c = chunks_[oldest_];
+    if (async_error_.ok()) {
+      if (c.result < 0) {
+        async_error_ = sys_error(static_cast<int>(-c.result), "write", path_);
+      } else if (static_cast<std::size_t>(c.result) < c.len) {
+        // A short write (the disk filled mid-chunk): the rest with pwrite, which reports why.
+        durable_ = c.offset + static_cast<uint64_t>(c.result);
+        const std::byte* rest = chunk(oldest_) + c.result;
+        std::size_t left = c.len - static_cast<std::size_t>(c.result);
+        while (left > 0 && async_error_.ok()) {
+          const ssize_t w = ::pwrite(fd_.get(), rest, left, static_cast<off_t>(durable_));
+          if (w < 0 && errno == EINTR) continue;
+          if (w <= 0) {
+            async_error_ = sys_error(w < 0 ? errno : EIO, "write", path_);
+            break;
+          }
+          rest += w;
+          left -= static_cast<std::size_t>(w);
+          durable_ += static_cast<uint64_t>(w);
+        }
+      } else {
+        durable_ = c.offset + c.len;
+        if (on_write_) on_write_(c.len, now_ns() - c.submit_ns);
+      }
+      confirm();
+    }
+    c.busy = false;
+    oldest_ = (oldest_ + 1) % n_chunks_;
+    --busy_;
+  }
+  return async_error_;
+}
+
+// Waits for every write in flight; the first error, if any.
+Status OutputFile::drain() {
+  while (queue_ != nullptr && busy_ > 0) {
+    if (Status s = reap_one(); !s && queue_->in_flight() == 0) break;
+  }
+  return async_error_;
 }
 
 Status OutputFile::write_all(const std::byte* data, std::size_t n) {
   while (n > 0) {
     const uint64_t start = on_write_ ? now_ns() : 0;
-    const ssize_t w = do_write(fd_, data, n);
+    const ssize_t w = do_write(fd_.get(), data, n);
     if (w > 0 && on_write_) on_write_(static_cast<uint64_t>(w), now_ns() - start);
     if (w < 0) {
       if (errno == EINTR) continue;
@@ -166,71 +317,142 @@ Status OutputFile::write_all(const std::byte* data, std::size_t n) {
     if (w == 0) return sys_error(EIO, "write", path_);
     data += w;
     n -= static_cast<std::size_t>(w);
-    flushed_ += static_cast<uint64_t>(w);
+    durable_ += static_cast<uint64_t>(w);
+    submitted_ = durable_;
+    confirm();
   }
   return {};
 }
 
-// The last record end at or before flushed_, while the staging buffer is being written.
-void OutputFile::find_last_mark_on_disk(uint64_t& at, uint64_t& records,
-                                        uint64_t& fills) const noexcept {
-  at = safe_mark_;
-  records = safe_records_;
-  fills = safe_fills_;
-  const uint64_t buffer_start = pos_ - fill_;
-  if (flushed_ < buffer_start) return;
-  const uint64_t on_disk = flushed_ - buffer_start;
-  for (std::size_t i = std::min<uint64_t>(on_disk >> segment_shift_, kSegments) + 1; i-- > 0;) {
-    const Mark& m = marks_[i];
-    if (m.round == round_ && m.at <= on_disk) {
-      at = buffer_start + m.at;
-      records = m.records;
-      fills = m.fills;
-      return;
+// Gather path: small or short-lived bytes are copied into the staging buffer (adjacent copies
+// share one iovec).
+Status OutputFile::gather_copy(const std::byte* data, std::size_t n) {
+  while (n > 0) {
+    if (small_fill_ == staging_.size() || iov_n_ == kMaxIov) {
+      if (Status s = gather_flush(); !s) return fail(std::move(s));
+    }
+    const std::size_t k = std::min(n, staging_.size() - small_fill_);
+    std::byte* to = staging_.data() + small_fill_;
+    std::memcpy(to, data, k);
+    iovec* last = iov_n_ > 0 ? &iov_[iov_n_ - 1] : nullptr;
+    if (last != nullptr && static_cast<std::byte*>(last->iov_base) + last->iov_len == to) {
+      last->iov_len += k;
+    } else {
+      iov_[iov_n_++] = {to, k};
+    }
+    small_fill_ += k;
+    pending_ += k;
+    pos_ += k;
+    data += k;
+    n -= k;
+  }
+  if (pending_ >= staging_.size()) {
+    if (Status s = gather_flush(); !s) return fail(std::move(s));
+  }
+  return {};
+}
+
+Status OutputFile::gather_push(const std::byte* data, std::size_t n) {
+  if (iov_n_ == kMaxIov) {
+    if (Status s = gather_flush(); !s) return fail(std::move(s));
+  }
+  iov_[iov_n_++] = {const_cast<std::byte*>(data), n};  // writev's iovec is not const
+  pending_ += n;
+  pos_ += n;
+  if (pending_ >= staging_.size()) {
+    if (Status s = gather_flush(); !s) return fail(std::move(s));
+  }
+  return {};
+}
+
+Status OutputFile::gather_flush() {
+  if (!is_open()) return Status::error(EBADF, "write " + path_.string() + ": file not open", path_);
+  std::size_t first = 0;
+  while (first < iov_n_) {
+    const int n = static_cast<int>(std::min(iov_n_ - first, kMaxIov));
+    const uint64_t start = on_write_ ? now_ns() : 0;
+    const ssize_t w = do_writev(fd_.get(), &iov_[first], n);
+    if (w > 0 && on_write_) on_write_(static_cast<uint64_t>(w), now_ns() - start);
+    if (w <= 0 && !(w < 0 && errno == EINTR)) {
+      const int error = w < 0 ? errno : EIO;
+      // What is left unwritten stays described by iov_[0, iov_n_) from durable_ on, for
+      // keep_cut (the bytes are still where they were: the caller releases after the flush).
+      std::move(iov_.begin() + static_cast<std::ptrdiff_t>(first),
+                iov_.begin() + static_cast<std::ptrdiff_t>(iov_n_), iov_.begin());
+      iov_n_ -= first;
+      return sys_error(error, "write", path_);
+    }
+    if (w < 0) continue;
+    durable_ += static_cast<uint64_t>(w);
+    submitted_ = durable_;
+    confirm();
+    // Skip what was written; a short write resumes inside an iovec.
+    std::size_t left = static_cast<std::size_t>(w);
+    while (first < iov_n_ && left >= iov_[first].iov_len) {
+      left -= iov_[first].iov_len;
+      ++first;
+    }
+    if (left > 0) {
+      iov_[first].iov_base = static_cast<std::byte*>(iov_[first].iov_base) + left;
+      iov_[first].iov_len -= left;
     }
   }
+  iov_n_ = 0;
+  small_fill_ = 0;
+  pending_ = 0;
+  return {};
+}
+
+Status OutputFile::flush_borrowed() {
+  if (path_kind_ != WritePath::gather_writev || !is_open() || iov_n_ == 0) return {};
+  if (Status s = gather_flush(); !s) return fail(std::move(s));
+  return {};
 }
 
 // Keeps what is on disk valid: cut back to the last whole record that reached the disk.
 Status OutputFile::fail(Status error) {
-  uint64_t keep = 0;
-  uint64_t keep_records = 0;
-  uint64_t keep_fills = 0;
-  find_last_mark_on_disk(keep, keep_records, keep_fills);
-  if (keep_cut_) keep_cut(keep);
+  const Mark keep = safe_;
+  if (keep_cut_)
+    keep_cut(keep.at,
+             mark_count_ > 0 ? marks_[(mark_head_ + mark_count_ - 1) % kMarks].at : keep.at);
   std::string message = error.message();
-  if (::ftruncate(fd_, static_cast<off_t>(keep)) != 0) {
+  if (::ftruncate(fd_.get(), static_cast<off_t>(keep.at)) != 0) {
     message += "; truncating to the last whole record failed: ";
     message += std::generic_category().message(errno);
   } else if (fsync_) {
-    (void)::fsync(fd_);  // best effort: the original error is what matters
+    (void)::fsync(fd_.get());  // best effort: the original error is what matters
   }
+  // The cut freed every block past `keep`, the reservation included; truncating again to the
+  // old end (release_preallocation) would grow the file back with zeros.
+  preallocated_ = 0;
   close_fd();
-  pos_ = flushed_ = last_mark_ = safe_mark_ = keep;
-  records_ = safe_records_ = keep_records;
-  fills_ = safe_fills_ = keep_fills;
+  pos_ = submitted_ = durable_ = keep.at;
+  records_ = keep.records;
+  fills_ = keep.fills;
   fill_ = 0;
-  ++round_;
+  iov_n_ = small_fill_ = 0;
+  pending_ = 0;
+  mark_count_ = 0;
   return Status::error(error.code(), std::move(message), error.path());
 }
 
-// Saves the bytes [keep, last_mark_) before the cut: those still in the staging buffer from
-// there, the part written before it (a record that straddled the previous buffer) read back
-// through a second descriptor (the file's own may be O_WRONLY|O_DIRECT).
-void OutputFile::keep_cut(uint64_t keep) noexcept {
+// Saves the bytes [keep, end) before the cut: the part that reached the file read back through
+// a second descriptor (the file's own may be O_WRONLY|O_DIRECT), the rest from where the write
+// path still holds it (staging chunks, or the gather batch's iovecs).
+void OutputFile::keep_cut(uint64_t keep, uint64_t end) noexcept {
   cut_.clear();
-  if (last_mark_ <= keep) return;
-  const uint64_t buffer_start = pos_ - fill_;
+  if (end <= keep) return;
   try {
-    cut_.resize(last_mark_ - keep);
+    cut_.resize(end - keep);
   } catch (...) {
     cut_.clear();
     return;
   }
+  const uint64_t on_disk = std::min(durable_, end);
   std::size_t at = 0;
-  if (keep < buffer_start) {
+  if (keep < on_disk) {
     const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    std::size_t n = std::min(buffer_start, last_mark_) - keep;
+    std::size_t n = on_disk - keep;
     while (fd >= 0 && n > 0) {
       const ssize_t r = ::pread(fd, cut_.data() + at, n, static_cast<off_t>(keep + at));
       if (r < 0 && errno == EINTR) continue;
@@ -244,27 +466,81 @@ void OutputFile::keep_cut(uint64_t keep) noexcept {
       return;
     }
   }
-  if (last_mark_ <= buffer_start) return;
-  const uint64_t from = std::max(keep, buffer_start) - buffer_start;
-  std::memcpy(cut_.data() + at, staging_.data() + from, last_mark_ - buffer_start - from);
+  const uint64_t from = std::max(keep, on_disk);
+  if (from < end && !copy_unwritten(from, end, cut_.data() + at)) cut_.clear();
+}
+
+// Copies file bytes [from, to) (all >= durable_, < pos_) from the write path's memory.
+bool OutputFile::copy_unwritten(uint64_t from, uint64_t to, std::byte* out) const noexcept {
+  if (path_kind_ == WritePath::gather_writev) {
+    uint64_t off = durable_;
+    for (std::size_t i = 0; i < iov_n_ && from < to; ++i) {
+      const auto* base = static_cast<const std::byte*>(iov_[i].iov_base);
+      const uint64_t len = iov_[i].iov_len;
+      if (from < off + len) {
+        const uint64_t k = std::min(to, off + len) - from;
+        std::memcpy(out, base + (from - off), k);
+        out += k;
+        from += k;
+      }
+      off += len;
+    }
+    return from == to;
+  }
+  // Copy paths: the chunk being filled starts at submitted_; chunks handed to the kernel keep
+  // their bytes until reused, and none is reused before the failure is handled.
+  while (from < to) {
+    const std::byte* src = nullptr;
+    uint64_t avail = 0;
+    const uint64_t fill_start = pos_ - fill_;
+    if (from >= fill_start) {
+      src = chunk(cur_) + (from - fill_start);
+      avail = pos_ - from;
+    } else {
+      for (std::size_t i = 0; i < n_chunks_ && src == nullptr; ++i) {
+        const Chunk& c = chunks_[i];
+        if ((i != cur_ || fill_ == 0) && c.len > 0 && from >= c.offset && from < c.offset + c.len) {
+          src = chunk(i) + (from - c.offset);
+          avail = c.offset + c.len - from;
+        }
+      }
+    }
+    if (src == nullptr || avail == 0) return false;
+    const uint64_t k = std::min(avail, to - from);
+    std::memcpy(out, src, k);
+    out += k;
+    from += k;
+  }
+  return true;
 }
 
 Status OutputFile::close() {
   if (!is_open()) return {};
-  if (fill_ > 0) {
-    std::size_t n = fill_;
-    if (direct_) {
-      n = (fill_ + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment;
-      std::memset(staging_.data() + fill_, 0, n - fill_);
+  if (path_kind_ == WritePath::gather_writev) {
+    if (iov_n_ > 0) {
+      if (Status s = gather_flush(); !s) return fail(std::move(s));
     }
-    if (Status s = write_all(staging_.data(), n); !s) return fail(std::move(s));
-    if (direct_ && n != fill_ && ::ftruncate(fd_, static_cast<off_t>(pos_)) != 0) {
+  } else if (fill_ > 0) {
+    const std::size_t n =
+        direct_ ? (fill_ + kDirectAlignment - 1) / kDirectAlignment * kDirectAlignment : fill_;
+    std::memset(chunk(cur_) + fill_, 0, n - fill_);
+    const uint64_t end = pos_;
+    const bool padded = n != fill_;
+    if (Status s = submit(n); !s) return s;  // submit() failed the file already
+    if (queue_ != nullptr) {
+      if (Status s = drain(); !s) return fail(std::move(s));
+    }
+    if (padded && ::ftruncate(fd_.get(), static_cast<off_t>(end)) != 0) {
       return fail(sys_error(errno, "truncate", path_));
     }
-    flushed_ = pos_;
-    fill_ = 0;
+    durable_ = submitted_ = pos_ = end;
+    confirm();
   }
-  if (fsync_ && ::fsync(fd_) != 0) {
+  if (queue_ != nullptr) {
+    if (Status s = drain(); !s) return fail(std::move(s));
+  }
+  release_preallocation();
+  if (fsync_ && ::fsync(fd_.get()) != 0) {
     Status s = sys_error(errno, "fsync", path_);
     close_fd();
     return s;
@@ -273,9 +549,17 @@ Status OutputFile::close() {
   return {};
 }
 
+// Blocks reserved past the end stay allocated after close: give them back. ftruncate to the
+// size the file already has frees every block past it on ext4 (ext4_setattr -> ext4_truncate;
+// a PUNCH_HOLE past i_size is a no-op there), measured in WritePath.PreallocationIsReleasedAtClose.
+void OutputFile::release_preallocation() noexcept {
+  if (preallocated_ <= pos_ || !is_open()) return;
+  (void)::ftruncate(fd_.get(), static_cast<off_t>(pos_));
+  preallocated_ = 0;
+}
+
 void OutputFile::close_fd() noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  fd_.reset();
 }
 
 }  // namespace rocecap::writers

@@ -1,24 +1,48 @@
-// One output file: RAII fd, a large staging buffer written with whole-buffer write() calls,
-// optional O_DIRECT, fsync at close.
+// One output file: RAII fd, a large staging buffer written in whole chunks, optional O_DIRECT
+// (several chunks in flight through io_uring), writev straight from the caller's memory for
+// buffered files, preallocation, fsync at close.
 //
 // Never clobbers: the file is created with O_CREAT|O_EXCL.
 //
 // Records. The caller appends the pieces of one record (a CODIF frame, a pcap record) and then
 // calls end_record(). When a write fails (ENOSPC, EIO, EDQUOT, EFBIG...) the file is truncated
 // back to the last record boundary known to be on disk, fsynced and closed, so a raw file is
-// always a whole number of frames and a pcap file ends at a record boundary. Record ends inside
-// the staging buffer are remembered per 1/64th of the buffer, so a partial write keeps every
-// record that reached the disk except at most those ending in its last 1/64th (16 KiB of a
-// 1 MiB buffer). size() and records() then describe what stays on disk.
+// always a whole number of frames and a pcap file ends at a record boundary. Record ends not yet
+// known to be on disk are remembered per 1/64th of the staging buffer (the latest in each), so
+// a partial write keeps every record that reached the disk except at most those ending in its
+// last 1/64th (16 KiB of a 1 MiB buffer). size() and records() then describe what stays on disk.
+//
+// Three ways the bytes reach the file, chosen at open():
+//  - copy + write(): pieces are copied into the staging buffer, one write() per full buffer
+//    (buffered files; O_DIRECT where io_uring is not available).
+//  - copy + io_uring (O_DIRECT only): the staging buffer is cut into `queue depth` chunks; a
+//    full chunk is submitted and the next one filled while it is in flight, so several aligned
+//    writes of one file are in flight at once. A chunk is reused only after its write
+//    completed. Completions are taken in file order: what is "on disk" is the contiguous prefix
+//    of completed writes, so a failed write in the middle cuts the file before it.
+//  - gather (buffered files with OutputOptions::gather): append_borrowed() records where the
+//    caller's bytes are (an iovec) instead of copying them; small pieces (headers built on the
+//    caller's stack) are still copied into the staging buffer. The batch goes out with one
+//    writev() when it holds a staging buffer's worth of bytes, 1024 pieces, or when the caller
+//    calls flush_borrowed(), which it must do before the borrowed memory is reused (the ring
+//    consumer: before it releases the slots). O_DIRECT needs aligned buffers, offsets and
+//    lengths, which ring slots are not: O_DIRECT files always copy.
 //
 // O_DIRECT. Buffer address, offsets and lengths are multiples of kDirectAlignment. The tail that
 // is not a block multiple is written at close padded with zeros through the same O_DIRECT fd, and
 // the file is then cut to its real length with ftruncate (one fd, no page-cache mix). O_DIRECT is
 // set with fcntl after the exclusive create; when the filesystem refuses it (ramfs, tmpfs before
 // Linux 6.6, some FUSE), the file stays buffered; direct() tells which mode is in effect.
+//
+// Preallocation. OutputOptions::preallocate bytes are reserved at open with
+// fallocate(FALLOC_FL_KEEP_SIZE) (the file's size stays its real size, so a crash never leaves a
+// zero tail), skipped on tmpfs/ramfs where it would only pin memory early; what was not used is
+// released at close (FALLOC_FL_PUNCH_HOLE past the end). Refused (EOPNOTSUPP, ENOSPC): ignored,
+// the writes themselves report a full disk.
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <array>
 #include <cstddef>
@@ -26,21 +50,47 @@
 #include <filesystem>
 #include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "writers/status.hpp"
 
 namespace rocecap::writers {
 
+class UringQueue;
+
 struct OutputOptions {
   bool direct = false;         // request O_DIRECT (falls back to buffered when refused)
   bool fsync_on_close = true;  // data is on stable storage when close() returns ok
-  // Called after each successful write() with its bytes and duration (per-target metrics and
-  // stall detection, writers/output_targets.hpp); one clock pair per staging buffer.
+  bool gather = false;         // buffered: writev from borrowed memory (append_borrowed)
+  uint64_t preallocate = 0;    // bytes reserved at open (fallocate KEEP_SIZE); 0: none
+  // Called after each successful write with its bytes and duration (per-target metrics and
+  // stall detection, writers/output_targets.hpp): one clock pair per write(), writev() or
+  // io_uring completion (timed from its submission).
   std::function<void(uint64_t bytes, uint64_t ns)> on_write = nullptr;
   // On a write error, keep the whole records the cut removed (take_cut()), so that they can be
   // written to another target instead of being lost (spill-over).
   bool keep_cut = false;
+};
+
+// How one file's bytes are written (for tests, the manifest and benchmarks).
+enum class WritePath : uint8_t { copy_write, copy_uring, gather_writev };
+const char* to_string(WritePath p) noexcept;
+
+// An fd closed when it goes out of scope; moving hands it over.
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  ~UniqueFd() { reset(); }
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&&) = delete;
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  int get() const noexcept { return fd_; }
+  void reset(int fd = -1) noexcept;
+
+ private:
+  int fd_ = -1;
 };
 
 class OutputFile {
@@ -49,17 +99,25 @@ class OutputFile {
   ~OutputFile();  // closes like close(), ignoring the result
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
-  // Moving keeps borrowing the same staging buffer. The moved-from file is closed (no fd).
-  OutputFile(OutputFile&& other) noexcept;
+  // Moving keeps borrowing the same staging buffer (and queue). The moved-from file has no fd.
+  OutputFile(OutputFile&& other) noexcept = default;
   OutputFile& operator=(OutputFile&&) = delete;
 
   // `staging` is borrowed and must outlive the file; its address and size must be multiples of
-  // kDirectAlignment (AlignedBuffer gives that). Fails when the file exists (EEXIST).
+  // kDirectAlignment (AlignedBuffer gives that). `queue` (borrowed, may be null): io_uring for
+  // an O_DIRECT file; null, or a test write function set: write(). Fails when the file exists
+  // (EEXIST).
   Status open(const std::filesystem::path& path, const OutputOptions& options,
-              std::span<std::byte> staging);
+              std::span<std::byte> staging, UringQueue* queue = nullptr);
 
   Status append(std::span<const std::byte> bytes);
+  // Like append(), but in gather mode the bytes are written from where they are, at the latest
+  // by the next flush_borrowed(): they must stay valid and unchanged until then.
+  Status append_borrowed(std::span<const std::byte> bytes);
   Status append_zeros(std::size_t count);
+  // Writes what the file borrowed (gather mode); a no-op otherwise. On error the file is cut
+  // and closed as for any write error.
+  Status flush_borrowed();
   // `fill`: the record is a fill frame (counted apart, so a cut can tell what it removed).
   void end_record(bool fill = false) noexcept {
     ++records_;
@@ -80,12 +138,13 @@ class OutputFile {
   // they could not be kept (a part already written could not be read back).
   std::vector<std::byte> take_cut() noexcept { return std::move(cut_); }
 
-  // Flushes the staging buffer (O_DIRECT: padded tail + ftruncate), fsyncs and closes.
-  // A no-op returning ok when not open.
+  // Writes what is pending (O_DIRECT: padded tail + ftruncate), waits for writes in flight,
+  // releases unused preallocation, fsyncs and closes. A no-op returning ok when not open.
   Status close();
 
-  bool is_open() const noexcept { return fd_ >= 0; }
+  bool is_open() const noexcept { return fd_.get() >= 0; }
   bool direct() const noexcept { return direct_; }
+  WritePath write_path() const noexcept { return path_kind_; }
   uint64_t size() const noexcept { return pos_; }  // bytes accepted (or left after failure)
   uint64_t records() const noexcept { return records_; }
   uint64_t fill_records() const noexcept { return fills_; }  // of records()
@@ -94,43 +153,77 @@ class OutputFile {
   const std::filesystem::path& path() const noexcept { return path_; }
 
  private:
-  // The latest record end in one segment of the staging buffer, valid for one buffer `round`.
   struct Mark {
-    uint64_t round = 0;
-    uint64_t at = 0;  // offset in the buffer
+    uint64_t at = 0;  // file offset of a record end
     uint64_t records = 0;
     uint64_t fills = 0;
   };
-  static constexpr std::size_t kSegments = 64;
+  // One staging chunk handed to the kernel (io_uring) and not yet completed.
+  struct Chunk {
+    bool busy = false;
+    bool done = false;
+    uint64_t offset = 0;
+    std::size_t len = 0;
+    int64_t result = 0;
+    uint64_t submit_ns = 0;  // for on_write's duration
+  };
+  static constexpr std::size_t kMarks = 136;  // 64 buckets of the pending window, and slack
+  static constexpr std::size_t kMaxChunks = 16;
+  static constexpr std::size_t kUringChunks = 4;  // writes in flight (RotatingFile's depth)
+  static constexpr std::size_t kMaxIov = 1024;    // IOV_MAX on Linux
+  static constexpr std::size_t kBorrowMin = 256;  // smaller pieces are copied (cheaper)
 
-  void mark() noexcept {
-    last_mark_ = pos_;
-    marks_[fill_ >> segment_shift_] = {round_, fill_, records_, fills_};
-  }
-  void find_last_mark_on_disk(uint64_t& at, uint64_t& records, uint64_t& fills) const noexcept;
-  Status flush_full();
+  void mark() noexcept;
+  void confirm() noexcept;  // marks now on disk (<= durable_) become the safe point
+  std::byte* chunk(std::size_t i) const noexcept { return staging_.data() + i * chunk_bytes_; }
+  Status copy_in(const std::byte* data, std::size_t n);
+  Status submit(std::size_t len);
+  Status wait_chunk_free(std::size_t i);
+  Status reap_one();
+  Status drain();
   Status write_all(const std::byte* data, std::size_t n);
+  Status gather_copy(const std::byte* data, std::size_t n);
+  Status gather_push(const std::byte* data, std::size_t n);
+  Status gather_flush();
   Status fail(Status error);
-  void keep_cut(uint64_t keep) noexcept;
+  void keep_cut(uint64_t keep, uint64_t end) noexcept;
+  bool copy_unwritten(uint64_t from, uint64_t to, std::byte* out) const noexcept;
+  void release_preallocation() noexcept;
   void close_fd() noexcept;
 
   std::filesystem::path path_;
   std::span<std::byte> staging_;
-  int fd_ = -1;
+  UringQueue* queue_ = nullptr;  // non-null: copy_uring
+  UniqueFd fd_;
   bool direct_ = false;
   bool fsync_ = true;
-  std::size_t fill_ = 0;    // bytes in staging_
-  uint64_t pos_ = 0;        // logical end of file: flushed_ + fill_
-  uint64_t flushed_ = 0;    // bytes handed to write() successfully
-  uint64_t last_mark_ = 0;  // last record boundary
-  uint64_t records_ = 0;    // records up to last_mark_
-  uint64_t fills_ = 0;      // fill records among them
-  uint64_t safe_mark_ = 0;  // a boundary <= flushed_: on disk for sure
-  uint64_t safe_records_ = 0;
-  uint64_t safe_fills_ = 0;
-  uint64_t round_ = 1;  // staging buffer generation: marks of older rounds are stale
-  unsigned segment_shift_ = 0;
-  std::array<Mark, kSegments + 1> marks_{};  // + 1: a mark at fill_ == staging size
+  WritePath path_kind_ = WritePath::copy_write;
+  uint64_t preallocated_ = 0;
+  // Copy paths: the staging buffer as n_chunks_ chunks, chunk cur_ being filled.
+  std::size_t chunk_bytes_ = 0;
+  std::size_t n_chunks_ = 1;
+  std::size_t cur_ = 0;
+  std::size_t fill_ = 0;    // bytes in chunk cur_
+  std::size_t oldest_ = 0;  // oldest chunk in flight
+  std::size_t busy_ = 0;    // chunks in flight
+  std::array<Chunk, kMaxChunks> chunks_{};
+  Status async_error_;  // first failed io_uring write, until drained and failed
+  // Gather path.
+  std::array<iovec, kMaxIov> iov_{};
+  std::size_t iov_n_ = 0;
+  std::size_t small_fill_ = 0;  // staging bytes holding copied small pieces of this batch
+  uint64_t pending_ = 0;        // bytes in the batch
+  // Positions (file offsets).
+  uint64_t pos_ = 0;                  // logical end of file
+  uint64_t submitted_ = 0;            // bytes handed to the kernel
+  uint64_t durable_ = 0;              // contiguous prefix the kernel accepted
+  uint64_t records_ = 0;              // records up to the last mark
+  uint64_t fills_ = 0;                // fill records among them
+  uint64_t gran_ = 1;                 // mark bucket: staging size / 64
+  Mark safe_{};                       // latest record end <= durable_
+  std::array<Mark, kMarks> marks_{};  // record ends > durable_, ascending, one per bucket
+  std::size_t mark_head_ = 0;
+  std::size_t mark_count_ = 0;
   std::function<void(uint64_t, uint64_t)> on_write_;
   bool keep_cut_ = false;
   std::vector<std::byte> cut_;  // filled on a failure only (an error path may allocate)
@@ -142,7 +235,9 @@ inline constexpr unsigned kOutputFileMode = 0640;
 
 namespace testing {
 // Fault seam for tests: replaces ::write() for every OutputFile (nullptr restores it), so a test
-// can make the file system answer EIO without a failing device. Not thread-safe; tests only.
+// can make the file system answer EIO without a failing device. While set, files are written
+// with it only (no io_uring; a gather batch goes out piece by piece through it). Not
+// thread-safe; tests only.
 using WriteFunction = ssize_t (*)(int fd, const void* data, std::size_t n);
 void set_write_function(WriteFunction f) noexcept;
 }  // namespace testing

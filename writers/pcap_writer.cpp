@@ -50,7 +50,8 @@ Status PcapWriter::write_packet(int64_t unix_ns, std::span<const std::byte> head
   const auto record = pack<kPcapRecordHeaderBytes>(
       {static_cast<uint32_t>(ns / 1'000'000'000), static_cast<uint32_t>(ns % 1'000'000'000),
        static_cast<uint32_t>(caplen), wire_len != 0 ? wire_len : static_cast<uint32_t>(total)});
-  const std::array<Piece, 3> pieces{bytes_piece(record), bytes_piece(head), bytes_piece(tail)};
+  const std::array<Piece, 3> pieces{bytes_piece(record), borrowed_piece(head, borrow_),
+                                    borrowed_piece(tail, borrow_)};
   return out_.write(pieces);
 }
 

@@ -15,10 +15,12 @@ Status RawWriter::write_frame(std::span<const std::byte, capture::codif::kHeader
                               std::span<const std::byte> data,
                               std::span<const std::byte> data_tail) {
   if (options_.strip_headers) {
-    const std::array<Piece, 2> pieces{bytes_piece(data), bytes_piece(data_tail)};
+    const std::array<Piece, 2> pieces{borrowed_piece(data, borrow_),
+                                      borrowed_piece(data_tail, borrow_)};
     return out_.write(pieces);
   }
-  const std::array<Piece, 3> pieces{bytes_piece(header), bytes_piece(data), bytes_piece(data_tail)};
+  const std::array<Piece, 3> pieces{bytes_piece(header), borrowed_piece(data, borrow_),
+                                    borrowed_piece(data_tail, borrow_)};
   return out_.write(pieces);
 }
 

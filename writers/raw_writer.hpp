@@ -52,12 +52,23 @@ class RawWriter {
   // Frame index of the next frame or fill frame (write-error gaps are listed by index).
   void set_next_index(uint64_t index) noexcept { out_.set_next_index(index); }
   Status check_unlinked() { return out_.check_unlinked(); }
+  // From now on the frame bytes handed to the writer (not the headers, which callers build on
+  // their stack) stay valid until flush_borrowed(): a buffered file writes them from where
+  // they are with writev instead of copying them (OutputFile's gather path).
+  void borrow_payloads() noexcept {
+    borrow_ = true;
+    out_.enable_gather();
+  }
+  // Writes what was borrowed; call before the borrowed memory is reused.
+  Status flush_borrowed() { return out_.flush_borrowed(); }
+  const RotatingFile& output() const noexcept { return out_; }
   const WriterStats& stats() const noexcept { return out_.stats(); }
   const std::vector<FileRecord>& files() { return out_.files(); }
 
  private:
   RotatingFile out_;
   RawOptions options_;
+  bool borrow_ = false;
 };
 
 }  // namespace rocecap::writers

@@ -47,6 +47,7 @@
 #include "writers/output_file.hpp"
 #include "writers/output_targets.hpp"
 #include "writers/status.hpp"
+#include "writers/uring_queue.hpp"
 #include "writers/writer_stats.hpp"
 
 namespace rocecap::writers {
@@ -71,6 +72,9 @@ int64_t monotonic_ns() noexcept;
 
 enum class RecordKind : uint8_t { received, fill };
 
+// O_DIRECT writes in flight per file through io_uring (each RotationOptions::buffer_bytes).
+inline constexpr unsigned kUringDepth = 4;
+
 struct RotationOptions {
   uint64_t max_bytes = 0;  // rotate before exceeding this; 0 = never
   // Staging buffer, one write() per buffer. 1 MiB rather than 8: the buffers of all streams
@@ -80,6 +84,13 @@ struct RotationOptions {
   uint64_t first_seq = 0;
   OutputOptions output;
   RetryOptions retry;
+  // O_DIRECT files through io_uring (several writes in flight) where the kernel allows it;
+  // false, or ROCECAP_IO_URING=off: write() (the reason is in RotatingFile::io_engine()).
+  bool io_uring = true;
+  // Reserve max_bytes at each file's open (fallocate KEEP_SIZE; not on tmpfs), released past
+  // the real end at close: a file of a rotating run is contiguous on disk and a full disk is
+  // met at open rather than mid-file where the file system allows.
+  bool preallocate = true;
   MonotonicClock clock = monotonic_ns;   // tests substitute their own
   std::size_t max_gaps_listed = 100000;  // WriteLoss::gaps bound
   // Output targets shared by every writer of the run, and the file names on them; when set,
@@ -88,13 +99,19 @@ struct RotationOptions {
   NameMaker names;
 };
 
-// One piece of a record: bytes, or (data == nullptr) `size` zero bytes.
+// One piece of a record: bytes, or (data == nullptr) `size` zero bytes. `borrowed`: the bytes
+// stay valid until the writer's flush_borrowed() (ring slots not yet released), so a gathering
+// file writes them from where they are instead of copying them (OutputFile::append_borrowed).
 struct Piece {
   const std::byte* data = nullptr;
   std::size_t size = 0;
+  bool borrowed = false;
 };
 inline Piece bytes_piece(std::span<const std::byte> s) noexcept {
   return {s.data(), s.size()};
+}
+inline Piece borrowed_piece(std::span<const std::byte> s, bool borrowed = true) noexcept {
+  return {s.data(), s.size(), borrowed};
 }
 inline Piece zeros_piece(std::size_t n) noexcept {
   return {nullptr, n};
@@ -130,6 +147,15 @@ class RotatingFile {
   Status write(std::span<const Piece> pieces, RecordKind kind = RecordKind::received);
   // Frame index of the next record (default: the previous one + 1, from 0).
   void set_next_index(uint64_t index) noexcept { next_index_ = index; }
+  // Writes the bytes the current file borrowed (Piece::borrowed); must be called before that
+  // memory is reused. An error is handled (counted, file cut, retry later) and returned once.
+  Status flush_borrowed();
+  // Files opened from now on gather borrowed pieces with writev when they are not O_DIRECT.
+  void enable_gather() noexcept { options_.output.gather = true; }
+  // How O_DIRECT files are written: "io_uring", or why not ("" before the first direct open).
+  const std::string& io_engine() const noexcept { return io_engine_; }
+  // The write path of the current (or last) file.
+  WritePath write_path() const noexcept { return file_.write_path(); }
   // Whether the open file was unlinked; counted (storage_errors) and returned once per file.
   Status check_unlinked();
   // Final: flushes, fsyncs and closes the current file; later records are counted as dropped.
@@ -155,6 +181,9 @@ class RotatingFile {
   bool spill(Status& s, uint64_t& cut_records, uint64_t& cut_fills, uint64_t cut_first,
              unsigned depth);
   void record_error(const Status& s);
+  Status cut_failed(Status s, uint64_t index, uint64_t bytes_before, uint64_t records_before,
+                    uint64_t fills_before);
+  UringQueue* queue_for_direct();
   void suspend(bool progressed);
   bool retry_due();
   void lose(uint64_t first, uint64_t count, uint64_t fills);
@@ -165,6 +194,8 @@ class RotatingFile {
   RotationOptions options_;
   std::vector<std::byte> preamble_;
   AlignedBuffer staging_;
+  std::unique_ptr<UringQueue> queue_;  // made at the first O_DIRECT open (when allowed)
+  std::string io_engine_;
   OutputFile file_;
   std::vector<FileRecord> files_;
   WriterStats stats_;

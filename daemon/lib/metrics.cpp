@@ -248,6 +248,26 @@ void add_interfaces(Exposition& e, const Runtime& rt) {
   add_verbs_polls(e, rt);
 }
 
+// Writer pool (output.writer_threads > 1): each thread's own counters, read at scrape time.
+void add_writer_threads(Exposition& e, const Runtime& rt) {
+  if (rt.writer_thread_count == 0) return;
+  auto& slots =
+      e.family("rocecap_writer_thread_slots_total",
+               "Ring slots written and released by one writer-pool thread", MetricType::Counter);
+  auto& busy = e.family("rocecap_writer_thread_busy_seconds_total",
+                        "Time one writer-pool thread spent in passes that wrote something",
+                        MetricType::Counter);
+  auto& passes = e.family("rocecap_writer_thread_passes_total",
+                          "Passes of one writer-pool thread over its streams", MetricType::Counter);
+  for (std::size_t t = 0; t < rt.writer_thread_count; ++t) {
+    const WriterThreadCounters& c = rt.writer_threads[t];
+    const Labels l{{"thread", std::to_string(t)}};
+    add(slots, l, double(c.slots.get()));
+    add(busy, l, double(c.busy_ns.get()) * 1e-9);
+    add(passes, l, double(c.passes.get()));
+  }
+}
+
 void add_writers(Exposition& e, const Runtime& rt) {
   struct Item {
     const char* name;
@@ -283,7 +303,7 @@ void add_writers(Exposition& e, const Runtime& rt) {
     for (const auto& ir : rt.interfaces) {
       for (std::size_t k = 0; k < kOutputFormatCount; ++k) {
         if (!ir->published.format_used[k]) continue;
-        const uint64_t v = (ir->published.formats[k].*item.counter).get();
+        const uint64_t v = format_total(ir->published, k, item.counter);
         add(f, {{"interface", ir->name}, {"format", std::string(format_name(k))}}, double(v));
       }
     }
@@ -295,6 +315,7 @@ void add_writers(Exposition& e, const Runtime& rt) {
     add(pass, {{"interface", ir->name}},
         seconds(static_cast<int64_t>(ir->published.writer_last_pass_ns.get())));
   }
+  add_writer_threads(e, rt);
 }
 
 // GPU->host staging, for interfaces whose writer stages payloads. The lag is a sum over frames

@@ -90,4 +90,45 @@ void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept {
   out.writer_last_pass_ns.set(static_cast<uint64_t>(now_ns));
 }
 
+void prepare_shards(InterfaceRuntime& ir, std::size_t count) {
+  ir.published.shards = std::make_unique<std::array<FormatCounters, kOutputFormatCount>[]>(count);
+  ir.published.shard_count = count;
+}
+
+void publish_shard(InterfaceRuntime& ir, const writers::WriterShard& shard, std::size_t slot,
+                   int64_t now_ns) noexcept {
+  std::array<uint64_t, 10> raw{}, hdr{}, pcap{}, vhdr{};
+  for (std::size_t s : shard.streams) {
+    writers::StreamWriters& w = ir.writer->writers(s);
+    if (w.raw) add_stats(raw, w.raw->stats());
+    if (w.codifhdr) add_stats(hdr, w.codifhdr->stats());
+    if (w.vdifhdr) add_stats(vhdr, w.vdifhdr->stats());
+  }
+  if (auto* p = ir.writer->pcap(); p != nullptr && shard.pcap) add_stats(pcap, p->stats());
+  auto& out = ir.published.shards[slot];
+  store(out[std::size_t(PublishedFormat::raw)], raw);
+  store(out[std::size_t(PublishedFormat::codifhdr)], hdr);
+  store(out[std::size_t(PublishedFormat::pcap)], pcap);
+  store(out[std::size_t(PublishedFormat::vdifhdr)], vhdr);
+  if (slot != 0) return;
+  if (const auto* stager = ir.writer->stager()) {  // a staging interface is one shard
+    const writers::staging::StagingStats& st = stager->stats();
+    ir.published.staging.bytes_copied.set(st.bytes_copied);
+    ir.published.staging.frames_staged.set(st.frames_staged);
+    ir.published.staging.frames_failed.set(st.frames_failed);
+    ir.published.staging.lag_ns_total.set(st.lag_ns_total);
+    ir.published.staging.lag_ns_max.set(st.lag_ns_max);
+  }
+  ir.published.writer_passes.add();
+  ir.published.writer_last_pass_ns.set(static_cast<uint64_t>(now_ns));
+}
+
+uint64_t format_total(const PublishedStats& p, std::size_t format,
+                      common::RelaxedCounter FormatCounters::*counter) noexcept {
+  uint64_t v = (p.formats[format].*counter).get();
+  for (std::size_t i = 0; i < p.shard_count; ++i)
+    v += (p.shards[i][format].*counter).get();
+  return v;
+}
+
 }  // namespace rocecap::daemon

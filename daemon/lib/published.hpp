@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "common/relaxed_counter.hpp"
+#include "writers/capture_writer.hpp"
 
 namespace rocecap::daemon {
 
@@ -45,6 +46,13 @@ struct StagingCounters {
   common::RelaxedCounter lag_ns_max;
 };
 
+// One writer-pool thread; written by that thread, summed by nobody: exposed per thread.
+struct WriterThreadCounters {
+  common::RelaxedCounter passes;   // polls of its shards
+  common::RelaxedCounter slots;    // ring slots written and released
+  common::RelaxedCounter busy_ns;  // time in passes that wrote something
+};
+
 enum class PublishedFormat : std::size_t { raw, codifhdr, pcap, vdifhdr };
 inline constexpr std::size_t kOutputFormatCount = 4;
 std::string_view format_name(std::size_t format) noexcept;
@@ -55,6 +63,10 @@ struct PublishedStats {
   std::array<bool, kOutputFormatCount> format_used{};  // set before threads start
   StagingCounters staging;
   bool staging_used = false;  // set before threads start
+  // Writer pool: one block per shard of this interface, each written by its thread (none with
+  // one writer thread: `formats` holds everything). format_total() adds them at scrape time.
+  std::unique_ptr<std::array<FormatCounters, kOutputFormatCount>[]> shards;
+  std::size_t shard_count = 0;
   common::RelaxedCounter writer_passes;
   common::RelaxedCounter writer_last_pass_ns;  // wall clock, Unix ns
 };
@@ -67,5 +79,15 @@ void publish_capture(InterfaceRuntime& ir, int64_t now_ns) noexcept;
 
 // Writer thread: copies the writers' plain stats of `ir` into ir.published.
 void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept;
+
+// Writer pool, before the threads start: `count` shard blocks for `ir`.
+void prepare_shards(InterfaceRuntime& ir, std::size_t count);
+// Writer-pool thread: the stats of one shard of `ir` into its block `slot` (slot 0 also counts
+// the interface's passes and stamps its last pass).
+void publish_shard(InterfaceRuntime& ir, const writers::WriterShard& shard, std::size_t slot,
+                   int64_t now_ns) noexcept;
+// Any thread: one counter of one format of `ir`, over the single writer or every shard.
+uint64_t format_total(const PublishedStats& p, std::size_t format,
+                      common::RelaxedCounter FormatCounters::*counter) noexcept;
 
 }  // namespace rocecap::daemon

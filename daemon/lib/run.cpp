@@ -16,6 +16,8 @@
 #include "daemon/lib/service_notifier.hpp"
 #include "daemon/lib/signals.hpp"
 #include "daemon/lib/writer_loop.hpp"
+#include "daemon/lib/writer_pool.hpp"
+#include "writers/uring_queue.hpp"
 
 #ifndef ROCECAP_VERSION
 #define ROCECAP_VERSION "unknown"
@@ -60,6 +62,38 @@ bool storage_lost(Runtime& rt, Clock::time_point now, Clock::time_point& next_ch
 void pin_or_warn(std::optional<unsigned> cpu, const char* what, spdlog::logger& log) {
   std::string why;
   if (cpu && !pin_to_cpu(*cpu, why)) log.warn("{}: cannot pin to CPU {}: {}", what, *cpu, why);
+}
+
+std::vector<unsigned> writer_cpus(const config::RunConfig& cfg) {
+  if (!cfg.output.writer_cpus.empty()) return cfg.output.writer_cpus;
+  if (cfg.output.writer_cpu) return {*cfg.output.writer_cpu};
+  return {};
+}
+
+// output.writer_threads (or its default) -> the threads' shares; logs how files are written.
+WriterPlan plan_writers(Runtime& rt, spdlog::logger& log) {
+  const config::OutputSection& out = rt.config->output;
+  std::size_t streams = 0, shards = 0;
+  for (const auto& ir : rt.interfaces) {
+    streams += ir->streams.size();
+    shards += ir->writer->splittable() ? ir->streams.size() : 1;
+  }
+  const unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+  const unsigned threads =
+      out.writer_threads != 0
+          ? out.writer_threads
+          : default_writer_threads(shards, streams, rt.targets ? rt.targets->size() : 1, cpus);
+  WriterPlan plan;
+  if (threads > 1) plan = plan_writer_pool(rt, threads);
+  const std::string direct = !out.direct_io  ? "off"
+                             : !out.io_uring ? "write() (output.io_uring: false)"
+                                             : writers::probe_io_engine().reason;
+  const char* buffered = writers::writev_forced_off()
+                             ? "copied (ROCECAP_WRITEV=off)"
+                             : "writev from ring slots (copied where payloads are staged)";
+  log.info("output writes: {} writer thread(s), O_DIRECT {}, buffered {}, preallocate {}",
+           std::max<std::size_t>(1, plan.size()), direct, buffered, out.preallocate ? "on" : "off");
+  return plan;
 }
 
 bool all_capture_done(const Runtime& rt) {
@@ -176,7 +210,9 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   WriterLoopOptions wo;
   wo.manifest_interval = o.manifest_interval;
   wo.write_manifest = [&] { save_manifest(*rt, manifest, id, "running", log); };
+  const WriterPlan plan = plan_writers(*rt, log);
   std::thread writer([&] {
+    if (plan.size() > 1) return run_writer_pool(*rt, plan, rotate, wo, writer_cpus(cfg), log);
     // Named threads: visible in top -H, ps -L and /proc/<pid>/task/*/comm.
     pthread_setname_np(pthread_self(), "rc-writer");
     pin_or_warn(cfg.output.writer_cpu, "writer thread", log);

@@ -94,6 +94,8 @@ writers::RotationOptions rotation(const config::RunConfig& cfg, uint64_t first_s
   r.first_seq = first_seq;
   r.max_bytes = cfg.output.rotate_bytes;
   r.output.direct = cfg.output.direct_io;
+  r.io_uring = cfg.output.io_uring;
+  r.preallocate = cfg.output.preallocate;
   return r;
 }
 
@@ -157,6 +159,8 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
           "files written before stay valid)",
           s.message());
     }
+    // Writer pool: several threads may report; errors are rare (once per broken file).
+    const std::lock_guard lock(rt.write_errors.mutex);
     if (rt.write_errors.errors.size() < WriteErrors::kMaxListed) {
       rt.write_errors.errors.push_back({s.path().string(), s.message()});
     } else {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,7 @@ struct WriteErrors {
   static constexpr std::size_t kMaxListed = 256;
   std::vector<ManifestError> errors;
   uint64_t not_listed = 0;
+  std::mutex mutex;  // writer threads append under it; readers run while they are parked
 };
 
 // On every output target but the first, in the run's directory: which run, which target, and
@@ -73,9 +75,12 @@ struct Runtime {
   // Where the payload slabs live and why (capture.payload_memory): log, manifest, build info.
   capture::memory::PayloadChoice payload{capture::memory::MemoryKind::host, "not decided"};
   std::vector<std::unique_ptr<InterfaceRuntime>> interfaces;
-  WriteErrors write_errors;          // writer thread while running
-  std::atomic<uint64_t> packets{0};  // frames seen by every Ingest, for run.packets
-  int attempt = 1;                   // > 1: this process continues a run (run_attempt.hpp)
+  WriteErrors write_errors;
+  // Writer pool: per-thread counters, sized before the threads start (0: one writer thread).
+  std::unique_ptr<WriterThreadCounters[]> writer_threads;
+  std::size_t writer_thread_count = 0;  // writer thread while running
+  std::atomic<uint64_t> packets{0};     // frames seen by every Ingest, for run.packets
+  int attempt = 1;                      // > 1: this process continues a run (run_attempt.hpp)
 };
 
 // Builds rings, ingest, writers (no file is opened before the first frame) and opens the
