@@ -16,6 +16,7 @@
 
 #include "capture/classifier.hpp"
 #include "capture/frame_check.hpp"
+#include "capture/packet/lending_sink.hpp"
 #include "capture/pcap/pcap_source.hpp"
 #include "capture/reject_reason.hpp"
 #include "capture/stream_pipeline.hpp"
@@ -30,7 +31,7 @@ struct ArrivalRef {
   SlotId slot = 0;
 };
 
-class Ingest final : public pcap::FrameSink {
+class Ingest final : public packet::LendingSink {
  public:
   // `streams` are this interface's streams (not owned; they outlive the Ingest).
   // With record_arrivals, every placed frame is also queued in arrival order (arrivals()).
@@ -38,6 +39,11 @@ class Ingest final : public pcap::FrameSink {
 
   void on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
                 int64_t timestamp_ns) noexcept override;
+  // As on_frame, but a placed frame's payload stays in `captured` (lent to the slot, see
+  // StreamRing::lend) when the stream's ring takes loans; its headers up to the split are
+  // still copied into the header slot, so writers see the same slot either way.
+  bool on_frame_lent(std::span<const std::byte> captured, std::size_t wire_bytes,
+                     int64_t timestamp_ns, packet::BlockLoans& loans) noexcept override;
 
   // The zero-copy path (verbs): the NIC already scattered a frame of `byte_len` bytes into
   // `slot` of stream `stream` (header slot up to the split, payload slot after it), a slot
@@ -82,8 +88,10 @@ class Ingest final : public pcap::FrameSink {
     // queued no later than the publication.
     if (arrivals_ && !arrivals_->push(ArrivalRef{stream, slot})) arrival_overflows_.add();
   }
-  void place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
-             const Checked& c, int64_t timestamp_ns) noexcept;
+  // Copies the frame into a slot, or lends its payload when `loans` is given and the ring
+  // takes loans; whether it lent.
+  bool place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
+             const Checked& c, int64_t timestamp_ns, packet::BlockLoans* loans) noexcept;
   // Fills the slot's meta from the checked frame, sequences and publishes (or gives back).
   // Inlined into both callers: a call per packet costs more than the code it would share.
   [[gnu::always_inline]] inline void settle(uint32_t stream, StreamPipeline& sp, SlotId slot,

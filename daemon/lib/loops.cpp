@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <stdexcept>
 #include <thread>
 
 #include "daemon/lib/report.hpp"
@@ -26,8 +27,23 @@ void refresh_drops(InterfaceRuntime& ir) noexcept {
     return;
   }
 #endif
-  const capture::pcap::SourceStats s = ir.source->stats();
+  if (ir.packet_ring) {
+    const capture::packet::ZeroCopyStats z = ir.packet_ring->zero_copy_stats();
+    ir.progress.zero_copy_lent.set(z.lent_frames);
+    ir.progress.zero_copy_copied.set(z.copied_frames);
+    ir.progress.held_block_stalls.set(z.held_block_stalls);
+  }
+  const capture::pcap::SourceStats s =
+      ir.packet_ring ? ir.packet_ring->stats() : ir.source->stats();
   ir.progress.nic_drops.set(s.kernel_drops + s.interface_drops);
+}
+
+// One batch from the interface's pcap-family source; -1 at the end of a replayed file.
+int dispatch(InterfaceRuntime& ir, int max) {
+  if (!ir.packet_ring) return ir.source->dispatch(*ir.ingest, max);
+  const int n = ir.packet_ring->dispatch(*ir.ingest, max);
+  if (ir.packet_ring->failed()) throw std::runtime_error(ir.packet_ring->failure());
+  return n;
 }
 
 int batch_size(Runtime& rt, const CaptureLoopOptions& o) noexcept {
@@ -63,12 +79,12 @@ namespace {
 // count them) rather than leave them uncounted in the socket buffer. Bounded: a source that
 // keeps delivering full batches is cut off after kDrainTime.
 void drain(Runtime& rt, InterfaceRuntime& ir, const CaptureLoopOptions& options) {
-  if (!ir.source->is_live()) return;
+  if (ir.source && !ir.source->is_live()) return;
   const auto deadline = Clock::now() + kDrainTime;
   while (Clock::now() < deadline) {
     const int max = batch_size(rt, options);
     if (max == 0) return;
-    const int n = ir.source->dispatch(*ir.ingest, max);
+    const int n = dispatch(ir, max);
     if (n <= 0) return;
     rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
     if (n < max) return;
@@ -157,7 +173,7 @@ void capture_loop(Runtime& rt, InterfaceRuntime& ir, const std::atomic<bool>& st
         next_housekeeping = Clock::now() + options.housekeeping;
         continue;
       }
-      const int n = ir.source->dispatch(*ir.ingest, max);
+      const int n = dispatch(ir, max);
       if (n < 0) return finish(ir);  // end of the replayed file: nothing to drain
       rt.packets.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
       ir.progress.iterations.fetch_add(1, std::memory_order_relaxed);

@@ -196,6 +196,29 @@ void add_verbs_polls([[maybe_unused]] Exposition& e, [[maybe_unused]] const Runt
 #endif
 }
 
+// pcap_reader packet_ring with zero_copy: where payloads went, and held-block stalls.
+void add_zero_copy(Exposition& e, const Runtime& rt) {
+  const auto& c = rt.config->capture;
+  if (c.backend != config::Backend::pcap || c.pcap_reader != config::PcapReader::packet_ring ||
+      !c.zero_copy)
+    return;
+  auto& frames = e.family("rocecap_zero_copy_frames_total",
+                          "Frames whose payload was written from the kernel's ring block (lent) "
+                          "or copied into a ring slot because the lending bound was reached",
+                          MetricType::Counter);
+  auto& stalls = e.family("rocecap_held_block_stalls_total",
+                          "Times every kernel ring block was held by unwritten frames (the "
+                          "kernel drops frames until one is released)",
+                          MetricType::Counter);
+  for (const auto& ir : rt.interfaces) {
+    add(frames, {{"interface", ir->name}, {"path", "lent"}},
+        double(ir->progress.zero_copy_lent.get()));
+    add(frames, {{"interface", ir->name}, {"path", "copied"}},
+        double(ir->progress.zero_copy_copied.get()));
+    add(stalls, {{"interface", ir->name}}, double(ir->progress.held_block_stalls.get()));
+  }
+}
+
 void add_interfaces(Exposition& e, const Runtime& rt) {
   auto& rejected = e.family("rocecap_rejected_packets_total",
                             "Packets not placed in any stream, by reason", MetricType::Counter);
@@ -221,6 +244,7 @@ void add_interfaces(Exposition& e, const Runtime& rt) {
         ir->progress.done.load(std::memory_order_relaxed) ? 0 : 1);
   }
   add_verbs_polls(e, rt);
+  add_zero_copy(e, rt);
 }
 
 void add_writers(Exposition& e, const Runtime& rt) {

@@ -314,7 +314,23 @@ void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
   for (const auto& g : ic.groups)
     live.groups.push_back({g.address, g.port});
   live.snaplen = static_cast<int>(cfg.capture.max_frame);
-  ir.source.emplace(capture::pcap::PcapSource::open_live(live));
+  if (cfg.capture.pcap_reader == config::PcapReader::packet_ring) {
+    capture::packet::RingOptions ro;
+    ro.interface = live.interface;
+    ro.groups = live.groups;
+    ro.buffer_bytes = static_cast<std::size_t>(live.buffer_bytes);
+    ro.snaplen = live.snaplen;
+    ro.timeout_ms = live.timeout_ms;
+    ro.zero_copy = cfg.capture.zero_copy;
+    if (ro.zero_copy) {
+      for (const auto& sp : ir.streams) {
+        if (sp->ring().payload_kind() == capture::memory::MemoryKind::host) sp->ring().enable_loans();
+      }
+    }
+    ir.packet_ring = capture::packet::PacketRingSource::open(ro);
+  } else {
+    ir.source.emplace(capture::pcap::PcapSource::open_live(live));
+  }
   // Joined only once the capture is open, so the first frames the switch forwards are seen.
   ir.join.emplace(ic.name, group_addresses(ic));
 }

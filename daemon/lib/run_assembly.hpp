@@ -17,6 +17,7 @@
 #include "capture/ingest.hpp"
 #include "capture/memory/payload_choice.hpp"
 #include "capture/net/multicast_join.hpp"
+#include "capture/packet/packet_ring_source.hpp"
 #include "capture/pcap/pcap_source.hpp"
 #include "common/relaxed_counter.hpp"
 #ifdef ROCECAP_HAVE_VERBS
@@ -36,6 +37,8 @@ struct CaptureProgress {
   std::atomic<bool> failed{false};      // ... because of an error (see error)
   std::atomic<uint64_t> iterations{0};  // loop turns: a stalled loop stops advancing this
   common::RelaxedCounter nic_drops;     // libpcap ps_drop + ps_ifdrop; verbs out_of_buffer
+  // pcap_reader packet_ring (capture/packet/packet_ring_source.hpp, ZeroCopyStats).
+  common::RelaxedCounter zero_copy_lent, zero_copy_copied, held_block_stalls;
   std::string error;                    // written before failed/done are set
 };
 
@@ -46,6 +49,8 @@ struct InterfaceRuntime {
   std::vector<std::unique_ptr<capture::StreamPipeline>> streams;
   std::unique_ptr<capture::Ingest> ingest;
   std::optional<capture::pcap::PcapSource> source;  // backends pcap and pcap-file
+  // Backend pcap with pcap_reader packet_ring instead of `source`.
+  std::unique_ptr<capture::packet::PacketRingSource> packet_ring;
 #ifdef ROCECAP_HAVE_VERBS
   std::unique_ptr<capture::verbs::VerbsSource> verbs;  // backend verbs
 #endif
