@@ -112,10 +112,10 @@ bool valid_gpu(const std::string& s) {
 }
 
 void parse_capture(Context& ctx, const Field& f, CaptureSection& c) {
-  const MapView m(ctx, f,
-                  {"backend", "interfaces", "ring_depth", "header_split", "max_frame",
-                   "payload_memory", "gpu", "cq_size", "poll_mode", "pcap_file", "replay_pace",
-                   "pcap_reader", "zero_copy"});
+  const MapView m(
+      ctx, f,
+      {"backend", "interfaces", "ring_depth", "header_split", "max_frame", "payload_memory", "gpu",
+       "cq_size", "poll_mode", "pcap_file", "replay_pace", "pcap_reader", "zero_copy"});
   if (!m.valid()) return;
   if (auto v = read_enum(ctx, m.require("backend", "one of verbs, pcap, pcap-file"), kBackends))
     c.backend = *v;

@@ -26,7 +26,7 @@ namespace {
 // releases may run ahead of that add without the count reaching zero.
 constexpr uint32_t kReadingBias = 1u << 31;
 constexpr uint16_t kVlanTagBytes = 4;
-constexpr std::size_t kMacBytes = 12;  // destination + source MAC: where a tag goes
+constexpr std::size_t kMacBytes = 12;     // destination + source MAC: where a tag goes
 constexpr long kHoldingStepNs = 250'000;  // wait_holding's sleep
 
 [[noreturn]] void fail(const std::string& what, int err) {
@@ -242,8 +242,8 @@ int PacketRingSource::poll(LendingSink& sink, int max_frames) noexcept {
       continue;
     }
     tpacket3_hdr* h = frame_;
-    if (--left_ != 0) frame_ = reinterpret_cast<tpacket3_hdr*>(reinterpret_cast<std::byte*>(h) +
-                                                                h->tp_next_offset);
+    if (--left_ != 0)
+      frame_ = reinterpret_cast<tpacket3_hdr*>(reinterpret_cast<std::byte*>(h) + h->tp_next_offset);
     deliver(sink, h);
     ++n;
   }

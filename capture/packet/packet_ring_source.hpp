@@ -97,9 +97,7 @@ class PacketRingSource {
   };
   PacketRingSource(const RingOptions& options);
   void setup(const RingOptions& options);
-  std::byte* block_base(uint32_t b) const noexcept {
-    return map_ + std::size_t{b} * block_bytes_;
-  }
+  std::byte* block_base(uint32_t b) const noexcept { return map_ + std::size_t{b} * block_bytes_; }
   bool block_ready(uint32_t b) const noexcept;
   bool ready() const noexcept;  // a frame can be delivered now
   bool wait_holding(int timeout_ms) noexcept;

@@ -79,7 +79,8 @@ struct ManifestInterface {
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
   std::vector<ManifestFileEntry> files;      // per-interface output (pcap)
   std::optional<ManifestVerbs> verbs;        // backend verbs only
-  std::optional<ManifestZeroCopy> zero_copy;  // pcap_reader packet_ring with zero_copy only
+  // pcap_reader packet_ring with zero_copy only.
+  std::optional<ManifestZeroCopy> zero_copy;
 };
 
 struct ManifestError {

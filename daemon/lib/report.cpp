@@ -95,9 +95,9 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   m.nic_drops = ir.progress.nic_drops.get();
   if (rt.config->capture.pcap_reader == config::PcapReader::packet_ring &&
       rt.config->capture.backend == config::Backend::pcap && rt.config->capture.zero_copy) {
-    m.zero_copy = ManifestZeroCopy{ir.progress.zero_copy_lent.get(),
-                                   ir.progress.zero_copy_copied.get(),
-                                   ir.progress.held_block_stalls.get()};
+    m.zero_copy =
+        ManifestZeroCopy{ir.progress.zero_copy_lent.get(), ir.progress.zero_copy_copied.get(),
+                         ir.progress.held_block_stalls.get()};
   }
   for (const auto& sp : ir.streams)
     m.ring_full_drops += sp->ring().stats().ring_full_drops;

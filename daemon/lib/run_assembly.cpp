@@ -324,7 +324,8 @@ void open_source(const config::RunConfig& cfg, InterfaceRuntime& ir,
     ro.zero_copy = cfg.capture.zero_copy;
     if (ro.zero_copy) {
       for (const auto& sp : ir.streams) {
-        if (sp->ring().payload_kind() == capture::memory::MemoryKind::host) sp->ring().enable_loans();
+        if (sp->ring().payload_kind() == capture::memory::MemoryKind::host)
+          sp->ring().enable_loans();
       }
     }
     ir.packet_ring = capture::packet::PacketRingSource::open(ro);

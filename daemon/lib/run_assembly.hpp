@@ -37,9 +37,10 @@ struct CaptureProgress {
   std::atomic<bool> failed{false};      // ... because of an error (see error)
   std::atomic<uint64_t> iterations{0};  // loop turns: a stalled loop stops advancing this
   common::RelaxedCounter nic_drops;     // libpcap ps_drop + ps_ifdrop; verbs out_of_buffer
+  std::string error;                    // written before failed/done are set
+
   // pcap_reader packet_ring (capture/packet/packet_ring_source.hpp, ZeroCopyStats).
   common::RelaxedCounter zero_copy_lent, zero_copy_copied, held_block_stalls;
-  std::string error;                    // written before failed/done are set
 };
 
 struct InterfaceRuntime {

@@ -237,8 +237,8 @@ TEST(PacketRing, ZeroCopySlotsPointIntoTheKernelBlockUntilTheWriterReleasesThem)
     const auto& f = sent[ids.size()];
     EXPECT_FALSE(inside_slab(sp.ring(), sp.ring().payload(id).data()));
     EXPECT_EQ(0, std::memcmp(sp.ring().header(id).data(), f.data(), m.header_bytes));
-    EXPECT_EQ(0, std::memcmp(sp.ring().payload(id).data(), f.data() + m.header_bytes,
-                             m.payload_bytes));
+    EXPECT_EQ(
+        0, std::memcmp(sp.ring().payload(id).data(), f.data() + m.header_bytes, m.payload_bytes));
     ids.push_back(id);
   }
   ASSERT_EQ(ids.size(), 20u);
@@ -270,9 +270,9 @@ TEST(PacketRing, HeldBlocksFallBackToCopyingAndAStalledRingIsCountedNeverSilent)
   const ZeroCopyStats z = src->zero_copy_stats();
   const pcap::SourceStats s = src->stats();
   EXPECT_GT(z.lent_frames, 0u);
-  EXPECT_GT(z.copied_frames, 0u);       // lending stopped at 2 held blocks
-  EXPECT_GE(z.held_block_stalls, 1u);   // then all 4 were out
-  EXPECT_GT(s.kernel_drops, 0u);        // and the kernel dropped, counted
+  EXPECT_GT(z.copied_frames, 0u);              // lending stopped at 2 held blocks
+  EXPECT_GE(z.held_block_stalls, 1u);          // then all 4 were out
+  EXPECT_GT(s.kernel_drops, 0u);               // and the kernel dropped, counted
   EXPECT_EQ(s.frames + s.kernel_drops, sent);  // every frame delivered or counted
   EXPECT_EQ(z.lent_frames + z.copied_frames, s.frames);
   // The writer thaws: the blocks go back and capture resumes.
