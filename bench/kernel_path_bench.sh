@@ -17,6 +17,7 @@
 #   --rates    ladder in Gb/s of UDP payload (rocecap gen --gbps) [1.5 2 2.5 3 3.5 4 5 6]
 #   --seconds  traffic per run [10]          --repeat  A B rounds per rate [2]
 #   --tools    any of pcap raw tcpdump, plus variants named below [pcap raw tcpdump]
+#   --record   perf record -g each run instead; the top of `perf report` is printed per run
 #   --perf     perf stat each run: CPU time, instructions (where the CPU exposes them; not in
 #              most VMs) and syscalls per captured packet, whole process, all threads
 #   ROCECAPD, ROCECAP default to build/ci/daemon/rocecapd and build/ci/tools/rocecap.
@@ -42,6 +43,7 @@ while [ $# -gt 0 ]; do
     --repeat) repeat=$2; shift ;;
     --tools) tools=$2; shift ;;
     --perf) use_perf=1 ;;
+    --record) use_perf=2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "unknown option $1 (--help)" >&2; exit 2 ;;
     *) break ;;
@@ -90,7 +92,12 @@ achieved() {
 # perf stat on PID (the capture tool) in the background; prints nothing until perf_done.
 perf_start() {
   PERF_PID=""
-  [ "$use_perf" = 1 ] || return 0
+  [ "$use_perf" != 0 ] || return 0
+  if [ "$use_perf" = 2 ]; then
+    perf record -g -o "${2%.csv}.data" -p "$1" >/dev/null 2>&1 &
+    PERF_PID=$!
+    return 0
+  fi
   perf stat -x, -e task-clock,instructions,raw_syscalls:sys_enter -p "$1" \
     -o "$2" 2>/dev/null &
   PERF_PID=$!
@@ -99,6 +106,12 @@ perf_done() { # file packets -> "instr/pkt syscalls/pkt"
   [ -n "$PERF_PID" ] || { echo "- - -"; return; }
   kill -INT "$PERF_PID" 2>/dev/null || true
   wait "$PERF_PID" 2>/dev/null || true
+  if [ "$use_perf" = 2 ]; then
+    perf report -i "${1%.csv}.data" --stdio --no-children --sort dso,sym 2>/dev/null |
+      grep -E '^ +[0-9.]+%' | head -25 >&2
+    echo "- - -"
+    return
+  fi
   python3 - "$1" "$2" <<'PY'
 import sys
 vals = {}

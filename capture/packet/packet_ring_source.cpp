@@ -27,7 +27,9 @@ namespace {
 constexpr uint32_t kReadingBias = 1u << 31;
 constexpr uint16_t kVlanTagBytes = 4;
 constexpr std::size_t kMacBytes = 12;     // destination + source MAC: where a tag goes
-constexpr long kHoldingStepNs = 250'000;  // wait_holding's sleep
+// wait_holding's sleep: half the default block retire timeout, so a retired block waits at most
+// about 1 ms; shorter steps cost a context switch each (BENCHMARKS.md, "Kernel path").
+constexpr long kHoldingStepNs = 1'000'000;
 
 [[noreturn]] void fail(const std::string& what, int err) {
   throw std::runtime_error(what + ": " + std::strerror(err));

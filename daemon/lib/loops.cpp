@@ -16,6 +16,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 constexpr int kBatch = 256;  // frames per dispatch: bounds the work between stop checks
 constexpr auto kDrainTime = std::chrono::milliseconds(500);
+// The writer's sleep when it found nothing to write. Each wake-up costs a context switch: at
+// 200 us, switches were a quarter of rocecapd's CPU time per packet in perf record of
+// bench/kernel_path_bench.sh (BENCHMARKS.md, "Kernel path"). 1 ms of frames is far below any
+// ring's depth (4096 slots per stream).
+constexpr auto kWriterIdle = std::chrono::milliseconds(1);
 
 void refresh_drops(InterfaceRuntime& ir) noexcept {
 #ifdef ROCECAP_HAVE_VERBS
@@ -223,7 +228,7 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
     }
     if (n != 0) continue;
     if (all_done) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(kWriterIdle);
   }
   for (const auto& ir : rt.interfaces) {
     (void)ir->writer->close();  // errors were reported
