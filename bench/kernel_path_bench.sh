@@ -145,7 +145,7 @@ run_tcpdump() { # rate round
   kept=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured$/\1/p' "$d/tcpdump.log")
   local sent
   sent=$(sent_of "$d/sent.json")
-  echo -e "tcpdump\t$1\t$2\t$sent\t$kept\t$((sent - kept))\t-\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")" >>"$results"
+  echo -e "tcpdump\t$1\t$2\t$sent\t$kept\t$((sent - kept))\t-\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")\t$(grep -o '[0-9]* packets\{0,1\} dropped by kernel' "$d/tcpdump.log")" >>"$results"
   rm -f "$d/capture.pcap"
 }
 
@@ -192,8 +192,9 @@ PY
   kept=$(python3 -c "import json,sys; print(sum(s['packets'] for s in json.load(open(sys.argv[1]))['streams']))" "$d/out/e2e/manifest.json")
   "$ROCECAP" verify --manifest "$d/out/e2e/manifest.json" --expect "$d/sent.json" \
     >"$d/verify.txt" 2>&1 || verify=FAIL
-  python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(json.dumps(m['interfaces'][0], default=str)[:400])" "$d/out/e2e/manifest.json" >"$d/interface.json" 2>/dev/null || true
-  echo -e "$tool\t$2\t$3\t$sent\t$kept\t$((sent - kept))\t$verify\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")" >>"$results"
+  local why
+  why=$(python3 -c "import json,sys; i=json.load(open(sys.argv[1]))['interfaces'][0]; print(f\"NIC drops {i['nic_drops']}, ring full {i['ring_full_drops']}\" + (f\", zero copy {i['zero_copy']}\" if i.get('zero_copy') else ''))" "$d/out/e2e/manifest.json" 2>/dev/null || echo "no manifest")
+  echo -e "$tool\t$2\t$3\t$sent\t$kept\t$((sent - kept))\t$verify\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")\t$why" >>"$results"
   [ "${KEEP_WORKDIR:-0}" = 1 ] || rm -rf "$d/out"/e2e/*.pcap "$d/out"/e2e/*.raw 2>/dev/null || true
 }
 
@@ -205,7 +206,7 @@ for rate in $rates; do
   for round in $(seq "$repeat"); do
     for tool in $tools; do
       if [ "$tool" = tcpdump ]; then run_tcpdump "$rate" "$round"; else run_rocecapd "$tool" "$rate" "$round"; fi
-      tail -1 "$results" | awk -F'\t' '{printf "  %-13s %5s Gb/s (sent at %s) round %s: sent %s kept %s lost %s (%.2f %%) verify %s; per packet: CPU %s ns, instructions %s, syscalls %s\n", $1, $2, $11, $3, $4, $5, $6, ($4 ? 100 * $6 / $4 : 0), $7, $8, $9, $10}'
+      tail -1 "$results" | awk -F'\t' '{printf "  %-13s %5s Gb/s (sent at %s) round %s: sent %s kept %s lost %s (%.2f %%) verify %s; per packet: CPU %s ns, instructions %s, syscalls %s; %s\n", $1, $2, $11, $3, $4, $5, $6, ($4 ? 100 * $6 / $4 : 0), $7, $8, $9, $10, $12}'
     done
   done
 done
@@ -218,7 +219,7 @@ rates = sorted({float(r[1]) for r in rows})
 loss = collections.defaultdict(list)   # (tool, rate) -> [loss %]
 verify = collections.defaultdict(list)
 perf = collections.defaultdict(list)
-for t, rate, _, sent, kept, lost, ver, cpu, ins, sc, _ in rows:
+for t, rate, _, sent, kept, lost, ver, cpu, ins, sc, *_ in rows:
     sent, lost = int(sent), int(lost)
     loss[t, float(rate)].append(100.0 * max(lost, 0) / sent if sent else 100.0)
     verify[t, float(rate)].append(ver)

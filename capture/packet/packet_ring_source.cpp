@@ -26,9 +26,9 @@ namespace {
 // releases may run ahead of that add without the count reaching zero.
 constexpr uint32_t kReadingBias = 1u << 31;
 constexpr uint16_t kVlanTagBytes = 4;
-constexpr std::size_t kMacBytes = 12;     // destination + source MAC: where a tag goes
-// wait_holding's sleep: half the default block retire timeout, so a retired block waits at most
-// about 1 ms; shorter steps cost a context switch each (BENCHMARKS.md, "Kernel path").
+constexpr std::size_t kMacBytes = 12;  // destination + source MAC: where a tag goes
+// wait_holding's sleep: well below the block retire timeout (8 ms), so a retired block waits
+// at most about 1 ms; shorter steps cost a context switch each (BENCHMARKS.md, "Kernel path").
 constexpr long kHoldingStepNs = 1'000'000;
 
 [[noreturn]] void fail(const std::string& what, int err) {

@@ -47,8 +47,12 @@ struct RingOptions {
   // a held block pins little, large enough for a batch of 8 KB frames per wake-up.
   uint32_t block_bytes = 1u << 20;
   // The kernel retires a block that is not full after this long (tp_retire_blk_tov,
-  // Documentation/networking/packet_mmap.rst): the latency of a quiet stream's frames.
-  unsigned block_timeout_ms = 2;
+  // Documentation/networking/packet_mmap.rst): the latency of a quiet stream's frames. While
+  // blocks are lent it also sets how long the ring can buffer at least: every block holds
+  // this long of traffic or is full, so 256 blocks x 8 ms >= 2 s in front of a stalled writer
+  // (with 2 ms, half a second: 10 s runs of bench/kernel_path_bench.sh on a loaded machine
+  // lost frames to it).
+  unsigned block_timeout_ms = 8;
   int snaplen = 65535;
   int timeout_ms = 100;  // how long dispatch waits when nothing arrives
   bool zero_copy = true;

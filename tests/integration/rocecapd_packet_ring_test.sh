@@ -106,8 +106,8 @@ fi
 
 [ "$mode" = freeze ] || { echo "$usage"; exit 2; }
 # No impairments: every datagram sent is a frame of a stream, so the accounting below is exact.
-# 6000 frames/s of 8 KB: a writer on a shared 2-core machine keeps up, and the 2 ms blocks
-# (about 12 frames each) run the 256-block ring out in about half a second of the freeze.
+# 6000 frames/s of 8 KB: a writer on a shared 2-core machine keeps up, and the 8 ms blocks
+# (about 48 frames each) run the 256-block ring out in about 2 s of the 3 s freeze.
 gen=(gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --payload-bytes 8192 --duration 8
   --rate 1000 --epoch 52 --start-seconds 1000 --station AT --thread-id 100 --group-id 7)
 E2E_FORMATS=pcap config "$work/zero.yaml" "$work/zero" "  pcap_reader: packet_ring"
