@@ -84,7 +84,24 @@ void Ingest::on_frame(std::span<const std::byte> captured, std::size_t wire_byte
   }
   StreamPipeline& sp = *streams_[c.stream];
   sp.last_arrival_tick = tick_;
-  place(c.stream, sp, captured, c, timestamp_ns);
+  place(c.stream, sp, captured, c, timestamp_ns, nullptr);
+}
+
+bool Ingest::on_frame_lent(std::span<const std::byte> captured, std::size_t wire_bytes,
+                           int64_t timestamp_ns, BlockLoans& loans) noexcept {
+  seen_.add();
+  if (captured.size() < wire_bytes) {
+    reject(kRejectSnapTruncated);
+    return false;
+  }
+  Checked c;
+  if (const auto r = check_frame(captured, wire_bytes, classifier_, streams_, c); r != kCheckOk) {
+    reject(r);
+    return false;
+  }
+  StreamPipeline& sp = *streams_[c.stream];
+  sp.last_arrival_tick = tick_;
+  return place(c.stream, sp, captured, c, timestamp_ns, &loans);
 }
 
 void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t timestamp_ns,
@@ -126,18 +143,28 @@ std::size_t Ingest::check_joined(const StreamRing& ring, SlotId slot, std::size_
                      streams_, c);
 }
 
-void Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
-                   const Checked& c, int64_t timestamp_ns) noexcept {
+bool Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
+                   const Checked& c, int64_t timestamp_ns, BlockLoans* loans) noexcept {
   StreamRing& ring = sp.ring();
   const net::UdpFrame& f = c.frame;
   const std::size_t head = f.frame_bytes < sp.split() ? f.frame_bytes : sp.split();
-  if (f.frame_bytes - head > ring.payload_stride()) return reject(kRejectOversize);
+  if (f.frame_bytes - head > ring.payload_stride()) {
+    reject(kRejectOversize);
+    return false;
+  }
   const auto slot = ring.acquire();
-  if (!slot) return;  // the ring counted a ring-full drop
+  if (!slot) return false;  // the ring counted a ring-full drop
   // Scatter as the NIC does: the first `split` bytes to the header slot, the rest after.
   std::memcpy(ring.header(*slot).data(), frame.data(), head);
-  std::memcpy(ring.payload(*slot).data(), frame.data() + head, f.frame_bytes - head);
+  const bool lend = loans != nullptr && ring.loans_enabled();
+  if (lend) {
+    // The lender's memory is writable (a shared ring mapping); the writers only read it.
+    ring.lend(*slot, const_cast<std::byte*>(frame.data()) + head, *loans);
+  } else {
+    std::memcpy(ring.payload(*slot).data(), frame.data() + head, f.frame_bytes - head);
+  }
   settle(stream, sp, *slot, c, timestamp_ns, 0);
+  return lend;
 }
 
 void Ingest::flush_idle(int64_t idle_since) noexcept {

@@ -36,6 +36,12 @@ class Ingest final {
   // Must not block or throw (capture thread).
   void on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
                 int64_t timestamp_ns) noexcept;
+  // As on_frame, but a placed frame's payload stays in `captured` (lent to the slot, see
+  // StreamRing::lend) when the stream's ring takes loans; its headers up to the split are
+  // still copied into the header slot, so writers see the same slot either way. Whether it
+  // lent (one loan taken on `loans`).
+  bool on_frame_lent(std::span<const std::byte> captured, std::size_t wire_bytes,
+                     int64_t timestamp_ns, BlockLoans& loans) noexcept;
 
   // The zero-copy path (verbs): the NIC already scattered a frame of `byte_len` bytes into
   // `slot` of stream `stream` (header slot up to the split, payload slot after it), a slot
@@ -80,8 +86,10 @@ class Ingest final {
     // queued no later than the publication.
     if (arrivals_ && !arrivals_->push(ArrivalRef{stream, slot})) arrival_overflows_.add();
   }
-  void place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
-             const Checked& c, int64_t timestamp_ns) noexcept;
+  // Copies the frame into a slot, or lends its payload when `loans` is given and the ring
+  // takes loans; whether it lent.
+  bool place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
+             const Checked& c, int64_t timestamp_ns, BlockLoans* loans) noexcept;
   // Fills the slot's meta from the checked frame, sequences and publishes (or gives back).
   // Inlined into both callers: a call per packet costs more than the code it would share.
   [[gnu::always_inline]] inline void settle(uint32_t stream, StreamPipeline& sp, SlotId slot,

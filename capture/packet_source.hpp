@@ -40,6 +40,12 @@ struct SourceReport {
   std::optional<double> clock_offset_seconds;  // NIC clock minus CLOCK_REALTIME, once measured
   std::string clock_encoding;                  // how the NIC encodes its times; empty: unknown
   std::string first_error;  // the first receive error with its context; empty: none
+  // A source that leaves payloads in its own memory (capture/packet: kernel ring blocks):
+  // where the payloads went, and the times every block was held (the kernel drops then).
+  bool zero_copy = false;
+  uint64_t zero_copy_lent = 0;
+  uint64_t zero_copy_copied = 0;
+  uint64_t held_block_stalls = 0;
   // The source sees a device-level view (a completion queue, a NIC clock): the manifest's
   // interfaces[].verbs section and the rocecap_cq_* / clock series are reported for it.
   bool device_view = false;

@@ -81,7 +81,12 @@ std::size_t StreamRing::take_free(std::span<SlotId> out) noexcept {
   return n;
 }
 
+void StreamRing::enable_loans() {
+  if (!loans_) loans_ = std::make_unique<Loan[]>(slots_);
+}
+
 void StreamRing::give_back(SlotId id) noexcept {
+  if (loans_) end_loan(id);
   // At most slots_ ids exist, so the stash cannot overflow while ids are used correctly.
   if (stash_size_ < slots_) stash_[stash_size_++] = id;
   prod_.returned.add();
@@ -94,6 +99,11 @@ std::size_t StreamRing::pop(std::span<SlotId> out) noexcept {
 }
 
 void StreamRing::release(std::span<const SlotId> ids) noexcept {
+  // Before the ids go back: the producer may lend a slot again as soon as it is free.
+  if (loans_) {
+    for (const SlotId id : ids)
+      end_loan(id);
+  }
   free_.push(ids);  // cannot be full, as above
   cons_.released.add(ids.size());
 }

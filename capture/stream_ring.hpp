@@ -16,6 +16,7 @@
 // constructor; nothing after it allocates, locks or blocks.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,6 +29,10 @@
 #include "common/spsc_queue.hpp"
 
 namespace rocecap::capture {
+
+// Slots lent one piece of a transport's memory (a kernel ring block): the lender reuses that
+// memory only once the count is back to zero (lend() below).
+using BlockLoans = std::atomic<uint32_t>;
 
 using SlotId = uint32_t;
 
@@ -113,9 +118,23 @@ class StreamRing {
     return {header_base_ + std::size_t{id} * header_stride_, header_stride_};
   }
   // GPU memory when payload_kind() == gpu: then only the device may dereference it.
+  // A lent slot's payload is the lender's memory (lend() below).
   std::span<std::byte> payload(SlotId id) const noexcept {
+    if (loans_ && loans_[id].bytes != nullptr) return {loans_[id].bytes, payload_stride_};
     return {payload_base_ + std::size_t{id} * payload_stride_, payload_stride_};
   }
+
+  // ---- loans: a slot's payload left where a zero-copy source received it ----
+  // Start-up, before the threads run: makes lend() usable (one pointer pair per slot).
+  void enable_loans();
+  // Producer, on a taken slot: until the slot is released (consumer) or given back
+  // (producer), payload(id) is `bytes`, which the lender keeps valid while `loans` is not
+  // zero; ending the loan decrements `loans` (release order: the consumer's reads of `bytes`
+  // happen before). capture/packet/packet_ring_source.hpp lends kernel ring blocks this way.
+  void lend(SlotId id, std::byte* bytes, BlockLoans& loans) noexcept {
+    loans_[id] = Loan{bytes, &loans};
+  }
+  bool loans_enabled() const noexcept { return loans_ != nullptr; }
   SlotMeta& meta(SlotId id) noexcept { return meta_[id]; }
   const SlotMeta& meta(SlotId id) const noexcept { return meta_[id]; }
 
@@ -144,6 +163,18 @@ class StreamRing {
   std::byte* header_base_;
   std::byte* payload_base_;
   std::unique_ptr<SlotMeta[]> meta_;
+  struct Loan {
+    std::byte* bytes = nullptr;
+    std::atomic<uint32_t>* count = nullptr;
+  };
+  void end_loan(SlotId id) noexcept {
+    Loan& l = loans_[id];
+    if (l.count == nullptr) return;
+    l.bytes = nullptr;
+    l.count->fetch_sub(1, std::memory_order_release);
+    l.count = nullptr;
+  }
+  std::unique_ptr<Loan[]> loans_;  // null until enable_loans()
   common::SpscQueue<SlotId> ready_;
   common::SpscQueue<SlotId> free_;
   // Slots given back by the producer: its own stack, handed out before the free queue.

@@ -41,6 +41,10 @@ void check_backend_keys(Context& ctx, CaptureSection& c) {
                            "queue limit)",
                            c.ring_depth, kMaxVerbsRingDepth));
   }
+  if (c.backend != Backend::pcap) {
+    only_for("capture.pcap_reader", "pcap");
+    only_for("capture.zero_copy", "pcap");
+  }
   if (c.backend != Backend::pcap_file) {
     only_for("capture.pcap_file", "pcap-file");
     only_for("capture.replay_pace", "pcap-file");

@@ -95,6 +95,8 @@ constexpr EnumName<PollMode> kPollModes[] = {{"busy_poll", PollMode::busy_poll},
                                              {"event", PollMode::event}};
 constexpr EnumName<ReplayPace> kPaces[] = {{"fast", ReplayPace::fast},
                                            {"recorded", ReplayPace::recorded}};
+constexpr EnumName<PcapReader> kPcapReaders[] = {{"libpcap", PcapReader::libpcap},
+                                                 {"packet_ring", PcapReader::packet_ring}};
 
 // capture.gpu: a CUDA device index (0..9999) or a PCI bus id, [DDDD[DDDD]:]BB:DD.F in hex (as
 // nvidia-smi and lspci -D print it). Whether it exists is decided at start-up.
@@ -111,9 +113,10 @@ bool valid_gpu(const std::string& s) {
 }
 
 void parse_capture(Context& ctx, const Field& f, CaptureSection& c) {
-  const MapView m(ctx, f,
-                  {"backend", "interfaces", "ring_depth", "header_split", "max_frame",
-                   "payload_memory", "gpu", "cq_size", "poll_mode", "pcap_file", "replay_pace"});
+  const MapView m(
+      ctx, f,
+      {"backend", "interfaces", "ring_depth", "header_split", "max_frame", "payload_memory", "gpu",
+       "cq_size", "poll_mode", "pcap_file", "replay_pace", "pcap_reader", "zero_copy"});
   if (!m.valid()) return;
   if (auto v = read_enum(ctx, m.require("backend", "one of verbs, pcap, pcap-file"), kBackends))
     c.backend = *v;
@@ -146,6 +149,8 @@ void parse_capture(Context& ctx, const Field& f, CaptureSection& c) {
   if (auto v = read_enum(ctx, m.get("poll_mode"), kPollModes)) c.poll_mode = *v;
   if (auto v = read_string(ctx, m.get("pcap_file"))) c.pcap_file = *v;
   if (auto v = read_enum(ctx, m.get("replay_pace"), kPaces)) c.replay_pace = *v;
+  if (auto v = read_enum(ctx, m.get("pcap_reader"), kPcapReaders)) c.pcap_reader = *v;
+  if (auto v = read_bool(ctx, m.get("zero_copy"))) c.zero_copy = *v;
 }
 
 constexpr EnumName<StreamFormat> kStreamFormats[] = {

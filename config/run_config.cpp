@@ -36,6 +36,10 @@ std::string_view to_string(ReplayPace v) noexcept {
   return v == ReplayPace::fast ? "fast" : "recorded";
 }
 
+std::string_view to_string(PcapReader v) noexcept {
+  return v == PcapReader::libpcap ? "libpcap" : "packet_ring";
+}
+
 std::string_view to_string(StreamFormat v) noexcept {
   switch (v) {
     case StreamFormat::codif:

@@ -17,7 +17,10 @@ enum class Backend : uint8_t { verbs, pcap, pcap_file };
 enum class PayloadMemory : uint8_t { automatic, host, gpu };  // YAML: auto | host | gpu
 enum class PollMode : uint8_t { busy_poll, event };
 enum class ReplayPace : uint8_t { fast, recorded };
+// pcap: who reads the kernel's packet ring (capture/packet/packet_ring_source.hpp).
+enum class PcapReader : uint8_t { libpcap, packet_ring };
 enum class StreamFormat : uint8_t { codif, udp, vdif };
+
 enum class CodifLayout : uint8_t { v3, v1 };
 enum class OutputFormat : uint8_t { raw, codifhdr, pcap, vdifhdr };
 enum class LogLevel : uint8_t { trace, debug, info, warn, error, critical, off };
@@ -27,6 +30,7 @@ std::string_view to_string(Backend v) noexcept;
 std::string_view to_string(PayloadMemory v) noexcept;
 std::string_view to_string(PollMode v) noexcept;
 std::string_view to_string(ReplayPace v) noexcept;
+std::string_view to_string(PcapReader v) noexcept;
 std::string_view to_string(StreamFormat v) noexcept;
 std::string_view to_string(CodifLayout v) noexcept;
 std::string_view to_string(OutputFormat v) noexcept;
@@ -64,6 +68,8 @@ struct CaptureSection {
   PollMode poll_mode = PollMode::busy_poll;
   std::string pcap_file;  // pcap-file: the capture to replay (absolute path)
   ReplayPace replay_pace = ReplayPace::fast;
+  PcapReader pcap_reader = PcapReader::libpcap;  // pcap only
+  bool zero_copy = true;  // pcap_reader packet_ring: payload left in the kernel's blocks
 };
 
 struct SyncWord {

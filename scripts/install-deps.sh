@@ -38,6 +38,8 @@ packages=(
   nftables
   # tools the test scripts call that minimal images may lack: systemd-analyze, pkill/sysctl, bc
   systemd procps bc
+  # perf stat / perf record for bench/kernel_path_bench.sh --perf / --record (it runs without)
+  linux-perf
 )
 # Debian 12's CUDA 11.8, from non-free.
 [ "$debian_cuda" -eq 0 ] || packages+=(nvidia-cuda-toolkit nvidia-cuda-dev)

@@ -73,6 +73,13 @@ nlohmann::json stream_json(const ManifestStream& s) {
           {"files", files}};
 }
 
+nlohmann::json zero_copy_json(const std::optional<ManifestZeroCopy>& z) {
+  if (!z) return nullptr;
+  return {{"lent_frames", z->lent_frames},
+          {"copied_frames", z->copied_frames},
+          {"held_block_stalls", z->held_block_stalls}};
+}
+
 nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
   if (!v) return nullptr;
   return {{"device", v->device},
@@ -125,7 +132,8 @@ static nlohmann::json manifest_json(const Manifest& m) {
                           {"write_error_lost", i.write_error_lost},
                           {"rejected", i.rejected},
                           {"files", files_json(i.files)},
-                          {"verbs", verbs_json(i.verbs)}});
+                          {"verbs", verbs_json(i.verbs)},
+                          {"zero_copy", zero_copy_json(i.zero_copy)}});
     for (const auto& [reason, n] : i.rejected) {
       rejected[reason] = rejected.value(reason, uint64_t{0}) + n;
     }

@@ -78,6 +78,13 @@ struct ManifestVerbs {
   std::string nic_clock_encoding;
 };
 
+// pcap_reader packet_ring: where payloads went (capture/packet/README.md).
+struct ManifestZeroCopy {
+  uint64_t lent_frames = 0;        // written straight from the kernel's ring block
+  uint64_t copied_frames = 0;      // copied into a ring slot: lending bound reached
+  uint64_t held_block_stalls = 0;  // times every kernel block was held (kernel drops follow)
+};
+
 struct ManifestInterface {
   std::string name;
   uint64_t nic_drops = 0;         // out_of_buffer (verbs) or kernel/libpcap drops (pcap)
@@ -87,6 +94,8 @@ struct ManifestInterface {
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
   std::vector<ManifestFileEntry> files;      // per-interface output (pcap)
   std::optional<ManifestVerbs> verbs;        // backend verbs only
+  // pcap_reader packet_ring with zero_copy only.
+  std::optional<ManifestZeroCopy> zero_copy;
 };
 
 struct ManifestError {

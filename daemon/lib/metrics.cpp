@@ -221,6 +221,31 @@ void add_verbs_polls(Exposition& e, const Runtime& rt) {
   }
 }
 
+// A source that lends its own memory (pcap_reader packet_ring with zero_copy): where payloads
+// went, and held-block stalls.
+void add_zero_copy(Exposition& e, const Runtime& rt) {
+  std::vector<std::pair<std::string, capture::SourceReport>> lending;
+  for (const auto& ir : rt.interfaces) {
+    if (!ir->source) continue;
+    if (capture::SourceReport r = ir->source->report(); r.zero_copy)
+      lending.emplace_back(ir->name, std::move(r));
+  }
+  if (lending.empty()) return;
+  auto& frames = e.family("rocecap_zero_copy_frames_total",
+                          "Frames whose payload was written from the kernel's ring block (lent) "
+                          "or copied into a ring slot because the lending bound was reached",
+                          MetricType::Counter);
+  auto& stalls = e.family("rocecap_held_block_stalls_total",
+                          "Times every kernel ring block was held by unwritten frames (the "
+                          "kernel drops frames until one is released)",
+                          MetricType::Counter);
+  for (const auto& [name, r] : lending) {
+    add(frames, {{"interface", name}, {"path", "lent"}}, double(r.zero_copy_lent));
+    add(frames, {{"interface", name}, {"path", "copied"}}, double(r.zero_copy_copied));
+    add(stalls, {{"interface", name}}, double(r.held_block_stalls));
+  }
+}
+
 void add_interfaces(Exposition& e, const Runtime& rt) {
   auto& rejected = e.family("rocecap_rejected_packets_total",
                             "Packets not placed in any stream, by reason", MetricType::Counter);
@@ -246,6 +271,7 @@ void add_interfaces(Exposition& e, const Runtime& rt) {
         ir->progress.done.load(std::memory_order_relaxed) ? 0 : 1);
   }
   add_verbs_polls(e, rt);
+  add_zero_copy(e, rt);
 }
 
 // Writer pool (output.writer_threads > 1): each thread's own counters, read at scrape time.

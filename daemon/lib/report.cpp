@@ -122,6 +122,10 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   ManifestInterface m;
   m.name = ir.name;
   m.nic_drops = ir.progress.nic_drops.get();
+  if (ir.source) {
+    if (const capture::SourceReport r = ir.source->report(); r.zero_copy)
+      m.zero_copy = ManifestZeroCopy{r.zero_copy_lent, r.zero_copy_copied, r.held_block_stalls};
+  }
   for (const auto& sp : ir.streams)
     m.ring_full_drops += sp->ring().stats().ring_full_drops;
   for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r) {

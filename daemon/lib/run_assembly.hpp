@@ -35,6 +35,8 @@ struct CaptureProgress {
   std::atomic<uint64_t> iterations{0};  // loop turns: a stalled loop stops advancing this
   common::RelaxedCounter nic_drops;     // libpcap ps_drop + ps_ifdrop; verbs out_of_buffer
   std::string error;                    // written before failed/done are set
+
+  // pcap_reader packet_ring (capture/packet/packet_ring_source.hpp, ZeroCopyStats).
 };
 
 struct InterfaceRuntime {

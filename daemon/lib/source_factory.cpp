@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "capture/packet/packet_ring_source.hpp"
 #include "capture/pcap/pcap_source.hpp"
 #include "daemon/lib/privileges.hpp"
 #include "daemon/lib/run_assembly.hpp"
@@ -25,9 +26,32 @@ std::vector<uint32_t> group_addresses(const config::InterfaceConfig& ic) {
   return groups;
 }
 
+// capture.pcap_reader packet_ring: rocecapd reads the kernel's TPACKET_V3 ring itself, and with
+// zero_copy the payload slots of host-memory rings point into its blocks (capture/packet/).
+std::unique_ptr<capture::PacketSource> open_packet_ring(const config::RunConfig& cfg,
+                                                        const capture::pcap::LiveOptions& live,
+                                                        InterfaceRuntime& ir) {
+  capture::packet::RingOptions ro;
+  ro.interface = live.interface;
+  ro.groups = live.groups;
+  ro.buffer_bytes = static_cast<std::size_t>(live.buffer_bytes);
+  ro.snaplen = live.snaplen;
+  ro.timeout_ms = live.timeout_ms;
+  ro.zero_copy = cfg.capture.zero_copy;
+  if (ro.zero_copy) {
+    for (const auto& sp : ir.streams) {
+      if (sp->ring().payload_kind() == capture::memory::MemoryKind::host) sp->ring().enable_loans();
+    }
+  }
+  auto src = capture::packet::PacketRingSource::open(ro);
+  src->attach(*ir.ingest);
+  return src;
+}
+
 std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg,
                                                  const config::InterfaceConfig& ic,
-                                                 capture::Ingest& ingest) {
+                                                 InterfaceRuntime& ir) {
+  capture::Ingest& ingest = *ir.ingest;
   using capture::pcap::PcapSource;
   std::unique_ptr<PcapSource> src;
   if (cfg.capture.backend == config::Backend::pcap_file) {
@@ -41,6 +65,8 @@ std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg,
     for (const auto& g : ic.groups)
       live.groups.push_back({g.address, g.port});
     live.snaplen = static_cast<int>(cfg.capture.max_frame);
+    if (cfg.capture.pcap_reader == config::PcapReader::packet_ring)
+      return open_packet_ring(cfg, live, ir);
     src = std::make_unique<PcapSource>(PcapSource::open_live(live));
   }
   src->attach(ingest);
@@ -202,10 +228,10 @@ void open_source(const config::RunConfig& cfg, std::size_t index, InterfaceRunti
   const config::InterfaceConfig& ic = cfg.capture.interfaces[index];
   switch (cfg.capture.backend) {
     case config::Backend::pcap_file:
-      ir.source = open_pcap(cfg, ic, *ir.ingest);
+      ir.source = open_pcap(cfg, ic, ir);
       return;  // a replay joins nothing
     case config::Backend::pcap:
-      ir.source = open_pcap(cfg, ic, *ir.ingest);
+      ir.source = open_pcap(cfg, ic, ir);
       break;
     case config::Backend::verbs:
 #ifdef ROCECAP_HAVE_VERBS

@@ -41,7 +41,7 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
     }
     if (n != 0) continue;
     if (all_done) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(kWriterIdle);
   }
   for (const auto& ir : rt.interfaces) {
     (void)ir->writer->close();  // errors were reported

@@ -14,6 +14,12 @@
 
 namespace rocecap::daemon {
 
+// A writer's sleep when it found nothing to write. Each wake-up costs a context switch: at
+// 200 us, switches were a quarter of rocecapd's CPU time per packet in perf record of
+// bench/kernel_path_bench.sh (BENCHMARKS.md, "Kernel path"). 1 ms of frames is far below any
+// ring's depth (4096 slots per stream).
+inline constexpr std::chrono::milliseconds kWriterIdle{1};
+
 struct WriterLoopOptions {
   std::chrono::milliseconds manifest_interval{10'000};
   std::function<void()> write_manifest;  // called on the writer thread

@@ -123,7 +123,7 @@ void pool_thread(Runtime& rt, const std::vector<PoolShard>& shards, std::size_t 
     }
     if (n != 0) continue;
     if (all_done) break;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    std::this_thread::sleep_for(kWriterIdle);
   }
   for (const PoolShard& s : shards) {
     (void)s.ir->writer->close(s.part);  // errors were reported

@@ -1,0 +1,254 @@
+#!/usr/bin/env bash
+# rocecapd (pcap-family backends) against `tcpdump -w` on the same traffic: the rate ladder of
+# issue 17, A B A B alternated at each rate, with the loss of each tool, its loss-free rate and
+# the ratio of loss-free rates. Results and the command go to BENCHMARKS.md ("Kernel path").
+#
+# Two namespaces joined by a veth pair (MTU 9000, tests/integration/netns.sh); `rocecap gen`
+# sends 6 streams (2 groups x 3 antennas) of 8298-byte CODIF frames (8192 data bytes) for
+# SECONDS at each rate, pinned to CPU 0; the capture tool runs pinned to CPU 1 and writes to
+# /dev/shm. A tool's loss at a rate is the worst of its runs there: sent datagrams (the
+# generator's summary) minus what it kept (rocecapd: packets in the manifest's streams;
+# tcpdump: "packets captured"). Its loss-free rate is the highest rate up to which every run
+# lost nothing. Each rocecapd run is also checked with `rocecap verify` against the summary.
+#
+# usage: bench/kernel_path_bench.sh [--short] [--rates "R1 R2 ..."] [--seconds S] [--repeat N]
+#                                   [--tools "T1 T2 ..."] [--perf] [ROCECAPD [ROCECAP]]
+#   --short    3 rates (2 3 4 Gb/s), 3 s each, 1 repeat: a quick check, not a result
+#   --rates    ladder in Gb/s of UDP payload (rocecap gen --gbps) [1.5 2 2.5 3 3.5 4 5 6]
+#   --seconds  traffic per run [10]          --repeat  A B rounds per rate [2]
+#   --tools    any of pcap raw tcpdump, plus variants named below [pcap raw tcpdump]
+#   --record   perf record -g each run instead; the top of `perf report` is printed per run
+#   --perf     perf stat each run: CPU time, instructions (where the CPU exposes them; not in
+#              most VMs) and syscalls per captured packet, whole process, all threads
+#   ROCECAPD, ROCECAP default to build/ci/daemon/rocecapd and build/ci/tools/rocecap.
+# Tools: pcap, raw      rocecapd, capture.backend pcap, output.formats [pcap] / [raw]
+#        ring-pcap, ring-raw   the same with capture.pcap_reader packet_ring (zero copy)
+#        ringcopy-pcap, ringcopy-raw   packet_ring with zero_copy: false (copies into slots)
+#        tcpdump        tcpdump -i IF -w FILE -B 65536 udp (its defaults otherwise)
+# Extra run-file lines for every rocecapd run: KPB_CAPTURE_EXTRA (under capture:).
+# As root. Prints one line per run, then the table. KEEP_WORKDIR=1 keeps /dev/shm/kpb.PID.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+repo=$(cd "$here/.." && pwd)
+rates="1.5 2 2.5 3 3.5 4 5 6"
+seconds=10
+repeat=2
+tools="pcap raw tcpdump"
+use_perf=0
+while [ $# -gt 0 ]; do
+  case $1 in
+    --short) rates="2 3 4" seconds=3 repeat=1 ;;
+    --rates) rates=$2; shift ;;
+    --seconds) seconds=$2; shift ;;
+    --repeat) repeat=$2; shift ;;
+    --tools) tools=$2; shift ;;
+    --perf) use_perf=1 ;;
+    --record) use_perf=2 ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "unknown option $1 (--help)" >&2; exit 2 ;;
+    *) break ;;
+  esac
+  shift
+done
+ROCECAPD=$(realpath "${1:-$repo/build/ci/daemon/rocecapd}")
+ROCECAP=$(realpath "${2:-$repo/build/ci/tools/rocecap}")
+for f in "$ROCECAPD" "$ROCECAP"; do [ -x "$f" ] || { echo "not executable: $f" >&2; exit 2; }; done
+command -v tcpdump >/dev/null || { echo "tcpdump is not installed" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "python3 is not installed" >&2; exit 2; }
+if [ "$use_perf" = 1 ] && ! command -v perf >/dev/null; then
+  echo "perf is not installed (Debian: linux-perf); running without --perf" >&2
+  use_perf=0
+fi
+
+# shellcheck source=../tests/integration/netns.sh
+source "$repo/tests/integration/netns.sh"
+# shellcheck source=../tests/integration/e2e_lib.sh
+source "$repo/tests/integration/e2e_lib.sh"
+netns_require_root
+NETNS_MTU=9000
+NETNS_CMD_TIMEOUT=$((seconds + 120))
+NETNS_MAX_SECONDS=$((($(wc -w <<<"$rates") * $(wc -w <<<"$tools") * repeat) * (seconds + 40) + 120))
+work=/dev/shm/kpb.$$
+mkdir -p "$work"
+netns_up
+netns_on_exit '[ "${KEEP_WORKDIR:-0}" = 1 ] && echo "kept $work" >&2 || rm -rf "$work"'
+
+groups=$E2E_GROUPS
+sources=$E2E_SOURCES
+results=$work/results.tsv # tool rate round sent kept lost verify cpu-ns/pkt instr/pkt syscalls/pkt
+
+gen() { # rate summary
+  netns_exec_sender taskset -c 0 "$ROCECAP" gen --groups "$groups" --sources "$sources" \
+    --gbps "$1" --duration "$seconds" --interface "$NETNS_SENDER_IF" --nchan 4 --nbits 16 \
+    --complex --epoch 52 --station AT --thread-id 100 --group-id 7 --summary "$2" >/dev/null
+}
+
+sent_of() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['datagrams'])" "$1"; }
+# What the generator achieved, Gb/s of UDP payload (it may fall short of --gbps on a busy CPU 0).
+achieved() {
+  python3 -c "import json,sys; s=json.load(open(sys.argv[1])); print(f\"{s['datagrams'] * (s['frame']['payload_bytes'] + 64) * 8 / s['seconds'] / 1e9:.2f}\")" "$1"
+}
+
+# perf stat on PID (the capture tool) in the background; prints nothing until perf_done.
+perf_start() {
+  PERF_PID=""
+  [ "$use_perf" != 0 ] || return 0
+  if [ "$use_perf" = 2 ]; then
+    perf record -g -o "${2%.csv}.data" -p "$1" >/dev/null 2>&1 &
+    PERF_PID=$!
+    return 0
+  fi
+  perf stat -x, -e task-clock,instructions,raw_syscalls:sys_enter -p "$1" \
+    -o "$2" 2>/dev/null &
+  PERF_PID=$!
+}
+perf_done() { # file packets -> "instr/pkt syscalls/pkt"
+  [ -n "$PERF_PID" ] || { echo "- - -"; return; }
+  kill -INT "$PERF_PID" 2>/dev/null || true
+  wait "$PERF_PID" 2>/dev/null || true
+  if [ "$use_perf" = 2 ]; then
+    perf report -i "${1%.csv}.data" --stdio --no-children --sort dso,sym 2>/dev/null |
+      grep -E '^ +[0-9.]+%' | head -25 >&2
+    echo "- - -"
+    return
+  fi
+  python3 - "$1" "$2" <<'PY'
+import sys
+vals = {}
+for line in open(sys.argv[1]):
+    f = line.strip().split(",")
+    if len(f) > 2 and f[0].replace(".", "").isdigit():
+        vals[f[2]] = float(f[0])
+n = max(int(sys.argv[2]), 1)
+ins = vals.get("instructions")
+sc = vals.get("raw_syscalls:sys_enter")
+cpu = vals.get("task-clock")  # ms of CPU, all threads
+print(f"{cpu * 1e6 / n:.0f}" if cpu else "-", f"{ins / n:.0f}" if ins else "-",
+      f"{sc / n:.2f}" if sc is not None else "-")
+PY
+}
+
+run_tcpdump() { # rate round
+  local d=$work/tcpdump.$1.$2 pid kept
+  mkdir -p "$d"
+  # -Z root: Debian's tcpdump would drop to user tcpdump; the .pcap name suits its AppArmor
+  # profile. Otherwise exactly the issue's command line.
+  netns_bg_receiver taskset -c 1 tcpdump -i "$NETNS_RECEIVER_IF" -w "$d/capture.pcap" \
+    -B 65536 -Z root udp 2>"$d/tcpdump.log"
+  pid=$NETNS_BG_PID
+  for _ in $(seq 100); do grep -q "listening on" "$d/tcpdump.log" && break; sleep 0.1; done
+  perf_start "$(pgrep -P "$pid" -x tcpdump || echo "$pid")" "$d/perf.csv"
+  gen "$1" "$d/sent.json"
+  sleep 1
+  kill -INT "$pid"
+  wait "$pid" 2>/dev/null || true
+  kept=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured$/\1/p' "$d/tcpdump.log")
+  local sent
+  sent=$(sent_of "$d/sent.json")
+  echo -e "tcpdump\t$1\t$2\t$sent\t$kept\t$((sent - kept))\t-\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")\t$(grep -o '[0-9]* packets\{0,1\} dropped by kernel' "$d/tcpdump.log")" >>"$results"
+  rm -f "$d/capture.pcap"
+}
+
+run_rocecapd() { # tool rate round
+  local tool=$1 d=$work/$1.$2.$3 pid daemon format extra=${KPB_CAPTURE_EXTRA:-}
+  case $tool in
+    pcap | raw) format=$tool ;;
+    ring-pcap | ring-raw) format=${tool#ring-} extra+=$'\n  pcap_reader: packet_ring' ;;
+    ringcopy-pcap | ringcopy-raw)
+      format=${tool#ringcopy-} extra+=$'\n  pcap_reader: packet_ring\n  zero_copy: false' ;;
+    *) echo "unknown tool $tool" >&2; return 1 ;;
+  esac
+  mkdir -p "$d"
+  E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$d/out E2E_FORMATS=$format \
+    E2E_DURATION=$((seconds + 60))s E2E_ROTATE=64GiB e2e_config "$d/run.yaml"
+  if [ -n "$extra" ]; then
+    python3 - "$d/run.yaml" "$extra" <<'PY'
+import sys
+p, extra = sys.argv[1], sys.argv[2]
+text = open(p).read().replace("capture:\n", "capture:\n" + extra.strip("\n") + "\n", 1)
+open(p, "w").write(text)
+PY
+  fi
+  netns_bg_receiver taskset -c 1 "$ROCECAPD" --config "$d/run.yaml" 2>"$d/rocecapd.log"
+  pid=$NETNS_BG_PID
+  for _ in $(seq 300); do
+    grep -q "capturing .* streams" "$d/rocecapd.log" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  daemon=$(pgrep -P "$pid" -x rocecapd || true)
+  if [ -z "$daemon" ]; then
+    echo "rocecapd did not start:" >&2
+    cat "$d/rocecapd.log" >&2
+    return 1
+  fi
+  perf_start "$daemon" "$d/perf.csv"
+  gen "$2" "$d/sent.json"
+  sleep 1
+  kill -TERM "$daemon"
+  wait "$pid" 2>/dev/null || true
+  local sent kept verify=OK
+  sent=$(sent_of "$d/sent.json")
+  kept=$(python3 -c "import json,sys; print(sum(s['packets'] for s in json.load(open(sys.argv[1]))['streams']))" "$d/out/e2e/manifest.json")
+  "$ROCECAP" verify --manifest "$d/out/e2e/manifest.json" --expect "$d/sent.json" \
+    >"$d/verify.txt" 2>&1 || verify=FAIL
+  local why
+  why=$(python3 -c "import json,sys; i=json.load(open(sys.argv[1]))['interfaces'][0]; print(f\"NIC drops {i['nic_drops']}, ring full {i['ring_full_drops']}\" + (f\", zero copy {i['zero_copy']}\" if i.get('zero_copy') else ''))" "$d/out/e2e/manifest.json" 2>/dev/null || echo "no manifest")
+  echo -e "$tool\t$2\t$3\t$sent\t$kept\t$((sent - kept))\t$verify\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")\t$why" >>"$results"
+  [ "${KEEP_WORKDIR:-0}" = 1 ] || rm -rf "$d/out"/e2e/*.pcap "$d/out"/e2e/*.raw 2>/dev/null || true
+}
+
+echo "kernel path bench: rates [$rates] Gb/s, $seconds s per run, $repeat rounds, tools [$tools]"
+echo "rocecapd: $ROCECAPD"
+echo "tcpdump: $(tcpdump --version 2>&1 | head -1)"
+: >"$results"
+for rate in $rates; do
+  for round in $(seq "$repeat"); do
+    for tool in $tools; do
+      if [ "$tool" = tcpdump ]; then run_tcpdump "$rate" "$round"; else run_rocecapd "$tool" "$rate" "$round"; fi
+      tail -1 "$results" | awk -F'\t' '{printf "  %-13s %5s Gb/s (sent at %s) round %s: sent %s kept %s lost %s (%.2f %%) verify %s; per packet: CPU %s ns, instructions %s, syscalls %s; %s\n", $1, $2, $11, $3, $4, $5, $6, ($4 ? 100 * $6 / $4 : 0), $7, $8, $9, $10, $12}'
+    done
+  done
+done
+
+python3 - "$results" "$tools" <<'PY'
+import sys, collections
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
+tools = sys.argv[2].split()
+rates = sorted({float(r[1]) for r in rows})
+loss = collections.defaultdict(list)   # (tool, rate) -> [loss %]
+verify = collections.defaultdict(list)
+perf = collections.defaultdict(list)
+for t, rate, _, sent, kept, lost, ver, cpu, ins, sc, *_ in rows:
+    sent, lost = int(sent), int(lost)
+    loss[t, float(rate)].append(100.0 * max(lost, 0) / sent if sent else 100.0)
+    verify[t, float(rate)].append(ver)
+    perf[t, float(rate)].append((cpu, ins, sc))
+def cell(t, r):
+    v = loss[t, r]
+    s = f"{min(v):.2f}" if min(v) == max(v) else f"{min(v):.2f}-{max(v):.2f}"
+    if "FAIL" in verify[t, r]: s += " (verify FAIL)"
+    return s
+print("\nloss in % of sent datagrams (range over rounds)")
+print("| tool | " + " | ".join(f"{r:g} Gb/s" for r in rates) + " | loss-free rate |")
+print("|---|" + "---:|" * (len(rates) + 1))
+free = {}
+for t in tools:
+    f = 0.0
+    for r in rates:
+        if max(loss[t, r]) > 0 or "FAIL" in verify[t, r]: break
+        f = r
+    free[t] = f
+    print(f"| {t} | " + " | ".join(cell(t, r) for r in rates) + f" | {f:g} Gb/s |")
+if any(p != ("-", "-", "-") for v in perf.values() for p in v):
+    print("\nperf stat, whole process, per captured packet: CPU ns / instructions / syscalls (first round)")
+    print("| tool | " + " | ".join(f"{r:g} Gb/s" for r in rates) + " |")
+    print("|---|" + "---:|" * len(rates))
+    for t in tools:
+        print(f"| {t} | " + " | ".join(" / ".join(perf[t, r][0]) for r in rates) + " |")
+if "tcpdump" in free:
+    for t in tools:
+        if t == "tcpdump": continue
+        ratio = free[t] / free["tcpdump"] if free["tcpdump"] else float("inf")
+        print(f"ratio of loss-free rates {t} / tcpdump: {ratio:.2f}")
+PY
