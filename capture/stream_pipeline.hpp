@@ -11,6 +11,7 @@
 #include "capture/classifier.hpp"
 #include "capture/codif/header.hpp"
 #include "capture/net/packet.hpp"
+#include "capture/retention.hpp"
 #include "capture/ring_publisher.hpp"
 #include "capture/sequencer.hpp"
 #include "capture/stream_ring.hpp"
@@ -77,6 +78,10 @@ class StreamPipeline {
   UdpMemo udp_memo;
   int64_t last_arrival_tick = 0;
   CodifMemo codif_memo;
+
+  // Triggered dumps (doc/dumps.md): when set, the writer hands written slots here instead of
+  // releasing them, so the last retention.retain of the stream stays in the ring.
+  std::unique_ptr<Retention> retention;
 
  private:
   StreamSpec spec_;

@@ -35,6 +35,10 @@ void parse_document(Context& ctx, const Field& root, RunConfig& out);
 // Pass 2: rules between fields; fills derived values (cq_size, format-dependent defaults).
 void check_consistency(Context& ctx, RunConfig& config);
 
+// The `retention` section (parse_retention.cpp): pass 1, and its rules for pass 2.
+void parse_retention(Context& ctx, const Field& f, RetentionSection& out);
+void check_retention(Context& ctx, const RunConfig& config);
+
 // Pass 3: this host (CPUs, output directory, replay file).
 void check_host(Context& ctx, const HostChecks& host, const RunConfig& config);
 
