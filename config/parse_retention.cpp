@@ -84,7 +84,9 @@ void parse_retention(Context& ctx, const Field& f, RetentionSection& r) {
 void check_retention(Context& ctx, const RunConfig& cfg) {
   const RetentionSection& r = cfg.retention;
   if (!r.enabled) {
-    if (cfg.output.formats.empty()) {
+    // An empty list as written; a missing section or a wrong value was reported already.
+    if (cfg.output.formats.empty() && ctx.present("output.formats") &&
+        !ctx.failed("output.formats")) {
       ctx.report("output.formats",
                  "is empty: nothing would be written; list raw, codifhdr or pcap, or add a "
                  "retention section (then the run keeps the last seconds for triggered dumps)");
