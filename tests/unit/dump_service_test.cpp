@@ -7,17 +7,20 @@
 #include <arpa/inet.h>
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <prometheus/metric_family.h>
 #include <netinet/in.h>
+#include <prometheus/metric_family.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <thread>
 
+#include "capture/memory/cuda_runtime.hpp"
+#include "capture/memory/gpu_memory.hpp"
 #include "daemon/lib/http_listener.hpp"
 #include "daemon/lib/trigger_socket.hpp"
 #include "test_frames.hpp"
@@ -367,6 +370,51 @@ TEST(DumpService, HttpEndpointOnTheMetricsListenerRequiresTheToken) {
       expected_raw(1000, 1004, {}));
   // The Unix socket needs no token: its mode (0660) is the access control.
   EXPECT_TRUE(rig.dumps->handle("{" + window + "}").at("ok").get<bool>());
+}
+
+// GPU retention: the payload slots are GPU memory (as the verbs backend scatters them there);
+// the dump copies them out with the CUDA copy engine and writes the same bytes.
+TEST(DumpService, GpuRetentionDumpsTheSameBytes) {
+  const capture::memory::GpuProbe probe = capture::memory::probe_gpu(0);
+  if (!probe.usable) GTEST_SKIP() << "no usable GPU: " << probe.detail;
+  writers::test::TempDir tmp;
+  const config::RunConfig cfg = run_config(tmp.path());
+  const capture::StreamSpec s = spec(tf::kSrcA);
+  capture::StreamPipeline a(s, std::make_unique<capture::memory::GpuMemory>(
+                                   capture::StreamRing::payload_bytes_needed(s.ring), 0));
+  a.retention = std::make_unique<capture::Retention>(a.ring(), kKeep);
+  capture::Ingest ingest({&a}, false);
+  writers::CaptureWriter writer(ingest, std::vector<writers::StreamWriters>(1), std::nullopt,
+                                writers::CaptureWriterOptions{}, nullptr);
+  std::atomic<int64_t> now{0};
+  DumpServiceOptions o;
+  o.now_ns = [&] { return now.load(); };
+  o.cuda_device = 0;
+  DumpService dumps(cfg, tmp.path() / "t", {{{0, 0, 0}, a.retention.get(), s.syncs}}, o);
+  const std::set<uint64_t> dropped{1001};
+  for (uint64_t i = 990; i < 1040; ++i) {
+    if (dropped.count(i) != 0) continue;
+    // As the NIC scatters: the split's bytes to the header slot, the rest to GPU memory.
+    const Bytes f = tf::frame(tf::kSrcA, i);
+    capture::SlotId id = 0;
+    ASSERT_EQ(a.ring().take_free(std::span<capture::SlotId>(&id, 1)), 1u);
+    std::memcpy(a.ring().header(id).data(), f.data(), a.split());
+    std::string why;
+    ASSERT_TRUE(capture::memory::copy_to_device(a.ring().payload(id).data(), f.data() + a.split(),
+                                                f.size() - a.split(), why))
+        << why;
+    ingest.on_slot(0, id, static_cast<uint32_t>(f.size()), time_of(i), 0);
+    writer.poll();
+  }
+  ingest.flush_all();
+  writer.poll();
+  now.store(time_of(1040));
+  const json r = dumps.handle(fmt::format("{{\"start\": {}, \"end\": {}, \"label\": \"gpu\"}}",
+                                          time_of(995), time_of(1010)));
+  ASSERT_TRUE(r.at("ok").get<bool>()) << r.dump();
+  dumps.wait_idle();
+  EXPECT_EQ(writers::test::read_file(tmp.path() / "t/dumps/0001-gpu/eth0_239.17.0.1_36001_a.codif"),
+            expected_raw(995, 1009, dropped));
 }
 
 }  // namespace
