@@ -311,10 +311,11 @@ void add_staging(Exposition& e, const Runtime& rt) {
   }
 }
 
-// Triggered dumps (doc/dumps.md); nothing when retention is off.
+// Triggered dumps (doc/dumps.md); zeros when retention is off (one set of panels and alerts
+// for every run).
 void add_dumps(Exposition& e, const Runtime& rt) {
-  const DumpCounters* c = rt.dump_counters;
-  if (c == nullptr) return;
+  static const DumpCounters kNone;
+  const DumpCounters* c = rt.dump_counters != nullptr ? rt.dump_counters : &kNone;
   add(e.family("rocecap_triggers_received_total", "Trigger requests received (socket and HTTP)",
                MetricType::Counter),
       {}, double(c->received.load()));
