@@ -51,8 +51,11 @@ YAML
 # No daemon yet: `rocecap trigger --config` finds the socket from the run file, reaches nobody.
 rc=0
 "$ROCECAP" trigger --config "$work/run.yaml" --start 1 --end 2 >/dev/null 2>"$work/none.err" || rc=$?
-[ "$rc" = 3 ] && grep -q "cannot reach rocecapd's trigger socket $work/out/dump/trigger.sock" "$work/none.err" ||
-  { echo "FAIL: trigger without a daemon exited $rc:"; cat "$work/none.err"; exit 1; }
+if [ "$rc" != 3 ] || ! grep -q "cannot reach rocecapd's trigger socket $work/out/dump/trigger.sock" "$work/none.err"; then
+  echo "FAIL: trigger without a daemon exited $rc:"
+  cat "$work/none.err"
+  exit 1
+fi
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 wrapper=$E2E_PID
 rocecapd=$(pgrep -P "$wrapper" -x rocecapd)
@@ -87,8 +90,16 @@ rc_b=$?
   --label 'a/b' >"$work/bad.json"
 rc_bad=$?
 set -e
-[ "$rc_a" = 0 ] && [ "$rc_b" = 0 ] || { echo "FAIL: triggers exited $rc_a, $rc_b:"; cat "$work/a.json" "$work/b.json"; exit 1; }
-[ "$rc_bad" = 1 ] && grep -q "contains '/'" "$work/bad.json" || { echo "FAIL: a label with / was not refused (exit $rc_bad):"; cat "$work/bad.json"; exit 1; }
+if [ "$rc_a" != 0 ] || [ "$rc_b" != 0 ]; then
+  echo "FAIL: triggers exited $rc_a, $rc_b:"
+  cat "$work/a.json" "$work/b.json"
+  exit 1
+fi
+if [ "$rc_bad" != 1 ] || ! grep -q "contains '/'" "$work/bad.json"; then
+  echo "FAIL: a label with / was not refused (exit $rc_bad):"
+  cat "$work/bad.json"
+  exit 1
+fi
 wait "$gen_pid" || { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
 for d in 0001-past 0002-overlap; do
   for ((i = 0; i < 100; i++)); do [ -f "$work/out/dump/dumps/$d/dump.json" ] && break; sleep 0.1; done
