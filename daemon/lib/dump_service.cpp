@@ -96,6 +96,23 @@ std::size_t reason_index(const std::string& reason) {
   return 0;
 }
 
+// A CODIF-time window as Unix ns, with the timing of the newest frame `s` retains (pinned
+// while it is read); false when the stream has no frame yet.
+bool codif_window(const DumpStream& s, const TriggerRequest& r, int64_t& start, int64_t& end) {
+  capture::Retention& ret = *s.retention;
+  uint64_t pinned = 0;
+  const auto pin = ret.pin(ret.range().head, pinned);
+  if (!pin) return false;
+  const uint64_t tail = ret.range().tail;
+  StreamClock clock;
+  const bool ok = pinned < tail && read_clock(ret, s.syncs, tail - 1, clock);
+  ret.unpin(*pin);
+  if (!ok) return false;
+  start = clock.unix_ns(r.start);
+  end = clock.unix_ns(r.end);
+  return true;
+}
+
 }  // namespace
 
 struct DumpService::StreamPlan {
@@ -334,13 +351,18 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
   }
   if (chosen.empty())
     return refuse("unknown_group", "the antennas and groups name no stream", body);
-  if (!req.start.codif && !req.end.codif &&
-      req.end.unix_ns - req.start.unix_ns > config_.retention.retain.count()) {
+  int64_t start_ns = req.start.unix_ns, end_ns = req.end.unix_ns;
+  // CODIF frame time: converted with the first chosen stream's timing (when it has frames).
+  const bool known = (!req.start.codif && !req.end.codif) ||
+                     codif_window(streams_[chosen.front()], req, start_ns, end_ns);
+  if (known && end_ns <= start_ns) {
+    return refuse("bad_window", "end is not after start: the window is empty", body);
+  }
+  if (known && end_ns - start_ns > config_.retention.retain.count()) {
     return refuse("too_long",
                   fmt::format("the window ({}) is longer than the retention (retention.retain "
                               "{}): it can never be served whole",
-                              config::format_duration(
-                                  std::chrono::nanoseconds(req.end.unix_ns - req.start.unix_ns)),
+                              config::format_duration(std::chrono::nanoseconds(end_ns - start_ns)),
                               config::format_duration(config_.retention.retain)),
                   body);
   }

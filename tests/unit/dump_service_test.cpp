@@ -246,6 +246,24 @@ TEST(DumpService, TwoOverlappingTriggersWhileTrafficRunsAreBothServedWhole) {
   EXPECT_EQ(rig.dumps->counters().served.load(), 2u);
 }
 
+TEST(DumpService, AWindowInCodifFrameTimeIsServedAndBoundedToo) {
+  Rig rig;
+  rig.feed(800, 1199);
+  // Epoch 0, period 1 s of 1000 frames: second 1, frame 2 is frame index 1002.
+  json a = rig.dumps->handle(
+      R"({"start": {"epoch": 0, "seconds": 0, "frame": 998},
+          "end": {"epoch": 0, "seconds": 1, "frame": 4}, "antennas": ["a"]})");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  EXPECT_EQ(a.at("streams")[0].at("retained").at("first_frame"), 998);
+  EXPECT_EQ(a.at("streams")[0].at("retained").at("last_frame"), 1003);
+  a = rig.dumps->handle(R"({"start": {"epoch": 0, "seconds": 0, "frame": 0},
+                            "end": {"epoch": 0, "seconds": 1, "frame": 0}})");
+  EXPECT_EQ(a.at("reason"), "too_long") << a.dump();
+  rig.dumps->wait_idle();
+  EXPECT_EQ(writers::test::read_file(rig.tmp.path() / "t/dumps/0001/eth0_239.17.0.1_36001_a.codif"),
+            expected_raw(998, 1003, {}));
+}
+
 TEST(DumpService, BadRequestsGetAClearErrorAndChangeNothing) {
   Rig rig;
   rig.feed(800, 1199);
