@@ -11,6 +11,7 @@
 #include "capture/classifier.hpp"
 #include "capture/codif/header.hpp"
 #include "capture/net/packet.hpp"
+#include "capture/retention.hpp"
 #include "capture/ring_publisher.hpp"
 #include "capture/sequencer.hpp"
 #include "capture/stream_ring.hpp"
@@ -103,6 +104,10 @@ class StreamPipeline {
   uint32_t next_thread_stream = StreamClassifier::kNoStream;
   uint8_t vdif_header_bytes = 0;
   VtpState vtp;
+
+  // Triggered dumps (doc/dumps.md): when set, the writer hands written slots here instead of
+  // releasing them, so the last retention.retain of the stream stays in the ring.
+  std::unique_ptr<Retention> retention;
 
  private:
   StreamSpec spec_;

@@ -68,7 +68,7 @@ StreamRing::StreamRing(const RingConfig& config, std::unique_ptr<memory::Payload
 std::optional<SlotId> StreamRing::acquire() noexcept {
   SlotId id;
   if (take_free(std::span<SlotId>(&id, 1)) == 1) return id;
-  prod_.ring_full_drops.add();
+  (pinned_.load(std::memory_order_relaxed) ? prod_.dump_pinned_drops : prod_.ring_full_drops).add();
   return std::nullopt;
 }
 
@@ -116,8 +116,10 @@ uint32_t StreamRing::free_slots() const noexcept {
 }
 
 RingStats StreamRing::stats() const noexcept {
-  return RingStats{prod_.taken.get(),           prod_.published.get(), prod_.returned.get(),
-                   prod_.ring_full_drops.get(), cons_.consumed.get(),  cons_.released.get()};
+  RingStats s{prod_.taken.get(),           prod_.published.get(), prod_.returned.get(),
+              prod_.ring_full_drops.get(), cons_.consumed.get(),  cons_.released.get()};
+  s.dump_pinned_drops = prod_.dump_pinned_drops.get();
+  return s;
 }
 
 }  // namespace rocecap::capture

@@ -71,6 +71,8 @@ struct RingStats {
   uint64_t ring_full_drops = 0;  // acquire() found no free slot: the packet is lost
   uint64_t consumed = 0;         // slots the consumer popped
   uint64_t released = 0;         // slots the consumer released
+  uint64_t dump_pinned_drops =
+      0;  // ring-full drops while a dump's pins held slots (capture/retention.hpp)
 };
 
 class StreamRing {
@@ -147,9 +149,13 @@ class StreamRing {
 
   RingStats stats() const noexcept;  // any thread
 
+  // Consumer: pins of a triggered dump hold slots beyond the retention (capture/retention.hpp),
+  // so a packet that finds no free slot meanwhile is counted as dump_pinned, not ring_full.
+  void set_pinned(bool on) noexcept { pinned_.store(on, std::memory_order_relaxed); }
+
  private:
   struct alignas(common::kCacheLine) ProducerCounters {
-    common::RelaxedCounter taken, published, returned, ring_full_drops;
+    common::RelaxedCounter taken, published, returned, ring_full_drops, dump_pinned_drops;
   };
   struct alignas(common::kCacheLine) ConsumerCounters {
     common::RelaxedCounter consumed, released;
@@ -181,6 +187,7 @@ class StreamRing {
   std::unique_ptr<SlotId[]> stash_;
   uint32_t stash_size_ = 0;
   ProducerCounters prod_;
+  std::atomic<bool> pinned_{false};  // read only when acquire() finds no slot
   ConsumerCounters cons_;
 };
 

@@ -371,6 +371,7 @@ void check_consistency(Context& ctx, RunConfig& cfg) {
   check_format_options(ctx, cfg);
   check_output_sizes(ctx, cfg);
   check_file_names(ctx, cfg);
+  check_retention(ctx, cfg);
 }
 
 }  // namespace rocecap::config

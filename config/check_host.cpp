@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "config/host_checks.hpp"
+#include "config/retention_plan.hpp"
 #include "config/schema.hpp"
 #include "config/units.hpp"
 
@@ -90,6 +91,42 @@ void check_memory(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
   }
 }
 
+// Retention (doc/dumps.md) multiplies the rings: its memory per stream, per interface and in
+// total, added to the rings' own, must fit in the memory this host has available. With GPU
+// payload slabs only the header slots are host memory (the GPU's is checked at start-up).
+void check_retention_memory(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
+  for (const char* input : {"capture", "streams.antennas", "retention", "output.direct_io"}) {
+    if (ctx.failed(input)) return;
+  }
+  if (!cfg.retention.enabled) return;
+  const RetentionPlan p = plan_retention(cfg);
+  bool with_payload = false;
+  const uint64_t rings = host_ring_bytes(cfg, with_payload);
+  const uint64_t host_share = with_payload ? p.total_bytes
+                                           : p.total_bytes / p.slot_bytes *
+                                                 (uint64_t{cfg.capture.header_split} + kSlotAlign);
+  std::string per_interface;
+  for (std::size_t i = 0; i < p.interface_bytes.size(); ++i) {
+    per_interface += fmt::format("{}{} {}", i ? ", " : "", cfg.capture.interfaces[i].name,
+                                 format_size(p.interface_bytes[i]));
+  }
+  const std::string plan = fmt::format(
+      "retention keeps {} frames per stream ({} at {} frames/s) plus {} of pin headroom: {} per "
+      "stream; per interface {}; {} in total",
+      p.keep_frames, format_duration(cfg.retention.retain), cfg.retention.frame_rate, p.pin_frames,
+      format_size(p.stream_bytes), per_interface, format_size(p.total_bytes));
+  const MemoryFacts facts = read_memory_facts(host.proc_root);
+  if (facts.available_bytes && rings + host_share > *facts.available_bytes) {
+    ctx.report("retention.retain",
+               fmt::format("{}{}; with the rings' {} that is {} of host memory, but this host "
+                           "has {} available (MemAvailable, {}/meminfo): shorten retain or "
+                           "pin_headroom, or capture fewer streams",
+                           plan, with_payload ? "" : " (host: header slots only)",
+                           format_size(rings), format_size(rings + host_share),
+                           format_size(*facts.available_bytes), host.proc_root));
+  }
+}
+
 }  // namespace
 
 void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
@@ -105,6 +142,7 @@ void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
   }
   check_max_frame(ctx, host, cfg);
   if (host.check_memory) check_memory(ctx, host, cfg);
+  if (host.check_memory) check_retention_memory(ctx, host, cfg);
   if (!host.check_filesystem) return;
   const OutputSection& o = cfg.output;
   if (!ctx.failed("output.directory") && !o.directory.empty() && o.directories.size() <= 1 &&

@@ -271,9 +271,7 @@ void parse_output(Context& ctx, const Field& f, OutputSection& o) {
   const auto formats = m.get("formats");
   if (formats) {
     const auto items = list_items(ctx, formats);
-    if (formats->node.IsSequence() && items.empty()) {
-      ctx.report(formats->pos, formats->path, "needs at least one of raw, codifhdr, vdifhdr, pcap");
-    }
+    // Empty: nothing written continuously, allowed with retention (check_retention).
     for (const Field& item : items) {
       const auto v = read_enum(ctx, item, kOutputFormats);
       if (v && has_format(o, *v)) ctx.report(item.pos, item.path, "listed twice");
@@ -330,7 +328,8 @@ void parse_logging(Context& ctx, const Field& f, LoggingSection& logging) {
 }  // namespace
 
 void parse_document(Context& ctx, const Field& root, RunConfig& out) {
-  const MapView m(ctx, root, {"run", "capture", "streams", "output", "metrics", "logging"});
+  const MapView m(ctx, root,
+                  {"run", "capture", "streams", "output", "metrics", "logging", "retention"});
   if (!m.valid()) return;
   if (auto f = m.require("run")) parse_run(ctx, *f, out.run);
   if (auto f = m.require("capture")) parse_capture(ctx, *f, out.capture);
@@ -338,6 +337,7 @@ void parse_document(Context& ctx, const Field& root, RunConfig& out) {
   if (auto f = m.require("output")) parse_output(ctx, *f, out.output);
   if (auto f = m.get("metrics")) parse_metrics(ctx, *f, out.metrics);
   if (auto f = m.get("logging")) parse_logging(ctx, *f, out.logging);
+  if (auto f = m.get("retention")) parse_retention(ctx, *f, out.retention);
 }
 
 }  // namespace rocecap::config

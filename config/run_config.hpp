@@ -127,6 +127,20 @@ struct LoggingSection {
   LogLevel level = LogLevel::info;
 };
 
+// Triggered dumps (doc/dumps.md): keep the last `retain` of every stream in its ring and write
+// a window of it on request. Absent section: enabled = false.
+struct RetentionSection {
+  bool enabled = false;
+  std::chrono::nanoseconds retain{0};
+  double frame_rate = 0;  // frames per second per stream (sizes the rings: retain x rate)
+  std::chrono::nanoseconds pin_headroom{0};  // extra ring slots for pinned dumps; default retain/4
+  std::chrono::nanoseconds max_future = std::chrono::seconds(10);  // furthest window end ahead
+  uint64_t write_rate = uint64_t{256} << 20;                       // dump bytes per second, at most
+  std::vector<OutputFormat> formats{OutputFormat::raw};
+  std::string socket;           // trigger socket; empty: <output.directory>/<run>/trigger.sock
+  std::string http_token_file;  // the HTTP endpoint's token; empty: none
+};
+
 struct RunConfig {
   std::string source_path;  // the YAML file as given
   std::string source_text;  // its bytes, for the run manifest's config snapshot
@@ -136,6 +150,7 @@ struct RunConfig {
   OutputSection output;
   MetricsSection metrics;
   LoggingSection logging;
+  RetentionSection retention;
 };
 
 // One stream = (interface, group, antenna[, VDIF thread]): indices into the config's vectors.

@@ -41,6 +41,9 @@ void check_consistency(Context& ctx, RunConfig& config);
 // Part of pass 2: the VDIF keys (streams.frames_per_second, sample_rate, vtp, threads), the
 // header split they need, vdifhdr output, and the default file names of several threads.
 void check_vdif(Context& ctx, RunConfig& config);
+// The `retention` section (parse_retention.cpp): pass 1, and its rules for pass 2.
+void parse_retention(Context& ctx, const Field& f, RetentionSection& out);
+void check_retention(Context& ctx, const RunConfig& config);
 
 // Pass 3: this host (CPUs, output directory, replay file).
 void check_host(Context& ctx, const HostChecks& host, const RunConfig& config);

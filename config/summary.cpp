@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "config/name_template.hpp"
+#include "config/retention_plan.hpp"
 #include "config/units.hpp"
 
 namespace rocecap::config {
@@ -103,6 +104,32 @@ std::string memory_line(const RunConfig& cfg) {
                      format_size(payload), to_string(cfg.capture.payload_memory));
 }
 
+// Triggered dumps (doc/dumps.md): what retention costs, per stream, per interface and in total.
+std::string retention_lines(const RunConfig& cfg) {
+  const RetentionSection& r = cfg.retention;
+  if (!r.enabled) return {};
+  const RetentionPlan p = plan_retention(cfg);
+  std::string formats;
+  for (OutputFormat f : r.formats)
+    formats += fmt::format("{}{}", formats.empty() ? "" : ", ", to_string(f));
+  std::string out = fmt::format(
+      "retention   {} at {} frames/s: {} frames + {} pin headroom per stream, rings of {} "
+      "slots\n",
+      format_duration(r.retain), r.frame_rate, p.keep_frames, p.pin_frames, p.ring_slots);
+  out += fmt::format("            memory {} per stream, {} in total (", format_size(p.stream_bytes),
+                     format_size(p.total_bytes));
+  for (std::size_t i = 0; i < p.interface_bytes.size(); ++i) {
+    out += fmt::format("{}{} {}", i ? ", " : "", cfg.capture.interfaces[i].name,
+                       format_size(p.interface_bytes[i]));
+  }
+  out += fmt::format(
+      ")\n            dumps [{}] at most {}/s, windows up to {} ahead, trigger "
+      "socket {}\n",
+      formats, format_size(r.write_rate), format_duration(r.max_future),
+      r.socket.empty() ? cfg.output.directory + "/" + cfg.run.name + "/trigger.sock" : r.socket);
+  return out;
+}
+
 }  // namespace
 
 std::string render_summary(const RunConfig& cfg) {
@@ -112,6 +139,7 @@ std::string render_summary(const RunConfig& cfg) {
   out += stream_lines(cfg);
   out += output_lines(cfg);
   out += memory_line(cfg);
+  out += retention_lines(cfg);
   out += cfg.metrics.enabled
              ? fmt::format("metrics     http://{}:{}/metrics{}\n", format_ipv4(cfg.metrics.address),
                            cfg.metrics.port, metrics_exposed(cfg.metrics) ? kExposedNote : "")

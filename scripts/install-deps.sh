@@ -26,7 +26,7 @@ packages=(
   build-essential cmake pkg-config clang-14 libclang-rt-14-dev clang-format
   # libraries
   libibverbs-dev libpcap-dev libyaml-cpp-dev prometheus-cpp-dev libcli11-dev
-  libspdlog-dev libfmt-dev libsystemd-dev libnuma-dev nlohmann-json3-dev
+  libspdlog-dev libfmt-dev libsystemd-dev libnuma-dev nlohmann-json3-dev libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   # io_uring for O_DIRECT output (optional at build time; writers/README.md)
   liburing-dev

@@ -13,5 +13,6 @@ void add_gen_command(CLI::App& app, Action& action);
 void add_inspect_command(CLI::App& app, Action& action);
 void add_verify_command(CLI::App& app, Action& action);
 void add_recover_command(CLI::App& app, Action& action);
+void add_trigger_command(CLI::App& app, Action& action);
 
 }  // namespace rocecap::tools

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   rocecap::tools::add_inspect_command(app, action);
   rocecap::tools::add_verify_command(app, action);
   rocecap::tools::add_recover_command(app, action);
+  rocecap::tools::add_trigger_command(app, action);
   CLI11_PARSE(app, argc, argv);
   try {
     return action ? action() : 2;

@@ -103,6 +103,14 @@ CaptureWriter::CaptureWriter(std::vector<capture::StreamPipeline*> streams,
   }
 }
 
+// Written slots go back to the ring, or into the stream's retention (capture/retention.hpp),
+// which keeps the newest and releases the older ones.
+void CaptureWriter::release(std::size_t s, std::span<const SlotId> ids) {
+  capture::StreamPipeline& sp = *streams_[s];
+  if (sp.retention) return sp.retention->retain(ids);
+  sp.ring().release(ids);
+}
+
 void CaptureWriter::check(Status s) {
   if (!s.ok() && on_error_) on_error_(s);
 }
@@ -128,7 +136,7 @@ std::size_t CaptureWriter::poll(const WriterShard& shard) {
     for (SlotId id : ids)
       write_frame(s, id, ring_payload(ring, id));
     if (per_stream_[s].raw) check(per_stream_[s].raw->flush_borrowed());
-    ring.release(ids);
+    release(s, ids);
     total += ids.size();
     take_gap_events(s);
   }
@@ -186,7 +194,7 @@ std::size_t CaptureWriter::poll_staged() {
   report_staging_errors();
   std::size_t total = 0;
   for (std::size_t s = 0; s < per_stream_.size(); ++s) {
-    streams_[s]->ring().release(std::span<const SlotId>(batches_[s].data(), popped_[s]));
+    release(s, std::span<const SlotId>(batches_[s].data(), popped_[s]));
     total += popped_[s];
     take_gap_events(s);
   }

@@ -138,6 +138,7 @@ class CaptureWriter {
                   std::span<const std::byte, capture::codif::kHeaderBytes> header,
                   uint32_t udp_payload_bytes, uint64_t from, uint64_t count);
   void take_gap_events(std::size_t stream);
+  void release(std::size_t stream, std::span<const capture::SlotId> ids);
   void check(Status s);
 
   std::vector<capture::StreamPipeline*> streams_;

@@ -128,6 +128,7 @@ static nlohmann::json manifest_json(const Manifest& m) {
     interfaces.push_back({{"name", i.name},
                           {"nic_drops", i.nic_drops},
                           {"ring_full_drops", i.ring_full_drops},
+                          {"dump_pinned_drops", i.dump_pinned_drops},
                           {"write_errors", i.write_errors},
                           {"write_error_lost", i.write_error_lost},
                           {"rejected", i.rejected},

@@ -87,10 +87,11 @@ struct ManifestZeroCopy {
 
 struct ManifestInterface {
   std::string name;
-  uint64_t nic_drops = 0;         // out_of_buffer (verbs) or kernel/libpcap drops (pcap)
-  uint64_t ring_full_drops = 0;   // frames that found no free slot in their stream's ring
-  uint64_t write_errors = 0;      // failed writes of the per-interface output (pcap)
-  uint64_t write_error_lost = 0;  // pcap records not written because of write errors
+  uint64_t nic_drops = 0;          // out_of_buffer (verbs) or kernel/libpcap drops (pcap)
+  uint64_t ring_full_drops = 0;    // frames that found no free slot in their stream's ring
+  uint64_t dump_pinned_drops = 0;  // ... while a triggered dump's pins held slots (doc/dumps.md)
+  uint64_t write_errors = 0;       // failed writes of the per-interface output (pcap)
+  uint64_t write_error_lost = 0;   // pcap records not written because of write errors
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
   std::vector<ManifestFileEntry> files;      // per-interface output (pcap)
   std::optional<ManifestVerbs> verbs;        // backend verbs only
@@ -113,6 +114,7 @@ struct Manifest {
   uint64_t errors_not_listed = 0;       // write errors beyond the bounded list (still logged)
   std::string failure;                  // why a failed run failed
   std::vector<ManifestTarget> targets;  // only with several output targets
+  nlohmann::json triggers;              // trigger log (doc/dumps.md); null: retention is off
 };
 
 nlohmann::json to_json(const Manifest& m);

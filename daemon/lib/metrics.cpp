@@ -2,7 +2,6 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <prometheus/exposer.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +14,7 @@
 
 #include "capture/net/packet.hpp"
 #include "capture/reject_reason.hpp"
+#include "daemon/lib/dump_service.hpp"
 #include "daemon/lib/report.hpp"
 
 namespace rocecap::daemon {
@@ -142,7 +142,8 @@ struct StreamFamilies {
                            "Frames dropped because the stream's ring had no free slot",
                            MetricType::Counter)),
         ring_fill(e.family("rocecap_ring_fill_ratio",
-                           "Share of the stream's ring slots held by capture or writer",
+                           "Share of the stream's ring slots held by capture or writer "
+                           "(with retention: of the slots beyond the retained frames)",
                            MetricType::Gauge)),
         backlog(e.family("rocecap_writer_backlog_frames",
                          "Frames published to the writer and not yet taken by it",
@@ -170,8 +171,14 @@ void add_stream(StreamFamilies& f, const Runtime& rt, const InterfaceRuntime& ir
   add(f.ring_full, l, double(r.ring_full_drops));
   // The two sides' counters are read a moment apart: clamp what cannot be.
   const uint64_t out = r.returned + r.released;
-  const uint64_t in_use = r.taken > out ? r.taken - out : 0;
-  const double slots = sp.ring().slots();
+  uint64_t in_use = r.taken > out ? r.taken - out : 0;
+  double slots = sp.ring().slots();
+  if (sp.retention) {  // retained frames are not backlog: the fill is of the capture's share
+    const capture::RetentionStats rs = sp.retention->stats();
+    const uint64_t kept = std::min(rs.held, rs.keep);
+    in_use = in_use > kept ? in_use - kept : 0;
+    slots -= double(rs.keep);
+  }
   add(f.ring_fill, l, std::min(1.0, double(in_use) / slots));
   add(f.backlog, l, r.published > r.consumed ? double(r.published - r.consumed) : 0);
 }
@@ -425,6 +432,47 @@ void add_targets(Exposition& e, const Runtime& rt) {
   }
 }
 
+// Triggered dumps (doc/dumps.md); zeros when retention is off (one set of panels and alerts
+// for every run).
+void add_dumps(Exposition& e, const Runtime& rt) {
+  static const DumpCounters kNone;
+  const DumpCounters* c = rt.dump_counters != nullptr ? rt.dump_counters : &kNone;
+  add(e.family("rocecap_triggers_received_total", "Trigger requests received (socket and HTTP)",
+               MetricType::Counter),
+      {}, double(c->received.load()));
+  add(e.family("rocecap_triggers_served_total", "Triggered dumps written", MetricType::Counter), {},
+      double(c->served.load()));
+  auto& refused =
+      e.family("rocecap_triggers_refused_total",
+               "Trigger requests refused, by reason (the answer says why)", MetricType::Counter);
+  for (std::size_t r = 0; r < DumpCounters::kReasonCount; ++r)
+    add(refused, {{"reason", DumpCounters::kReasons[r]}}, double(c->refused[r].load()));
+  add(e.family("rocecap_triggers_queued", "Accepted dumps waiting for the dump thread",
+               MetricType::Gauge),
+      {}, double(c->queued.load()));
+  add(e.family("rocecap_dump_bytes_total", "Bytes written to dump files", MetricType::Counter), {},
+      double(c->bytes.load()));
+  add(e.family("rocecap_dump_duration_seconds_total", "Time spent writing dumps",
+               MetricType::Counter),
+      {}, double(c->duration_ns.load()) / 1e9);
+  add(e.family("rocecap_dump_frames_not_retained_total",
+               "Frames of requested windows not in any dump: overwritten, beyond max_future, or "
+               "not received in time",
+               MetricType::Counter),
+      {}, double(c->frames_not_retained.load()));
+  add(e.family("rocecap_dump_fill_frames_total",
+               "Fill frames written into dumps (frames the streams lost)", MetricType::Counter),
+      {}, double(c->fill_frames.load()));
+  auto& pinned = e.family("rocecap_ring_dump_pinned_drops_total",
+                          "Frames dropped because a triggered dump's pins held the ring's slots",
+                          MetricType::Counter);
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s)
+      add(pinned, stream_labels(rt, *ir, s),
+          double(ir->streams[s]->ring().stats().dump_pinned_drops));
+  }
+}
+
 }  // namespace
 
 const char* run_state_name(RunState s) noexcept {
@@ -463,6 +511,7 @@ std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
                MetricType::Gauge),
       {}, rt_.storage.lost() ? 1 : 0);
   add_staging(e, rt_);
+  add_dumps(e, rt_);
   return e.take();
 }
 
@@ -511,17 +560,16 @@ MetricsServer::MetricsServer(uint32_t address, uint16_t port,
     throw std::runtime_error("metrics: cannot listen on " + where + ": " + why);
   }
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(where, 2);
+    http_ = std::make_unique<HttpListener>(where, collector_);
   } catch (const std::exception& e) {
     throw std::runtime_error("metrics: cannot listen on " + where + ": " + e.what());
   }
-  exposer_->RegisterCollectable(collector_);
 }
 
 MetricsServer::~MetricsServer() = default;
 
 uint16_t MetricsServer::port() const {
-  const std::vector<int> ports = exposer_->GetListeningPorts();
+  const std::vector<int> ports = http_->ports();
   return ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
 }
 

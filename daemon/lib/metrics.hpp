@@ -12,11 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "daemon/lib/http_listener.hpp"
 #include "daemon/lib/run_assembly.hpp"
-
-namespace prometheus {
-class Exposer;
-}
 
 namespace rocecap::daemon {
 
@@ -58,10 +55,12 @@ class MetricsServer {
 
   uint16_t port() const;  // the bound port
   MetricsCollector& collector() noexcept { return *collector_; }
+  // POST /trigger on the same listener (doc/dumps.md).
+  HttpListener& http() noexcept { return *http_; }
 
  private:
   std::shared_ptr<MetricsCollector> collector_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<HttpListener> http_;  // GET /metrics, POST /trigger
 };
 
 // Starts the exposer on config.metrics when enabled (nullptr otherwise); build info comes from

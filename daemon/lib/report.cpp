@@ -128,6 +128,8 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   }
   for (const auto& sp : ir.streams)
     m.ring_full_drops += sp->ring().stats().ring_full_drops;
+  for (const auto& sp : ir.streams)
+    m.dump_pinned_drops += sp->ring().stats().dump_pinned_drops;
   for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r) {
     const uint64_t n = ir.ingest->rejected(r);
     if (n != 0) m.rejected[std::string(capture::reject_name(r))] = n;
@@ -174,6 +176,7 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
   m.targets = targets_entry(rt);
   m.errors = rt.write_errors.errors;
   m.errors_not_listed = rt.write_errors.not_listed;
+  if (rt.trigger_log) m.triggers = rt.trigger_log();
   return m;
 }
 

@@ -9,6 +9,8 @@
 
 #include "capture/net/packet.hpp"
 #include "config/summary.hpp"
+#include "config/units.hpp"
+#include "daemon/lib/dump_service.hpp"
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
 #include "daemon/lib/report.hpp"
@@ -18,6 +20,7 @@
 #include "daemon/lib/writer_loop.hpp"
 #include "daemon/lib/writer_pool.hpp"
 #include "writers/uring_queue.hpp"
+#include "daemon/lib/trigger_socket.hpp"
 
 #ifndef ROCECAP_VERSION
 #define ROCECAP_VERSION "unknown"
@@ -167,6 +170,55 @@ uint64_t write_error_lost(Runtime& rt) {
   return n;
 }
 
+// Triggered dumps (doc/dumps.md): the service over every stream's retention and its socket.
+struct Dumps {
+  std::unique_ptr<DumpService> service;
+  std::unique_ptr<TriggerSocket> socket;
+};
+
+Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
+  Dumps d;
+  const config::RunConfig& cfg = *rt.config;
+  if (!cfg.retention.enabled) return d;
+  std::vector<DumpStream> streams;
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s) {
+      streams.push_back(
+          {ir->refs[s], ir->streams[s]->retention.get(), ir->streams[s]->spec().syncs});
+    }
+  }
+  DumpServiceOptions o;
+  o.cuda_device = rt.payload.kind == capture::memory::MemoryKind::gpu ? rt.payload.gpu : -1;
+  d.service = std::make_unique<DumpService>(cfg, rt.run_dir, std::move(streams), o);
+  const std::string path =
+      cfg.retention.socket.empty() ? (rt.run_dir / "trigger.sock").string() : cfg.retention.socket;
+  DumpService* service = d.service.get();
+  d.socket = std::make_unique<TriggerSocket>(
+      path, [service](const std::string& r) { return service->handle(r).dump(); });
+  rt.trigger_log = [service] { return service->trigger_log(); };
+  if (metrics) {  // POST /trigger on the metrics listener; the token, when set, is required
+    metrics->http().set_trigger_handler(
+        [service](const std::string& body, const std::string& bearer) {
+          return service->handle(body, true, bearer).dump();
+        });
+  }
+  rt.dump_counters = &service->counters();
+  log.info("retention: the last {} of every stream kept; triggers on {} (rocecap trigger)",
+           config::format_duration(cfg.retention.retain), path);
+  return d;
+}
+
+// At the stop: no new trigger; future windows are cut short; queued dumps are written from
+// what the rings retain (they stay allocated until the run's end).
+void finish_dumps(Runtime& rt, Dumps& d, spdlog::logger& log) {
+  if (!d.service) return;
+  d.socket.reset();
+  d.service->stop();
+  log.info("retention: writing the dumps still queued");
+  d.service->wait_idle();
+  (void)rt;
+}
+
 }  // namespace
 
 int run(const config::RunConfig& cfg, const RunOptions& o) {
@@ -180,15 +232,18 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   // run stops here, naming the first one's PID.
   RunAttempt dir;
   std::unique_ptr<Runtime> rt;
-  std::unique_ptr<MetricsServer> metrics;  // after rt: it reads rt until destroyed
+  Dumps dumps;                             // after rt: it reads the rings until destroyed
+  std::unique_ptr<MetricsServer> metrics;  // after rt and dumps: it reads both until destroyed
   try {
     dir = begin_attempt(cfg, ROCECAP_VERSION, log);
     rt = build_runtime(cfg, o.log, [&dir](const std::string& f) { return dir.first_seq(f); });
     rt->attempt = dir.attempt;
     metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
+    dumps = start_dumps(*rt, metrics.get(), log);
   } catch (const std::exception& e) {
     log.critical("cannot start: {}", e.what());
     metrics.reset();
+    dumps = Dumps{};
     rt.reset();
     abandon_attempt(dir);
     return kExitStartup;
@@ -241,6 +296,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   for (auto& t : capture)
     t.join();
   writer.join();
+  finish_dumps(*rt, dumps, log);
 
   log_source_events(*rt, log);  // an error of the last moments, logged before the outcome
   bool failed = false;

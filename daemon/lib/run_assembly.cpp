@@ -11,6 +11,7 @@
 #include "capture/memory/nic_numa.hpp"
 #include "config/name_template.hpp"
 #include "daemon/lib/atomic_file.hpp"
+#include "config/retention_plan.hpp"
 #include "daemon/lib/run.hpp"
 #include "daemon/lib/source_factory.hpp"
 #include "writers/output_path.hpp"
@@ -47,6 +48,11 @@ capture::StreamSpec stream_spec(const config::RunConfig& cfg, const config::Stre
   s.vdif.vtp = cfg.streams.vtp;
   if (!cfg.streams.threads.empty()) s.vdif.thread = cfg.streams.threads.at(ref.thread);
   s.ring.slots = cfg.capture.ring_depth;
+  // Retention (doc/dumps.md): ring_depth slots for capture as always, plus the retained frames
+  // and the pin headroom of triggered dumps.
+  if (cfg.retention.enabled) {
+    s.ring.slots = static_cast<uint32_t>(config::plan_retention(cfg).ring_slots);
+  }
   s.ring.header_slot_bytes = cfg.capture.header_split;
   s.ring.payload_slot_bytes = cfg.capture.max_frame - cfg.capture.header_split;
   s.ring.payload_align = cfg.output.direct_io ? 4096 : 64;
@@ -279,6 +285,11 @@ std::shared_ptr<writers::OutputTargets> make_targets(const config::RunConfig& cf
   return targets;
 }
 
+void add_retention(const config::RunConfig& cfg, capture::StreamPipeline& sp) {
+  sp.retention = std::make_unique<capture::Retention>(
+      sp.ring(), static_cast<uint32_t>(config::plan_retention(cfg).keep_frames));
+}
+
 }  // namespace
 
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
@@ -309,6 +320,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
       const capture::StreamSpec spec = stream_spec(cfg, ref);
       ir->streams.push_back(
           std::make_unique<capture::StreamPipeline>(spec, payload_slab(*rt, spec)));
+      if (cfg.retention.enabled) add_retention(cfg, *ir->streams.back());
       ptrs.push_back(ir->streams.back().get());
     }
     ir->ingest = std::make_unique<capture::Ingest>(ptrs, record_arrivals);

@@ -83,6 +83,8 @@ struct Runtime {
   std::size_t writer_thread_count = 0;  // writer thread while running
   std::atomic<uint64_t> packets{0};     // frames seen by every Ingest, for run.packets
   int attempt = 1;                      // > 1: this process continues a run (run_attempt.hpp)
+  std::function<nlohmann::json()> trigger_log;  // triggered dumps (doc/dumps.md); empty: none
+  const struct DumpCounters* dump_counters = nullptr;  // their metrics; null: retention off
 };
 
 // Builds rings, ingest, writers (no file is opened before the first frame) and opens the

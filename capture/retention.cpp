@@ -1,0 +1,80 @@
+#include "capture/retention.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+
+namespace rocecap::capture {
+
+Retention::Retention(StreamRing& ring, uint32_t keep)
+    : ring_(ring),
+      keep_(keep),
+      capacity_(ring.slots()),
+      entries_(std::make_unique<SlotId[]>(ring.slots())),
+      releasing_(std::make_unique<SlotId[]>(ring.slots())) {
+  if (keep == 0 || keep >= ring.slots()) {
+    throw std::invalid_argument("retention: keeps " + std::to_string(keep) +
+                                " frames, needs 1 to ring slots - 1 (" +
+                                std::to_string(ring.slots()) + " slots)");
+  }
+  pins_.fill(kNoPin);
+}
+
+uint64_t Retention::lowest_pin() const noexcept {
+  return *std::min_element(pins_.begin(), pins_.end());
+}
+
+void Retention::retain(std::span<const SlotId> ids) noexcept {
+  std::size_t n = 0;
+  {
+    std::lock_guard lock(mu_);
+    // Each slot id is held at most once, so the FIFO (one entry per slot) never overflows.
+    for (SlotId id : ids)
+      entries_[tail_++ % capacity_] = id;
+    retained_total_ += ids.size();
+    const uint64_t pin = lowest_pin();
+    while (tail_ - head_ > keep_ && head_ < pin)
+      releasing_[n++] = entries_[head_++ % capacity_];
+    ring_.set_pinned(tail_ - head_ > keep_);
+  }
+  ring_.release(std::span<const SlotId>(releasing_.get(), n));
+}
+
+Retention::Range Retention::range() const {
+  std::lock_guard lock(mu_);
+  return {head_, tail_};
+}
+
+std::optional<std::size_t> Retention::pin(uint64_t from, uint64_t& pinned) {
+  std::lock_guard lock(mu_);
+  for (std::size_t i = 0; i < kMaxPins; ++i) {
+    if (pins_[i] != kNoPin) continue;
+    pins_[i] = pinned = std::max(from, head_);
+    return i;
+  }
+  return std::nullopt;
+}
+
+void Retention::move_pin(std::size_t pin, uint64_t to) {
+  std::lock_guard lock(mu_);
+  if (pin < kMaxPins && pins_[pin] != kNoPin) pins_[pin] = std::max(pins_[pin], to);
+}
+
+void Retention::unpin(std::size_t pin) {
+  std::lock_guard lock(mu_);
+  if (pin < kMaxPins) pins_[pin] = kNoPin;
+}
+
+RetentionStats Retention::stats() const {
+  std::lock_guard lock(mu_);
+  RetentionStats s;
+  s.keep = keep_;
+  s.held = tail_ - head_;
+  s.pinned_extra = s.held > keep_ ? s.held - keep_ : 0;
+  s.pins = static_cast<uint64_t>(
+      std::count_if(pins_.begin(), pins_.end(), [](uint64_t p) { return p != kNoPin; }));
+  s.retained_total = retained_total_;
+  return s;
+}
+
+}  // namespace rocecap::capture

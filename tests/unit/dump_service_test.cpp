@@ -1,0 +1,441 @@
+// Triggered dumps end to end in one process: frames fed through the Ingest, written (nothing
+// continuously) and retained by the CaptureWriter, dumped by the DumpService on request. Each
+// dump file must be byte-identical to the generator's frames of the window, with fill frames
+// where frames were dropped, across a CODIF period boundary (1000 frames per 1 s period).
+#include "daemon/lib/dump_service.hpp"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <prometheus/metric_family.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include "capture/ingest.hpp"
+#include "capture/memory/cuda_runtime.hpp"
+#include "capture/memory/gpu_memory.hpp"
+#include "daemon/lib/http_listener.hpp"
+#include "daemon/lib/trigger_socket.hpp"
+#include "test_frames.hpp"
+#include "writer_test_util.hpp"
+#include "writers/capture_writer.hpp"
+
+namespace rocecap::daemon {
+namespace {
+
+namespace tf = ::rocecap::test;
+namespace codif = capture::codif;
+using Bytes = std::vector<std::byte>;
+using nlohmann::json;
+
+constexpr uint32_t kKeep = 300;  // retention 300 ms at 1000 frames/s
+constexpr uint32_t kPin = 100;
+constexpr uint32_t kDepth = 64;
+
+std::string read_text(const std::filesystem::path& p) {
+  const Bytes b = writers::test::read_file(p);
+  return std::string(reinterpret_cast<const char*>(b.data()), b.size());
+}
+
+int64_t time_of(uint64_t index) {
+  return codif::frame_start_unix_ns(codif::at_index(tf::base_header(), tf::kTiming, index),
+                                    tf::kTiming);
+}
+
+capture::StreamSpec spec(uint32_t src) {
+  capture::StreamSpec s;
+  s.key = {tf::kGroup, tf::kPort, src};
+  s.ring.slots = kDepth + kKeep + kPin;
+  s.ring.header_slot_bytes = 128;
+  s.ring.payload_slot_bytes = tf::kPayload;
+  s.ring.memory.huge_pages = capture::memory::Want::no;
+  s.ring.memory.lock = capture::memory::Want::no;
+  s.sequencer.reorder_window = 4;
+  return s;
+}
+
+config::RunConfig run_config(const std::filesystem::path& dir) {
+  config::RunConfig c;
+  c.run.name = "t";
+  c.capture.backend = config::Backend::pcap_file;
+  c.capture.interfaces.push_back({"eth0", "", {{tf::kGroup, tf::kPort}}, std::nullopt});
+  c.streams.antennas = {{"a", tf::kSrcA}, {"b", tf::kSrcB}};
+  c.output.directory = dir.string();
+  c.output.formats.clear();
+  c.retention.enabled = true;
+  c.retention.retain = std::chrono::milliseconds(kKeep);
+  c.retention.frame_rate = 1000;
+  c.retention.max_future = std::chrono::seconds(1);
+  c.retention.formats = {config::OutputFormat::raw, config::OutputFormat::codifhdr};
+  c.retention.write_rate = 0;
+  return c;
+}
+
+// The raw file the generator's frames [first, last] make, `dropped` as fill frames.
+Bytes expected_raw(uint64_t first, uint64_t last, const std::set<uint64_t>& dropped) {
+  Bytes out;
+  for (uint64_t i = first; i <= last; ++i) {
+    codif::Header h = codif::at_index(tf::base_header(), tf::kTiming, i);
+    const bool fill = dropped.count(i) != 0;
+    h.invalid = fill;
+    std::array<std::byte, 64> hb;
+    codif::encode(h, hb);
+    out.insert(out.end(), hb.begin(), hb.end());
+    for (uint32_t k = 0; k < tf::kPayload; ++k)
+      out.push_back(fill ? std::byte{0} : tf::data_byte(i, k));
+  }
+  return out;
+}
+
+struct Rig {
+  writers::test::TempDir tmp;
+  config::RunConfig cfg = run_config(tmp.path());
+  capture::StreamPipeline a{spec(tf::kSrcA)}, b{spec(tf::kSrcB)};
+  capture::Ingest ingest{{&a, &b}, false};
+  std::optional<writers::CaptureWriter> writer;
+  std::atomic<int64_t> now{0};
+  std::unique_ptr<DumpService> dumps;
+  std::set<uint64_t> dropped;
+
+  explicit Rig(const std::string& token = {}) {
+    if (!token.empty()) {
+      std::ofstream(tmp.path() / "token") << token << "\n";
+      cfg.retention.http_token_file = (tmp.path() / "token").string();
+    }
+    a.retention = std::make_unique<capture::Retention>(a.ring(), kKeep);
+    b.retention = std::make_unique<capture::Retention>(b.ring(), kKeep);
+    writer.emplace(ingest.streams(), ingest.arrivals(), std::vector<writers::StreamWriters>(2),
+                   std::nullopt, writers::CaptureWriterOptions{}, nullptr);
+    DumpServiceOptions o;
+    o.now_ns = [this] { return now.load(); };
+    o.future_grace = std::chrono::milliseconds(50);
+    std::vector<DumpStream> streams;
+    streams.push_back({{0, 0, 0}, a.retention.get(), codif::SyncSet::defaults()});
+    streams.push_back({{0, 0, 1}, b.retention.get(), codif::SyncSet::defaults()});
+    dumps = std::make_unique<DumpService>(cfg, tmp.path() / "t", std::move(streams), o);
+  }
+  // Frames [first, last] of both antennas, except `dropped`; drained through the writer.
+  void feed(uint64_t first, uint64_t last) {
+    for (uint64_t i = first; i <= last; ++i) {
+      if (dropped.count(i) != 0) continue;
+      for (uint32_t src : {tf::kSrcA, tf::kSrcB}) {
+        const Bytes f = tf::frame(src, i);
+        ingest.on_frame(f, f.size(), time_of(i));
+      }
+      writer->poll();
+    }
+    ingest.flush_all();  // the sequencer's reorder window: deliver what it holds
+    writer->poll();
+    now.store(time_of(last + 1));
+  }
+  json trigger(uint64_t first, uint64_t end, const std::string& extra = "") {
+    const std::string body =
+        fmt::format("{{\"start\": {}, \"end\": {}{}}}", time_of(first), time_of(end), extra);
+    return dumps->handle(body);
+  }
+};
+
+TEST(DumpService, PastWindowIsByteIdenticalAcrossAPeriodBoundaryWithFillFrames) {
+  Rig rig;
+  rig.dropped = {1003, 1004, 1010};
+  rig.feed(800, 1199);
+  // Frames 990..1019: period 0 ends at 999, period 1 starts at 1000.
+  const json a = rig.trigger(990, 1020, ", \"antennas\": [\"a\"], \"label\": \"frb-1\"");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  ASSERT_EQ(a.at("streams").size(), 1u);
+  const json& s = a.at("streams")[0];
+  EXPECT_EQ(s.at("retained").at("first_frame"), 990);
+  EXPECT_EQ(s.at("retained").at("last_frame"), 1019);
+  EXPECT_TRUE(s.at("not_retained").empty());
+  rig.dumps->wait_idle();
+  const std::filesystem::path dir = rig.tmp.path() / "t" / "dumps" / "0001-frb-1";
+  const Bytes raw = writers::test::read_file(dir / "eth0_239.17.0.1_36001_a.codif");
+  EXPECT_EQ(raw, expected_raw(990, 1019, rig.dropped));
+  const json m = json::parse(read_text(dir / "dump.json"));
+  EXPECT_EQ(m.at("streams")[0].at("frames"), 27);
+  EXPECT_EQ(m.at("streams")[0].at("fill_frames"), 3);
+  EXPECT_EQ(m.at("streams")[0].at("gaps").size(), 2u);
+  EXPECT_EQ(m.at("request").at("label"), "frb-1");
+  EXPECT_EQ(rig.dumps->counters().served.load(), 1u);
+  EXPECT_FALSE(std::filesystem::exists(dir / "eth0_239.17.0.1_36001_b.codif"));
+}
+
+TEST(DumpService, WindowPartlyOlderThanTheRetentionIsServedInPartAndTheRestNamed) {
+  Rig rig;
+  rig.feed(800, 1199);  // retains 900..1199
+  const json a = rig.trigger(850, 950, ", \"antennas\": [\"b\"]");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  const json& s = a.at("streams")[0];
+  EXPECT_EQ(s.at("retained").at("first_frame"), 900);
+  EXPECT_EQ(s.at("retained").at("last_frame"), 949);
+  ASSERT_EQ(s.at("not_retained").size(), 1u);
+  EXPECT_EQ(s.at("not_retained")[0].at("first_frame"), 850);
+  EXPECT_EQ(s.at("not_retained")[0].at("last_frame"), 899);
+  EXPECT_NE(s.at("not_retained")[0].at("reason").get<std::string>().find("overwritten"),
+            std::string::npos);
+  rig.dumps->wait_idle();
+  const auto dir = rig.tmp.path() / "t" / "dumps" / "0001";
+  EXPECT_EQ(writers::test::read_file(dir / "eth0_239.17.0.1_36001_b.codif"),
+            expected_raw(900, 949, {}));
+  EXPECT_EQ(rig.dumps->counters().frames_not_retained.load(), 50u);
+}
+
+TEST(DumpService, FutureWindowIsServedWhenItArrives) {
+  Rig rig;
+  rig.feed(800, 1199);
+  const json a = rig.trigger(1250, 1300, ", \"antennas\": [\"a\"]");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  EXPECT_TRUE(a.at("streams")[0].at("served_when_arrived").get<bool>());
+  rig.dropped = {1260};
+  rig.feed(1200, 1400);
+  rig.dumps->wait_idle();
+  EXPECT_EQ(writers::test::read_file(rig.tmp.path() / "t/dumps/0001/eth0_239.17.0.1_36001_a.codif"),
+            expected_raw(1250, 1299, rig.dropped));
+}
+
+TEST(DumpService, FutureFramesThatNeverComeAreReportedNotReceived) {
+  Rig rig;
+  rig.feed(800, 1199);
+  const json a = rig.trigger(1190, 1230, ", \"antennas\": [\"a\"]");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  rig.feed(1200, 1209);
+  rig.now.store(time_of(1300));  // past the window's end + grace: the stream went quiet
+  rig.dumps->wait_idle();
+  const json m = json::parse(read_text(rig.tmp.path() / "t/dumps/0001/dump.json"));
+  const json& nw = m.at("streams")[0].at("not_written");
+  EXPECT_EQ(nw.at("first_frame"), 1210);
+  EXPECT_EQ(nw.at("last_frame"), 1229);
+  EXPECT_EQ(writers::test::read_file(rig.tmp.path() / "t/dumps/0001/eth0_239.17.0.1_36001_a.codif"),
+            expected_raw(1190, 1209, {}));
+}
+
+TEST(DumpService, TwoOverlappingTriggersWhileTrafficRunsAreBothServedWhole) {
+  Rig rig;
+  rig.cfg.retention.write_rate = 2u << 20;  // slow enough that the second waits for the first
+  rig.feed(800, 1199);
+  std::atomic<bool> done{false};
+  std::thread traffic([&] {
+    uint64_t i = 1200;
+    while (!done.load() && i < 1900) {
+      rig.feed(i, i + 9);
+      i += 10;
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  const json a = rig.trigger(1000, 1150);
+  const json b = rig.trigger(1100, 1190);
+  rig.dumps->wait_idle();
+  done.store(true);
+  traffic.join();
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  ASSERT_TRUE(b.at("ok").get<bool>()) << b.dump();
+  for (const char* ant : {"a", "b"}) {
+    const std::string name = std::string("eth0_239.17.0.1_36001_") + ant + ".codif";
+    EXPECT_EQ(writers::test::read_file(rig.tmp.path() / "t/dumps/0001" / name),
+              expected_raw(1000, 1149, {}));
+    EXPECT_EQ(writers::test::read_file(rig.tmp.path() / "t/dumps/0002" / name),
+              expected_raw(1100, 1189, {}));
+  }
+  EXPECT_EQ(rig.dumps->counters().served.load(), 2u);
+}
+
+TEST(DumpService, AWindowInCodifFrameTimeIsServedAndBoundedToo) {
+  Rig rig;
+  rig.feed(800, 1199);
+  // Epoch 0, period 1 s of 1000 frames: second 1, frame 2 is frame index 1002.
+  json a = rig.dumps->handle(
+      R"({"start": {"epoch": 0, "seconds": 0, "frame": 998},
+          "end": {"epoch": 0, "seconds": 1, "frame": 4}, "antennas": ["a"]})");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  EXPECT_EQ(a.at("streams")[0].at("retained").at("first_frame"), 998);
+  EXPECT_EQ(a.at("streams")[0].at("retained").at("last_frame"), 1003);
+  a = rig.dumps->handle(R"({"start": {"epoch": 0, "seconds": 0, "frame": 0},
+                            "end": {"epoch": 0, "seconds": 1, "frame": 0}})");
+  EXPECT_EQ(a.at("reason"), "too_long") << a.dump();
+  rig.dumps->wait_idle();
+  EXPECT_EQ(writers::test::read_file(rig.tmp.path() / "t/dumps/0001/eth0_239.17.0.1_36001_a.codif"),
+            expected_raw(998, 1003, {}));
+}
+
+TEST(DumpService, BadRequestsGetAClearErrorAndChangeNothing) {
+  Rig rig;
+  rig.feed(800, 1199);
+  const struct {
+    std::string body, reason, words;
+  } cases[] = {
+      {fmt::format("{{\"start\": {}, \"end\": {}}}", time_of(1100), time_of(1000)), "bad_window",
+       "end is not after start"},
+      {fmt::format("{{\"start\": {}, \"end\": {}, \"antennas\": [\"zz\"]}}", time_of(1000),
+                   time_of(1010)),
+       "unknown_antenna", "unknown antenna 'zz' (this run has: a, b)"},
+      {fmt::format("{{\"start\": {}, \"end\": {}}}", time_of(0), time_of(1000)), "too_long",
+       "longer than the retention"},
+      {"{\"start\": 1, \"end\": ", "malformed", "malformed JSON"},
+      {fmt::format("{{\"start\": {}, \"end\": {}, \"label\": \"a/b\"}}", time_of(1000),
+                   time_of(1010)),
+       "bad_label", "contains '/'"},
+      {fmt::format("{{\"start\": {}, \"end\": {}, \"label\": \"..\"}}", time_of(1000),
+                   time_of(1010)),
+       "bad_label", "contains '..'"},
+      {fmt::format("{{\"start\": {}, \"end\": {}, \"groups\": [\"239.1.1.1:1\"]}}", time_of(1000),
+                   time_of(1010)),
+       "unknown_group", "unknown group"},
+  };
+  for (const auto& c : cases) {
+    const json a = rig.dumps->handle(c.body);
+    EXPECT_FALSE(a.at("ok").get<bool>()) << c.body;
+    EXPECT_EQ(a.at("reason"), c.reason) << c.body;
+    EXPECT_NE(a.at("error").get<std::string>().find(c.words), std::string::npos) << a.dump();
+  }
+  rig.dumps->wait_idle();
+  EXPECT_FALSE(std::filesystem::exists(rig.tmp.path() / "t" / "dumps"));
+  EXPECT_EQ(rig.dumps->counters().served.load(), 0u);
+  EXPECT_EQ(rig.dumps->counters().received.load(), std::size(cases));
+  EXPECT_EQ(rig.a.retention->stats().pins, 0u);
+}
+
+TEST(DumpService, TriggerSocketAnswersWithMode0660) {
+  Rig rig;
+  rig.feed(800, 1199);
+  const std::string path = (rig.tmp.path() / "trigger.sock").string();
+  TriggerSocket sock(path, [&](const std::string& r) { return rig.dumps->handle(r).dump(); });
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISSOCK(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  const json ok = json::parse(send_trigger(
+      path, fmt::format("{{\"start\": {}, \"end\": {}}}", time_of(1000), time_of(1005))));
+  EXPECT_TRUE(ok.at("ok").get<bool>()) << ok.dump();
+  EXPECT_EQ(ok.at("streams").size(), 2u);
+  const json bad = json::parse(send_trigger(path, "{nonsense"));
+  EXPECT_EQ(bad.at("reason"), "malformed");
+  rig.dumps->wait_idle();
+  EXPECT_EQ(writers::test::read_file(rig.tmp.path() / "t/dumps/0001/eth0_239.17.0.1_36001_b.codif"),
+            expected_raw(1000, 1004, {}));
+}
+
+// One HTTP/1.1 exchange with 127.0.0.1:port; the whole response.
+std::string http(uint16_t port, const std::string& request) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0) return {};
+  (void)!::write(fd, request.data(), request.size());
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+std::string post(uint16_t port, const std::string& body, const std::string& extra_header = {}) {
+  return http(port, "POST /trigger HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
+                        extra_header + "Content-Length: " + std::to_string(body.size()) +
+                        "\r\nConnection: close\r\n\r\n" + body);
+}
+
+class NoMetrics : public prometheus::Collectable {
+ public:
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    prometheus::MetricFamily f{"rocecap_test_up", "test", prometheus::MetricType::Gauge, {}};
+    f.metric.emplace_back();
+    f.metric.back().gauge.value = 1;
+    return {f};
+  }
+};
+
+TEST(DumpService, HttpEndpointOnTheMetricsListenerRequiresTheToken) {
+  Rig rig("s3cret");
+  rig.feed(800, 1199);
+  auto metrics = std::make_shared<NoMetrics>();
+  HttpListener listener("127.0.0.1:0", metrics);
+  const auto port = static_cast<uint16_t>(listener.ports().at(0));
+  EXPECT_NE(http(port, "GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                .find("rocecap_test_up 1"),
+            std::string::npos);
+  // Before the handler is set (no retention): refused, nothing done.
+  EXPECT_NE(post(port, "{}").find("404 Not Found"), std::string::npos);
+  listener.set_trigger_handler([&](const std::string& body, const std::string& bearer) {
+    return rig.dumps->handle(body, true, bearer).dump();
+  });
+  const std::string window =
+      fmt::format("\"start\": {}, \"end\": {}", time_of(1000), time_of(1005));
+  std::string r = post(port, "{" + window + "}");
+  EXPECT_NE(r.find("400 Bad Request"), std::string::npos) << r;
+  EXPECT_NE(r.find("needs the configured token"), std::string::npos) << r;
+  r = post(port, "{" + window + ", \"token\": \"guess\"}");
+  EXPECT_NE(r.find("\"reason\":\"unauthorized\""), std::string::npos) << r;
+  EXPECT_NE(r.find("wrong token"), std::string::npos) << r;
+  EXPECT_EQ(rig.dumps->counters().refused[6].load(), 2u);  // kReasons[6] == "unauthorized"
+  r = post(port, "{" + window + ", \"label\": \"web\"}", "Authorization: Bearer s3cret\r\n");
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  r = post(port, "{" + window + ", \"token\": \"s3cret\"}");
+  EXPECT_NE(r.find("\"ok\":true"), std::string::npos) << r;
+  rig.dumps->wait_idle();
+  EXPECT_EQ(
+      writers::test::read_file(rig.tmp.path() / "t/dumps/0001-web/eth0_239.17.0.1_36001_a.codif"),
+      expected_raw(1000, 1004, {}));
+  // The Unix socket needs no token: its mode (0660) is the access control.
+  EXPECT_TRUE(rig.dumps->handle("{" + window + "}").at("ok").get<bool>());
+}
+
+// GPU retention: the payload slots are GPU memory (as the verbs backend scatters them there);
+// the dump copies them out with the CUDA copy engine and writes the same bytes.
+TEST(DumpService, GpuRetentionDumpsTheSameBytes) {
+  const capture::memory::GpuProbe probe = capture::memory::probe_gpu(0);
+  if (!probe.usable) GTEST_SKIP() << "no usable GPU: " << probe.detail;
+  writers::test::TempDir tmp;
+  const config::RunConfig cfg = run_config(tmp.path());
+  const capture::StreamSpec s = spec(tf::kSrcA);
+  capture::StreamPipeline a(s, std::make_unique<capture::memory::GpuMemory>(
+                                   capture::StreamRing::payload_bytes_needed(s.ring), 0));
+  a.retention = std::make_unique<capture::Retention>(a.ring(), kKeep);
+  capture::Ingest ingest({&a}, false);
+  writers::CaptureWriter writer(ingest.streams(), ingest.arrivals(),
+                                std::vector<writers::StreamWriters>(1), std::nullopt,
+                                writers::CaptureWriterOptions{}, nullptr);
+  std::atomic<int64_t> now{0};
+  DumpServiceOptions o;
+  o.now_ns = [&] { return now.load(); };
+  o.cuda_device = 0;
+  DumpService dumps(cfg, tmp.path() / "t", {{{0, 0, 0}, a.retention.get(), s.syncs}}, o);
+  const std::set<uint64_t> dropped{1001};
+  for (uint64_t i = 990; i < 1040; ++i) {
+    if (dropped.count(i) != 0) continue;
+    // As the NIC scatters: the split's bytes to the header slot, the rest to GPU memory.
+    const Bytes f = tf::frame(tf::kSrcA, i);
+    capture::SlotId id = 0;
+    ASSERT_EQ(a.ring().take_free(std::span<capture::SlotId>(&id, 1)), 1u);
+    std::memcpy(a.ring().header(id).data(), f.data(), a.split());
+    std::string why;
+    ASSERT_TRUE(capture::memory::copy_to_device(a.ring().payload(id).data(), f.data() + a.split(),
+                                                f.size() - a.split(), why))
+        << why;
+    ingest.on_slot(0, id, static_cast<uint32_t>(f.size()), time_of(i), 0);
+    writer.poll();
+  }
+  ingest.flush_all();
+  writer.poll();
+  now.store(time_of(1040));
+  const json r = dumps.handle(fmt::format("{{\"start\": {}, \"end\": {}, \"label\": \"gpu\"}}",
+                                          time_of(995), time_of(1010)));
+  ASSERT_TRUE(r.at("ok").get<bool>()) << r.dump();
+  dumps.wait_idle();
+  EXPECT_EQ(writers::test::read_file(tmp.path() / "t/dumps/0001-gpu/eth0_239.17.0.1_36001_a.codif"),
+            expected_raw(995, 1009, dropped));
+}
+
+}  // namespace
+}  // namespace rocecap::daemon

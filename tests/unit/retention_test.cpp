@@ -1,0 +1,81 @@
+// Retention keeps the last `keep` written slots out of the free queue, releases older ones in
+// order, and holds pinned slots beyond `keep`; drops while pins hold are dump_pinned.
+#include "capture/retention.hpp"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+namespace rocecap::capture {
+namespace {
+
+RingConfig small_ring(uint32_t slots) {
+  RingConfig c;
+  c.slots = slots;
+  c.payload_slot_bytes = 64;
+  c.memory.huge_pages = memory::Want::no;
+  c.memory.lock = memory::Want::no;
+  return c;
+}
+
+// Takes `n` slots as the producer, publishes them, pops them as the consumer and retains them.
+std::vector<SlotId> cycle(StreamRing& ring, Retention& ret, uint32_t n, uint64_t& index) {
+  std::vector<SlotId> ids;
+  for (uint32_t i = 0; i < n; ++i) {
+    const auto id = ring.acquire();
+    if (!id) break;
+    ring.meta(*id).frame_index = index++;
+    ring.publish(*id);
+  }
+  ids.resize(n);
+  ids.resize(ring.pop(ids));
+  ret.retain(ids);
+  return ids;
+}
+
+TEST(Retention, KeepsTheNewestFramesAndReleasesOlderOnesInOrder) {
+  StreamRing ring(small_ring(16));
+  Retention ret(ring, 8);
+  uint64_t index = 0;
+  cycle(ring, ret, 12, index);
+  const auto r = ret.range();
+  EXPECT_EQ(r.tail - r.head, 8u);
+  EXPECT_EQ(ring.meta(ret.at(r.head)).frame_index, 4u);
+  EXPECT_EQ(ring.meta(ret.at(r.tail - 1)).frame_index, 11u);
+  EXPECT_EQ(ring.free_slots(), 8u);
+  EXPECT_EQ(ring.stats().released, 4u);
+}
+
+TEST(Retention, APinHoldsSlotsBeyondKeepAndItsDropsAreDumpPinned) {
+  StreamRing ring(small_ring(16));
+  Retention ret(ring, 8);
+  uint64_t index = 0;
+  cycle(ring, ret, 8, index);
+  uint64_t pinned = 0;
+  const auto pin = ret.pin(0, pinned);
+  ASSERT_TRUE(pin);
+  EXPECT_EQ(pinned, 0u);
+  cycle(ring, ret, 8, index);  // 16 held: nothing free
+  EXPECT_EQ(ret.stats().held, 16u);
+  EXPECT_EQ(ret.stats().pinned_extra, 8u);
+  EXPECT_FALSE(ring.acquire());
+  EXPECT_EQ(ring.stats().dump_pinned_drops, 1u);
+  EXPECT_EQ(ring.stats().ring_full_drops, 0u);
+  ret.move_pin(*pin, 5);  // the dump wrote positions 0..4
+  cycle(ring, ret, 0, index);
+  EXPECT_EQ(ret.range().head, 5u);
+  ret.unpin(*pin);
+  cycle(ring, ret, 0, index);
+  EXPECT_EQ(ret.stats().held, 8u);
+  EXPECT_EQ(ret.stats().pinned_extra, 0u);
+  ASSERT_TRUE(ring.acquire());  // free again; a later drop would be ring_full
+}
+
+TEST(Retention, RefusesToKeepTheWholeRing) {
+  StreamRing ring(small_ring(16));
+  EXPECT_THROW(Retention(ring, 16), std::invalid_argument);
+  EXPECT_THROW(Retention(ring, 0), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace rocecap::capture

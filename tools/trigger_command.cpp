@@ -1,0 +1,152 @@
+// `rocecap trigger`: asks a running rocecapd for a triggered dump (doc/dumps.md) through its
+// trigger socket, and prints the answer (JSON): per stream the retained frame range, the part
+// of the window that is not retained and why, and the files that will be written.
+// Exit 0: accepted; 1: refused (the answer says why); 2: usage; 3: no daemon at the socket.
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "config/loader.hpp"
+#include "tools/command.hpp"
+
+namespace rocecap::tools {
+namespace {
+
+using nlohmann::json;
+
+struct TriggerArgs {
+  std::string socket, config, start, end, label, json_text;
+  std::vector<std::string> antennas, groups;
+};
+
+// A time argument: Unix nanoseconds when all digits, else UTC text (checked by the daemon).
+json time_value(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
+    return json(std::stoll(s));
+  }
+  return json(s);
+}
+
+// The socket named by --socket, or the one the run file's retention section gives.
+std::string socket_path(const TriggerArgs& a) {
+  if (!a.socket.empty()) return a.socket;
+  config::HostChecks host;
+  host.check_filesystem = false;
+  host.check_memory = false;
+  host.check_interfaces = false;
+  const config::LoadResult r = config::load_file(a.config, host);
+  if (!r.ok()) {
+    std::string text;
+    for (const auto& p : r.problems)
+      text += "\n  " + config::format_problem(p);
+    throw std::runtime_error(a.config + ": not a valid run file:" + text);
+  }
+  if (!r.config->retention.enabled) {
+    throw std::runtime_error(a.config +
+                             ": has no retention section: this run keeps nothing "
+                             "to dump");
+  }
+  if (!r.config->retention.socket.empty()) return r.config->retention.socket;
+  return r.config->output.directory + "/" + r.config->run.name + "/trigger.sock";
+}
+
+std::string exchange(const std::string& path, const std::string& request) {
+  sockaddr_un sa{};
+  sa.sun_family = AF_UNIX;
+  if (path.size() >= sizeof sa.sun_path) throw std::runtime_error(path + ": path too long");
+  std::memcpy(sa.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0 || ::connect(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    throw std::system_error(errno, std::generic_category(),
+                            "cannot reach rocecapd's trigger socket " + path + ": " + why);
+  }
+  const std::string line = request + "\n";
+  for (std::size_t done = 0; done < line.size();) {
+    const ssize_t n = ::send(fd, line.data() + done, line.size() - done, MSG_NOSIGNAL);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  ::shutdown(fd, SHUT_WR);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0)
+    out.append(buf, static_cast<std::size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+int run_trigger(const TriggerArgs& a) {
+  std::string request = a.json_text;
+  if (request.empty()) {
+    if (a.start.empty() || a.end.empty()) {
+      std::cerr << "rocecap trigger: give --start and --end (or --json)\n";
+      return 2;
+    }
+    json j{{"start", time_value(a.start)}, {"end", time_value(a.end)}};
+    if (!a.antennas.empty()) j["antennas"] = a.antennas;
+    if (!a.groups.empty()) j["groups"] = a.groups;
+    if (!a.label.empty()) j["label"] = a.label;
+    request = j.dump();
+  } else {
+    // One line on the socket: a valid document is sent compact, anything else as written
+    // (the daemon names what is wrong with it).
+    const json j = json::parse(request, nullptr, false);
+    if (!j.is_discarded()) request = j.dump();
+    for (char& c : request)
+      c = c == '\n' ? ' ' : c;
+  }
+  std::string answer;
+  try {
+    answer = exchange(socket_path(a), request);
+  } catch (const std::system_error& e) {
+    std::cerr << "rocecap trigger: " << e.what() << "\n";
+    return 3;
+  }
+  const json j = json::parse(answer, nullptr, false);
+  if (j.is_discarded()) {
+    std::cerr << "rocecap trigger: no answer from the daemon\n";
+    return 3;
+  }
+  std::cout << j.dump(2) << "\n";
+  return j.value("ok", false) ? 0 : 1;
+}
+
+}  // namespace
+
+void add_trigger_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<TriggerArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "trigger",
+      "Ask a running rocecapd (with a retention section) to dump a time window of its "
+      "streams; prints what will be written");
+  auto* where = cmd->add_option_group("daemon", "which daemon");
+  where->add_option("--socket", a->socket, "the daemon's trigger socket (retention.socket)");
+  where
+      ->add_option("--config", a->config,
+                   "the run file: its retention.socket, or <output.directory>/<run>/trigger.sock")
+      ->check(CLI::ExistingFile);
+  where->require_option(1);
+  cmd->add_option("--start", a->start,
+                  "window start: UTC (2026-11-23T22:40:01.25Z) or Unix nanoseconds");
+  cmd->add_option("--end", a->end, "window end (exclusive), same forms");
+  cmd->add_option("--antenna", a->antennas, "antenna to dump (repeat; default: all)");
+  cmd->add_option("--group", a->groups, "group address:port to dump (repeat; default: all)");
+  cmd->add_option("--label", a->label, "a name for the dump directory ([A-Za-z0-9._-])");
+  cmd->add_option("--json", a->json_text,
+                  "the whole request as JSON (doc/dumps.md), instead of the options above");
+  cmd->callback([a, &action] { action = [a] { return run_trigger(*a); }; });
+}
+
+}  // namespace rocecap::tools

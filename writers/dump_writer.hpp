@@ -1,0 +1,82 @@
+// The files of one stream's triggered dump (doc/dumps.md): the frames of a window taken from
+// the stream's retention (capture/retention.hpp), written time-aligned exactly as the raw writer
+// writes them, with fill frames for the frames the stream lost, so that the dump file of window
+// [first, last] holds last - first + 1 frames in index order.
+//
+// Runs on the dump thread. It reads only slots its pin holds (the caller pinned `from_pos`
+// before any of them could be released) and moves the pin past each batch it has written, so
+// the writer thread may recycle them. Payloads are read through a PayloadStager (host memcpy
+// or CUDA copies out of GPU memory), never straight from a GPU slab. A window that reaches
+// past the newest frame is served as its frames arrive, until `wait_until_ns`.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "capture/codif/header.hpp"
+#include "capture/retention.hpp"
+#include "capture/sequencer.hpp"
+#include "writers/rotating_file.hpp"
+#include "writers/staging/payload_stager.hpp"
+
+namespace rocecap::writers {
+
+// Sleeps the calling thread so that the bytes it spends average at most `bytes_per_second`
+// (after an initial burst of 1 MiB). 0: no bound.
+class RateLimiter {
+ public:
+  explicit RateLimiter(uint64_t bytes_per_second);
+  void spend(uint64_t bytes);
+
+ private:
+  uint64_t rate_;
+  std::chrono::steady_clock::time_point start_;
+  uint64_t spent_ = 0;
+};
+
+struct DumpFiles {  // an empty path: that format is not written
+  std::filesystem::path raw, codifhdr, pcap;
+};
+
+struct StreamDumpRequest {
+  capture::Retention* retention = nullptr;
+  std::size_t pin = 0;       // the caller's pin on retention, held at or before from_pos
+  uint64_t from_pos = 0;     // first retention position to look at
+  uint64_t first_index = 0;  // frames to write: [first_index, last_index]
+  uint64_t last_index = 0;
+  int64_t wait_until_ns = 0;        // wall clock (Unix ns) to wait for frames not yet arrived
+  std::function<int64_t()> now_ns;  // that wall clock; empty: CLOCK_REALTIME
+  capture::codif::SyncSet syncs = capture::codif::SyncSet::defaults();
+  DumpFiles files;
+};
+
+struct StreamDumpResult {
+  uint64_t frames = 0;                  // received frames written
+  uint64_t fill_frames = 0;             // fill frames written (frames the stream lost)
+  uint64_t bytes = 0;                   // bytes in the dump files
+  std::vector<capture::GapEvent> gaps;  // runs of fill frames
+  // Frames of [first_index, last_index] not written, and why ("not received by ...").
+  std::optional<std::pair<uint64_t, uint64_t>> not_written;
+  std::string not_written_reason;
+  std::vector<std::string> errors;  // write errors (path: message)
+  std::vector<FileRecord> files;
+};
+
+class StreamDumper {
+ public:
+  StreamDumper(staging::PayloadStager& stager, RateLimiter& rate) : stager_(stager), rate_(rate) {}
+  // `stop`: give up waiting for future frames (the run is stopping).
+  StreamDumpResult run(const StreamDumpRequest& request, const std::atomic<bool>& stop);
+
+ private:
+  staging::PayloadStager& stager_;
+  RateLimiter& rate_;
+};
+
+}  // namespace rocecap::writers
