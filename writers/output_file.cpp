@@ -143,10 +143,8 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   mark_head_ = mark_count_ = 0;
   gran_ = std::max<uint64_t>(staging.size() / 64, 1);
   preallocated_ = 0;
-  if (options.preallocate > 0 && !memory_backed(fd) &&
-      ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(options.preallocate)) == 0) {
-    preallocated_ = options.preallocate;
-  }
+  prealloc_limit_ = options.preallocate > 0 && !memory_backed(fd) ? options.preallocate : 0;
+  reserve_ahead(0);
   return {};
 }
 
@@ -220,6 +218,7 @@ Status OutputFile::copy_in(const std::byte* data, std::size_t n) {
 // Hands `len` bytes of chunk cur_ to the kernel (len > fill_: zero padding, O_DIRECT tail).
 Status OutputFile::submit(std::size_t len) {
   if (!is_open()) return Status::error(EBADF, "write " + path_.string() + ": file not open", path_);
+  reserve_ahead(submitted_ + len);
   if (queue_ == nullptr) {
     if (Status s = write_all(chunk(cur_), len); !s) return fail(std::move(s));
     fill_ = 0;
@@ -367,6 +366,7 @@ Status OutputFile::gather_push(const std::byte* data, std::size_t n) {
 
 Status OutputFile::gather_flush() {
   if (!is_open()) return Status::error(EBADF, "write " + path_.string() + ": file not open", path_);
+  reserve_ahead(durable_ + pending_);
   std::size_t first = 0;
   while (first < iov_n_) {
     const int n = static_cast<int>(std::min(iov_n_ - first, kMaxIov));
@@ -424,7 +424,7 @@ Status OutputFile::fail(Status error) {
   }
   // The cut freed every block past `keep`, the reservation included; truncating again to the
   // old end (release_preallocation) would grow the file back with zeros.
-  preallocated_ = 0;
+  preallocated_ = prealloc_limit_ = 0;
   close_fd();
   pos_ = submitted_ = durable_ = keep.at;
   records_ = keep.records;
@@ -552,6 +552,18 @@ Status OutputFile::close() {
 // Blocks reserved past the end stay allocated after close: give them back. ftruncate to the
 // size the file already has frees every block past it on ext4 (ext4_setattr -> ext4_truncate;
 // a PUNCH_HOLE past i_size is a no-op there), measured in WritePath.PreallocationIsReleasedAtClose.
+void OutputFile::reserve_ahead(uint64_t end) noexcept {
+  if (prealloc_limit_ == 0 || end < preallocated_) return;
+  const uint64_t want = std::min(prealloc_limit_, (end / kPreallocateStep + 1) * kPreallocateStep);
+  if (want <= preallocated_) return;
+  if (::fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(preallocated_),
+                  static_cast<off_t>(want - preallocated_)) != 0) {
+    prealloc_limit_ = 0;  // full, or not supported: the writes themselves say ENOSPC
+    return;
+  }
+  preallocated_ = want;
+}
+
 void OutputFile::release_preallocation() noexcept {
   if (preallocated_ <= pos_ || !is_open()) return;
   (void)::ftruncate(fd_.get(), static_cast<off_t>(pos_));

@@ -63,7 +63,9 @@ struct OutputOptions {
   bool direct = false;         // request O_DIRECT (falls back to buffered when refused)
   bool fsync_on_close = true;  // data is on stable storage when close() returns ok
   bool gather = false;         // buffered: writev from borrowed memory (append_borrowed)
-  uint64_t preallocate = 0;    // bytes reserved at open (fallocate KEEP_SIZE); 0: none
+  // Bytes reserved ahead of the writes (fallocate KEEP_SIZE), at most this many per file (the
+  // rotation size); reserved kPreallocateStep at a time, not all at open; 0: none.
+  uint64_t preallocate = 0;
   // Called after each successful write with its bytes and duration (per-target metrics and
   // stall detection, writers/output_targets.hpp): one clock pair per write(), writev() or
   // io_uring completion (timed from its submission).
@@ -92,6 +94,12 @@ class UniqueFd {
  private:
   int fd_ = -1;
 };
+
+// Preallocation grows ahead of the writes in steps of this size, never more than
+// OutputOptions::preallocate per file: reserving a whole rotation size (1-4 GiB) at open for
+// every file of every stream (codifhdr files included) took 13 GB of disk for a 40 MB run of
+// integration_rocecapd_verbs and filled the disk; for 200 antennas it would be terabytes.
+inline constexpr uint64_t kPreallocateStep = uint64_t{64} << 20;
 
 class OutputFile {
  public:
@@ -189,6 +197,7 @@ class OutputFile {
   void keep_cut(uint64_t keep, uint64_t end) noexcept;
   bool copy_unwritten(uint64_t from, uint64_t to, std::byte* out) const noexcept;
   void release_preallocation() noexcept;
+  void reserve_ahead(uint64_t end) noexcept;  // preallocation up to past `end`, a step at a time
   void close_fd() noexcept;
 
   std::filesystem::path path_;
@@ -199,6 +208,7 @@ class OutputFile {
   bool fsync_ = true;
   WritePath path_kind_ = WritePath::copy_write;
   uint64_t preallocated_ = 0;
+  uint64_t prealloc_limit_ = 0;  // OutputOptions::preallocate; 0: reserving stopped
   // Copy paths: the staging buffer as n_chunks_ chunks, chunk cur_ being filled.
   std::size_t chunk_bytes_ = 0;
   std::size_t n_chunks_ = 1;

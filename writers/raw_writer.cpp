@@ -14,6 +14,13 @@ RawWriter::RawWriter(PathMaker path_maker, const RotationOptions& rotation, RawO
 Status RawWriter::write_frame(std::span<const std::byte, capture::codif::kHeaderBytes> header,
                               std::span<const std::byte> data,
                               std::span<const std::byte> data_tail) {
+  return write_record(header, data, data_tail);
+}
+
+// The header (built on the caller's stack: copied) and the data (ring slots: borrowed when the
+// file gathers, written before the slots are released).
+Status RawWriter::write_record(std::span<const std::byte> header, std::span<const std::byte> data,
+                               std::span<const std::byte> data_tail) {
   if (options_.strip_headers) {
     const std::array<Piece, 2> pieces{borrowed_piece(data, borrow_),
                                       borrowed_piece(data_tail, borrow_)};
@@ -47,12 +54,7 @@ Status RawWriter::write_fill(const capture::codif::Header& first_missing,
 Status RawWriter::write_vdif_frame(std::span<const std::byte> header,
                                    std::span<const std::byte> data,
                                    std::span<const std::byte> data_tail) {
-  if (options_.strip_headers) {
-    const std::array<Piece, 2> pieces{bytes_piece(data), bytes_piece(data_tail)};
-    return out_.write(pieces);
-  }
-  const std::array<Piece, 3> pieces{bytes_piece(header), bytes_piece(data), bytes_piece(data_tail)};
-  return out_.write(pieces);
+  return write_record(header, data, data_tail);
 }
 
 Status RawWriter::write_vdif_fill(const capture::vdif::Header& ref,

@@ -66,6 +66,8 @@ class RawWriter {
   const std::vector<FileRecord>& files() { return out_.files(); }
 
  private:
+  Status write_record(std::span<const std::byte> header, std::span<const std::byte> data,
+                      std::span<const std::byte> data_tail);
   RotatingFile out_;
   RawOptions options_;
   bool borrow_ = false;

@@ -248,6 +248,34 @@ TEST(WritePath, PreallocationIsReleasedAtClose) {
   EXPECT_EQ(test::read_file(path), data);
 }
 
+// A rotation-sized limit (here 1 GiB) is reserved a step at a time ahead of the writes, not at
+// open: every file of every stream is open at once, and 1 GiB each filled the disk.
+TEST(WritePath, PreallocationGrowsAStepAheadOfTheWrites) {
+  test::TempDir dir(disk_dir());
+  if (test::is_tmpfs(dir.path())) GTEST_SKIP() << dir.path() << " is tmpfs: not preallocated";
+  AlignedBuffer staging(1 << 20);
+  OutputFile f;
+  const auto path = dir.path() / "p";
+  ASSERT_TRUE(f.open(path, {.preallocate = uint64_t{1} << 30}, staging.span()).ok());
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  if (uint64_t(st.st_blocks) * 512 < kPreallocateStep)
+    GTEST_SKIP() << "the filesystem does not preallocate";
+  EXPECT_EQ(uint64_t(st.st_blocks) * 512, kPreallocateStep) << "more than one step at open";
+  const Bytes data = test::pattern(1 << 20, 2);
+  for (int i = 0; i < 70; ++i) {  // 70 MiB: past the first step
+    ASSERT_TRUE(f.append(data).ok());
+    f.end_record();
+  }
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_GE(uint64_t(st.st_blocks) * 512, 2 * kPreallocateStep) << "the reservation did not grow";
+  EXPECT_LT(uint64_t(st.st_blocks) * 512, 3 * kPreallocateStep);
+  ASSERT_TRUE(f.close().ok());
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_size, 70 << 20);
+  EXPECT_LT(uint64_t(st.st_blocks) * 512, (70u << 20) + (1u << 20));
+}
+
 // The "disk" takes `g_room` bytes and then answers EIO (test seam; the real write() below it).
 std::size_t g_room = 0;
 ssize_t limited_write(int fd, const void* data, std::size_t n) {
