@@ -86,6 +86,15 @@ listed = {f["path"] for o in m["streams"] + m["interfaces"] for f in o["files"]}
 raw = [os.path.relpath(os.path.join(d, n), root) for d, _, ns in os.walk(root) for n in ns
        if n.endswith(".codif")]
 torn = [p for p in raw if os.path.getsize(os.path.join(root, p)) % frame]
+if not torn and raw:
+    # Buffered raw files are written whole records per writev from the ring slots, so a
+    # SIGKILL rarely tears one; a power loss or a full disk mid-write does. Tear the largest
+    # as that would (half a frame of garbage at its end), so recovery's cut is exercised.
+    victim = max(raw, key=lambda p: os.path.getsize(os.path.join(root, p)))
+    with open(os.path.join(root, victim), "ab") as f:
+        f.write(b"\xa5" * (frame // 2))
+    torn = [victim]
+    print(f"no raw file torn by the kill; tore {victim} by hand")
 unlisted = [p for p in raw if p not in listed]
 assert torn and unlisted, (torn, unlisted)
 print(f"after SIGKILL: {len(unlisted)} raw files not listed, {len(torn)} ending mid-frame")
