@@ -38,13 +38,13 @@ StreamSpec spec(uint32_t thread) {
 
 // A VTP + VDIF datagram of frame `index` of `thread`.
 std::vector<std::byte> datagram(uint64_t psn, uint16_t thread, uint64_t index,
-                                bool legacy = false) {
+                                bool legacy = false, uint8_t epoch = 50) {
   vdif::Header h;
   h.legacy = legacy;
   h.thread_id = thread;
   h.seconds = static_cast<uint32_t>(index / kFps);
   h.frame = static_cast<uint32_t>(index % kFps);
-  h.epoch = 50;
+  h.epoch = epoch;
   h.nbits = 2;
   h.frame_words = static_cast<uint32_t>((h.header_bytes() + kData) / 8);
   const std::size_t udp = vdif::kVtpBytes + h.frame_bytes();
@@ -117,6 +117,30 @@ TEST_F(VdifIngest, RejectsWithVdifReasons) {
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::header_form)), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::size_mismatch)), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::frame_out_of_range)), 1u);
+}
+
+// A source that moves to the next reference epoch mid-stream (the same instants, counted from
+// 1 Jul instead of 1 Jan) leaves the stream's timeline: the epoch is part of the timeline
+// (capture/sequencer.hpp), so the first resync_confirm - 1 = 2 frames of the new epoch are
+// counted as timeline outliers, the third restarts sequencing (one resync, reason epoch) and
+// from there on frames are placed again. Nothing is lost uncounted: every frame fed is either
+// placed or a counted reject.
+TEST_F(VdifIngest, ARefEpochChangeMidStreamResyncsWithItsFramesCounted) {
+  const uint64_t half_year = static_cast<uint64_t>(codif::epoch_unix_seconds(51) -
+                                                   codif::epoch_unix_seconds(50));
+  const uint64_t at = (half_year + 10) * kFps;  // 10 s after the 1 Jul boundary, in epoch 50
+  uint64_t psn = 0;
+  for (uint64_t i = 0; i < 5; ++i) feed(datagram(psn++, 0, at + i));
+  for (uint64_t i = 5; i < 10; ++i) feed(datagram(psn++, 0, 10 * kFps + i, false, 51));
+  ingest.flush_all();
+  EXPECT_EQ(drain(t0), (std::vector<uint64_t>{at, at + 1, at + 2, at + 3, at + 4, 1007, 1008,
+                                              1009}));
+  const SequencerStats s = t0.sequencer().stats();
+  EXPECT_EQ(s.resync, 1u);
+  EXPECT_EQ(s.outliers, 2u);
+  EXPECT_EQ(s.lost, 0u);  // no fill frames across the change
+  EXPECT_EQ(ingest.rejected(kRejectTimelineOutlier), 2u);
+  EXPECT_EQ(s.delivered + ingest.rejected(kRejectTimelineOutlier), 10u);
 }
 
 }  // namespace
