@@ -37,8 +37,8 @@ StreamSpec spec(uint32_t thread) {
 }
 
 // A VTP + VDIF datagram of frame `index` of `thread`.
-std::vector<std::byte> datagram(uint64_t psn, uint16_t thread, uint64_t index,
-                                bool legacy = false, uint8_t epoch = 50) {
+std::vector<std::byte> datagram(uint64_t psn, uint16_t thread, uint64_t index, bool legacy = false,
+                                uint8_t epoch = 50) {
   vdif::Header h;
   h.legacy = legacy;
   h.thread_id = thread;
@@ -126,15 +126,17 @@ TEST_F(VdifIngest, RejectsWithVdifReasons) {
 // from there on frames are placed again. Nothing is lost uncounted: every frame fed is either
 // placed or a counted reject.
 TEST_F(VdifIngest, ARefEpochChangeMidStreamResyncsWithItsFramesCounted) {
-  const uint64_t half_year = static_cast<uint64_t>(codif::epoch_unix_seconds(51) -
-                                                   codif::epoch_unix_seconds(50));
+  const uint64_t half_year =
+      static_cast<uint64_t>(codif::epoch_unix_seconds(51) - codif::epoch_unix_seconds(50));
   const uint64_t at = (half_year + 10) * kFps;  // 10 s after the 1 Jul boundary, in epoch 50
   uint64_t psn = 0;
-  for (uint64_t i = 0; i < 5; ++i) feed(datagram(psn++, 0, at + i));
-  for (uint64_t i = 5; i < 10; ++i) feed(datagram(psn++, 0, 10 * kFps + i, false, 51));
+  for (uint64_t i = 0; i < 5; ++i)
+    feed(datagram(psn++, 0, at + i));
+  for (uint64_t i = 5; i < 10; ++i)
+    feed(datagram(psn++, 0, 10 * kFps + i, false, 51));
   ingest.flush_all();
-  EXPECT_EQ(drain(t0), (std::vector<uint64_t>{at, at + 1, at + 2, at + 3, at + 4, 1007, 1008,
-                                              1009}));
+  EXPECT_EQ(drain(t0),
+            (std::vector<uint64_t>{at, at + 1, at + 2, at + 3, at + 4, 1007, 1008, 1009}));
   const SequencerStats s = t0.sequencer().stats();
   EXPECT_EQ(s.resync, 1u);
   EXPECT_EQ(s.outliers, 2u);
