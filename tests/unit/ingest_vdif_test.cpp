@@ -11,6 +11,7 @@
 #include "capture/net/udp_builder.hpp"
 #include "capture/reject_reason.hpp"
 #include "capture/vdif/header.hpp"
+#include "test_frames.hpp"
 
 namespace rocecap::capture {
 namespace {
@@ -39,29 +40,8 @@ StreamSpec spec(uint32_t thread) {
 // A VTP + VDIF datagram of frame `index` of `thread`.
 std::vector<std::byte> datagram(uint64_t psn, uint16_t thread, uint64_t index, bool legacy = false,
                                 uint8_t epoch = 50) {
-  vdif::Header h;
-  h.legacy = legacy;
-  h.thread_id = thread;
-  h.seconds = static_cast<uint32_t>(index / kFps);
-  h.frame = static_cast<uint32_t>(index % kFps);
-  h.epoch = epoch;
-  h.nbits = 2;
-  h.frame_words = static_cast<uint32_t>((h.header_bytes() + kData) / 8);
-  const std::size_t udp = vdif::kVtpBytes + h.frame_bytes();
-  net::UdpFrameSpec s;
-  s.dst_mac = net::multicast_mac(kGroup);
-  s.src_ip = kSrc;
-  s.dst_ip = kGroup;
-  s.src_port = kPort;
-  s.dst_port = kPort;
-  std::vector<std::byte> f(net::udp_header_bytes(s) + udp);
-  net::write_udp_headers(s, udp, f);
-  std::byte* p = f.data() + net::udp_header_bytes(s);
-  vdif::put_vtp_sequence(psn, std::span<std::byte, 8>(p, 8));
-  std::array<std::byte, vdif::kHeaderBytes> raw{};
-  vdif::encode(h, raw);
-  std::memcpy(p + 8, raw.data(), h.header_bytes());
-  return f;
+  test::VdifDatagram d{kGroup, kSrc, kPort, kFps, kData, epoch, legacy};
+  return test::vdif_datagram(d, psn, thread, index);
 }
 
 struct VdifIngest : ::testing::Test {

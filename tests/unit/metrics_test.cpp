@@ -110,14 +110,9 @@ class Metrics : public ::testing::Test {
         "\n"
         "  interfaces:\n"
         "    - {name: rec0, groups: [239.17.0.1:36001]}\n"
-        "streams:\n"
-        "  format: codif\n"
-        "  antennas:\n"
-        "    - {name: ak11, source: 192.0.2.11}\n"
-        "    - {name: ak12, source: 192.0.2.12}\n"
-        "output:\n" +
-        output_directories() +
-        "  formats: [raw, codifhdr]\n"
+        "streams:\n" +
+        streams_section() + "output:\n" + output_directories() + "  formats: [" + formats() +
+        "]\n"
         "  reorder_window: 4\n"
         "metrics: {listen: 127.0.0.1:9464}\n";
     auto r = config::load_string(yaml, "metrics_test.yaml");
@@ -126,6 +121,14 @@ class Metrics : public ::testing::Test {
     cfg_.metrics.port = 0;  // any free port
     rt_ = daemon::build_runtime(cfg_, spdlog::default_logger());
   }
+  // The streams section's keys.
+  virtual std::string streams_section() {
+    return "  format: codif\n"
+           "  antennas:\n"
+           "    - {name: ak11, source: 192.0.2.11}\n"
+           "    - {name: ak12, source: 192.0.2.12}\n";
+  }
+  virtual std::string formats() { return "raw, codifhdr"; }
   // The output section's directory key(s).
   virtual std::string output_directories() { return "  directory: " + dir_.string() + "\n"; }
   void TearDown() override {
@@ -477,6 +480,49 @@ TEST(MetricsServer, BusyPortIsReportedWithTheAddress) {
         << e.what();
   }
   close(fd);
+}
+
+// VDIF over VTP (doc/vdif.md): the VTP counters are per UDP flow (one series for a flow's two
+// threads, labelled without `thread`), and only VTP runs export them.
+class MetricsVtp : public Metrics {
+  std::string streams_section() override {
+    return "  format: vdif\n"
+           "  frames_per_second: 100\n"
+           "  vtp: true\n"
+           "  threads: [0, 3]\n"
+           "  antennas:\n"
+           "    - {name: ak11, source: 192.0.2.11}\n";
+  }
+  std::string formats() override { return "raw"; }
+};
+
+TEST_F(MetricsVtp, SkippedAndOutOfOrderSequenceNumbersPerFlow) {
+  const test::VdifDatagram d;  // 239.17.0.1:36001 from 192.0.2.11, 100 frames/s
+  uint64_t psn = 0;
+  for (uint64_t i = 500; i < 503; ++i) {
+    feed(test::vdif_datagram(d, psn++, 0, i));
+    feed(test::vdif_datagram(d, psn++, 3, i));
+  }
+  psn += 2;                                       // two packets lost on the network
+  feed(test::vdif_datagram(d, psn, 0, 504));      // psn 8
+  feed(test::vdif_datagram(d, psn - 1, 3, 504));  // psn 7: taken back, and out of order
+  feed(test::vdif_datagram(d, psn + 1, 3, 505));
+  settle();
+  auto s = scrape();
+  const char* flow = R"({antenna="ak11",group="239.17.0.1:36001",interface="rec0"})";
+  EXPECT_EQ(s[m("rocecap_vtp_skipped_total", flow)], 2) << last_text_;
+  EXPECT_EQ(s[m("rocecap_vtp_out_of_order_total", flow)], 1);
+  EXPECT_EQ(
+      s[R"(rocecap_stream_received_packets_total{antenna="ak11",group="239.17.0.1:36001",interface="rec0",thread="3"})"],
+      5);
+}
+
+TEST_F(Metrics, CodifRunsExportNoVtpSeries) {
+  feed(test::frame(test::kSrcA, 0));
+  settle();
+  const auto s = scrape();
+  for (const auto& [series, value] : s)
+    EXPECT_EQ(series.rfind("rocecap_vtp_", 0), std::string::npos) << series;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 // simple function of the frame index, so tests can build the expected bytes independently.
 #pragma once
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -9,6 +11,7 @@
 
 #include "capture/codif/header.hpp"
 #include "capture/net/udp_builder.hpp"
+#include "capture/vdif/header.hpp"
 
 namespace rocecap::test {
 
@@ -51,6 +54,43 @@ inline std::vector<std::byte> frame(uint32_t src, uint64_t index,
   capture::codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
   for (uint32_t i = 0; i < kPayload; ++i)
     f[42 + 64 + i] = data_byte(index, i);
+  return f;
+}
+
+// A VDIF frame over VTP: the 8-byte packet sequence number `psn`, then frame `index` (seconds
+// = index / fps, frame number = index % fps) of `thread`, `data_bytes` of zero data.
+struct VdifDatagram {
+  uint32_t group = kGroup, src = kSrcA;
+  uint16_t port = kPort;
+  uint64_t fps = 100;
+  std::size_t data_bytes = 256;
+  uint8_t epoch = 50;
+  bool legacy = false;
+};
+inline std::vector<std::byte> vdif_datagram(const VdifDatagram& d, uint64_t psn, uint16_t thread,
+                                            uint64_t index) {
+  capture::vdif::Header h;
+  h.legacy = d.legacy;
+  h.thread_id = thread;
+  h.seconds = static_cast<uint32_t>(index / d.fps);
+  h.frame = static_cast<uint32_t>(index % d.fps);
+  h.epoch = d.epoch;
+  h.nbits = 2;
+  h.frame_words = static_cast<uint32_t>((h.header_bytes() + d.data_bytes) / 8);
+  const std::size_t udp = capture::vdif::kVtpBytes + h.frame_bytes();
+  capture::net::UdpFrameSpec s;
+  s.dst_mac = capture::net::multicast_mac(d.group);
+  s.src_ip = d.src;
+  s.dst_ip = d.group;
+  s.src_port = d.port;
+  s.dst_port = d.port;
+  std::vector<std::byte> f(capture::net::udp_header_bytes(s) + udp);
+  capture::net::write_udp_headers(s, udp, f);
+  std::byte* p = f.data() + capture::net::udp_header_bytes(s);
+  capture::vdif::put_vtp_sequence(psn, std::span<std::byte, 8>(p, 8));
+  std::array<std::byte, capture::vdif::kHeaderBytes> raw{};
+  capture::vdif::encode(h, raw);
+  std::copy_n(raw.data(), h.header_bytes(), p + capture::vdif::kVtpBytes);
   return f;
 }
 
