@@ -10,6 +10,9 @@
 #                                    # returns once it is capturing; pid in E2E_PID
 #   e2e_wait_exit PID SECONDS        # waits for PID to end; its exit status in E2E_RC
 #   e2e_verify MANIFEST SUMMARY      # `rocecap verify`: exit 0 only when the run matches
+#   e2e_workdir NAME                 # $work = a new /tmp/rocecap-NAME.XXXXXX, $passed = 0; at
+#                                    # teardown (netns_down) it is removed if the test set
+#                                    # passed=1 (and KEEP_WORKDIR is not 1), else kept and named
 #
 # Run file variables (defaults in brackets):
 #   E2E_RUN [e2e]  E2E_BACKEND [pcap]  E2E_IFACE  E2E_OUT (output.directory)
@@ -117,4 +120,18 @@ e2e_wait_exit() {
 # The project's own checker of CODIF outputs (tools/lib/verify.hpp), on top of run_check.py.
 e2e_verify() {
   "$ROCECAP" verify --manifest "$1" --expect "$2"
+}
+
+e2e_workdir() {
+  work=$(mktemp -d "/tmp/rocecap-$1.XXXXXX")
+  passed=0
+  netns_on_exit _e2e_finish_workdir
+}
+
+_e2e_finish_workdir() {
+  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
+    rm -rf "$work"
+  else
+    echo "kept $work (files, summaries, logs)" >&2
+  fi
 }

@@ -38,19 +38,10 @@ source "$here/e2e_lib.sh"
 netns_require_root
 command -v tshark >/dev/null || { echo "FAIL: tshark is not installed (scripts/install-deps.sh)"; exit 1; }
 
-work=$(mktemp -d /tmp/rocecap-live-test.XXXXXX)
-passed=0
-finish() {
-  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
-    rm -rf "$work"
-  else
-    echo "kept $work (files, summaries, logs)" >&2
-  fi
-}
+e2e_workdir live-test
 NETNS_CMD_TIMEOUT=200
 NETNS_MAX_SECONDS=280 # below the ctest TIMEOUT (300): teardown always gets to run
 netns_up
-netns_on_exit finish
 
 e2e_gen_args "$frames"
 # What will be sent, datagram for datagram: the reference for every check below.

@@ -26,19 +26,10 @@ source "$here/netns.sh"
 source "$here/e2e_lib.sh"
 netns_require_root
 
-work=$(mktemp -d /tmp/rocecap-packet-ring-test.XXXXXX)
-passed=0
-finish() {
-  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
-    rm -rf "$work"
-  else
-    echo "kept $work (files, summaries, logs)" >&2
-  fi
-}
+e2e_workdir packet-ring-test
 NETNS_CMD_TIMEOUT=200
 NETNS_MAX_SECONDS=280
 netns_up
-netns_on_exit finish
 
 # The run file of one rocecapd: E2E_* as e2e_config, plus capture keys.
 config() { # file out capture-lines

@@ -23,19 +23,10 @@ source "$here/netns.sh"
 source "$here/e2e_lib.sh"
 netns_require_root
 
-work=$(mktemp -d /tmp/rocecap-vdif-live.XXXXXX)
-passed=0
-finish() {
-  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
-    rm -rf "$work"
-  else
-    echo "kept $work (files, summaries, logs)" >&2
-  fi
-}
+e2e_workdir vdif-live
 NETNS_CMD_TIMEOUT=100
 NETNS_MAX_SECONDS=150 # below the ctest TIMEOUT (180): teardown always gets to run
 netns_up
-netns_on_exit finish
 
 fps=1000
 gen=(gen --format vdif --frames-per-second $fps --vtp --threads 0,1 --start-seconds 5000

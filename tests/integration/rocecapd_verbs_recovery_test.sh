@@ -55,15 +55,7 @@ source "$here/e2e_lib.sh"
 netns_require_root
 [ -e "$SV_LIB/libibverbs.so.1" ] || { echo "FAIL: no softverbs in $SV_LIB"; exit 1; }
 
-work=$(mktemp -d /tmp/rocecap-verbs-recovery.XXXXXX)
-passed=0
-finish() {
-  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
-    rm -rf "$work"
-  else
-    echo "kept $work (files, summaries, logs)" >&2
-  fi
-}
+e2e_workdir verbs-recovery
 
 SV_ENV=()
 case $mode in
@@ -112,7 +104,6 @@ gen_args=(gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --frames "$frames"
 NETNS_CMD_TIMEOUT=200
 NETNS_MAX_SECONDS=280
 netns_up
-netns_on_exit finish
 make_wrapper
 
 E2E_BACKEND=verbs E2E_DEVICE=sv0 E2E_RING_DEPTH=1024 E2E_POLL_MODE=event

@@ -50,15 +50,7 @@ source "$here/e2e_lib.sh"
 netns_require_root
 [ -e "$SV_LIB/libibverbs.so.1" ] || { echo "FAIL: no softverbs in $SV_LIB"; exit 1; }
 
-work=$(mktemp -d /tmp/rocecap-verbs-test.XXXXXX)
-passed=0
-finish() {
-  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then
-    rm -rf "$work"
-  else
-    echo "kept $work (files, summaries, logs)" >&2
-  fi
-}
+e2e_workdir verbs-test
 
 # rocecapd as shipped, with softverbs on the loader path and its device on the receiver veth.
 # The fake sysfs root is shared: softverbs writes out_of_buffer there, rocecapd reads it, and
@@ -83,7 +75,7 @@ E2E_FOREIGN=""  # flow rules deliver only configured (group, port, antenna) stre
 E2E_RING_DEPTH=4096
 
 if [ "$mode" = nocap ]; then
-  trap finish EXIT
+  trap _e2e_finish_workdir EXIT # no namespaces in this mode: no netns_down
   WRAP_PREFIX="setpriv --inh-caps=-net_raw --ambient-caps=-net_raw --bounding-set=-net_raw"
   make_wrapper sv0=lo
   E2E_IFACE=lo E2E_OUT=$work/out
@@ -215,7 +207,6 @@ NETNS_CMD_TIMEOUT=200
 NETNS_MAX_SECONDS=280
 [ "$mode" != twodev ] || NETNS_MTU=1500
 netns_up
-netns_on_exit finish
 [ "$mode" != trap ] || WRAP_PREFIX=SOFTVERBS_TRAP=nft
 if [ "$mode" = twodev ]; then
   make_wrapper "sv0=$NETNS_RECEIVER_IF,sv1=vr2$$" real_net
