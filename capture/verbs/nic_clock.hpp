@@ -75,6 +75,25 @@ OffsetClass classify_offset(double offset_s, const OffsetClass* previous = nullp
 // "the NIC clock looks like TAI: 37.000012 s ahead of CLOCK_REALTIME (...)" and the like.
 std::string describe_offset(double offset_s, const OffsetClass& c);
 
+// One interface's nic-wallclock timestamps never step back by less than a clock step: the
+// first offset map replaces host time read at poll (late by the poll's latency) with the NIC's
+// time through a single sample, so the first stamps after it can fall a few hundred us behind
+// the last host-time ones, and pcap readers expect an interface's records in time order. Such
+// a step back is held at the last stamp; a longer one (a PHC step the fit has not absorbed
+// yet) is passed on rather than freezing the stamps for that long. Capture thread only.
+class StampFloor {
+ public:
+  static constexpr int64_t kClockStepNs = 50'000'000;
+  int64_t apply(int64_t stamp_ns) noexcept {
+    if (stamp_ns < last_ns_ && last_ns_ - stamp_ns < kClockStepNs) return last_ns_;
+    last_ns_ = stamp_ns;
+    return stamp_ns;
+  }
+
+ private:
+  int64_t last_ns_ = 0;
+};
+
 // Pairs (NIC value, host ns) handed from the capture thread to the slow path without locks:
 // the slow path asks for `n` samples; the capture thread offers one per polled batch while
 // some are wanted, keeps the one with the smallest host - NIC difference and hands it over by

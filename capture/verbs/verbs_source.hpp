@@ -147,7 +147,6 @@ class VerbsSource final : public PacketSource {
   void refresh_clock() noexcept;
   int64_t batch_now() noexcept;
   int64_t completion_time(int64_t now_ns, uint32_t& flags) noexcept;
-  int64_t never_back(int64_t stamp_ns) noexcept;
   void refresh_wallclock();
   void steer_wallclock() noexcept;
   void report_offset(double offset_s);
@@ -173,7 +172,7 @@ class VerbsSource final : public PacketSource {
   // nic-wallclock: offset samples from the capture thread, the detected encoding, the offset.
   SampleHandoff samples_;
   bool sample_next_ = false;      // capture thread: pair the next completion with `now`
-  int64_t last_stamp_ns_ = 0;     // capture thread: the last nic-wallclock timestamp given
+  StampFloor stamp_floor_;        // capture thread: nic-wallclock stamps in time order
   std::atomic<int> encoding_{0};  // WallclockEncoding, set before the first map
   std::atomic<int64_t> nic_offset_ns_{0};
   std::atomic<bool> nic_offset_known_{false};

@@ -13,7 +13,7 @@ namespace {
 
 // A sample this far from the current map means the PHC was stepped (ptp4l's first step to
 // TAI, a settime): the fit starts over instead of averaging across the step for 16 s.
-constexpr int64_t kClockStepNs = 50'000'000;
+constexpr int64_t kClockStepNs = StampFloor::kClockStepNs;
 // Smaller differences between the published map and a new fit are slewed, not stepped: the
 // published map turns towards the fitted line so as to meet it this far ahead, re-aimed on
 // every turn of the async thread. Stepping would move timestamps back by the sampling noise
@@ -50,20 +50,10 @@ int64_t VerbsSource::completion_time(int64_t now_ns, uint32_t& flags) noexcept {
     sample_next_ = false;
     samples_.offer(v, now_ns, enc);
   }
-  if (m.mult == 0) return never_back(now_ns);  // no offset measured yet: host time, not NIC's
+  if (m.mult == 0)
+    return stamp_floor_.apply(now_ns);  // no offset measured yet: host time, not NIC's
   flags = kSlotHwTimestamp;
-  return never_back(m.to_ns(decode_wallclock(v, enc)));
-}
-
-// The first map replaces host time read at poll (late by the poll's latency) with the NIC's
-// time through a single sample, so the first stamps after it can fall a few hundred us behind
-// the last host-time ones; pcap readers expect an interface's records in time order. A step
-// back shorter than kClockStepNs is held at the last stamp; a longer one (a PHC step the fit
-// has not absorbed yet) is passed on rather than freezing the stamps for that long.
-int64_t VerbsSource::never_back(int64_t stamp_ns) noexcept {
-  if (stamp_ns < last_stamp_ns_ && last_stamp_ns_ - stamp_ns < kClockStepNs) return last_stamp_ns_;
-  last_stamp_ns_ = stamp_ns;
-  return stamp_ns;
+  return stamp_floor_.apply(m.to_ns(decode_wallclock(v, enc)));
 }
 
 std::optional<double> VerbsSource::nic_clock_offset_seconds() const noexcept {

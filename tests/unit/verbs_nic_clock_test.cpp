@@ -123,6 +123,21 @@ TEST(NicClock, FitMapsADriftingTaiClockToUtc) {
       20'000);
 }
 
+// The switch from host time to the NIC's map can put the next stamps behind the last ones: held
+// at the last stamp while the step back is shorter than a clock step, passed on beyond it.
+TEST(NicClock, StampsHoldOverShortStepsBackAndFollowLongOnes) {
+  StampFloor f;
+  EXPECT_EQ(f.apply(1'000'000'000), 1'000'000'000);
+  EXPECT_EQ(f.apply(1'000'000'500), 1'000'000'500);
+  EXPECT_EQ(f.apply(999'700'000), 1'000'000'500);    // 300 us back: held
+  EXPECT_EQ(f.apply(1'000'000'400), 1'000'000'500);  // still behind: held
+  EXPECT_EQ(f.apply(1'000'000'600), 1'000'000'600);  // ahead again: followed
+  const int64_t stepped = 1'000'000'600 - StampFloor::kClockStepNs;
+  EXPECT_EQ(f.apply(stepped), stepped);            // a PHC step: passed on, not frozen
+  EXPECT_EQ(f.apply(stepped + 10), stepped + 10);  // and followed from there
+  EXPECT_EQ(f.apply(stepped + 10 - StampFloor::kClockStepNs / 2), stepped + 10);  // held
+}
+
 TEST(CqSize, Mlx5RoundsUpToAPowerOfTwoMinusOne) {
   EXPECT_EQ(mlx5_cq_entries(1), 1u);
   EXPECT_EQ(mlx5_cq_entries(2), 3u);
