@@ -115,6 +115,24 @@ bool codif_window(const DumpStream& s, const TriggerRequest& r, int64_t& start, 
   return true;
 }
 
+// The number after the highest of the dump directories already in `dumps` ("0007" or
+// "0007-label"): a run continued after a crash (an earlier attempt's dumps are there) numbers
+// on from them instead of clashing with their directories.
+uint64_t first_free_dump_id(const std::filesystem::path& dumps) {
+  uint64_t highest = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dumps, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    uint64_t id = 0;
+    std::size_t digits = 0;
+    while (digits < name.size() && digits < 19 && name[digits] >= '0' && name[digits] <= '9')
+      id = id * 10 + static_cast<uint64_t>(name[digits++] - '0');
+    if (digits >= 4 && (digits == name.size() || name[digits] == '-'))
+      highest = std::max(highest, id);
+  }
+  return highest + 1;
+}
+
 }  // namespace
 
 struct DumpService::StreamPlan {
@@ -150,7 +168,8 @@ DumpService::DumpService(const config::RunConfig& config, std::filesystem::path 
     : config_(config),
       run_dir_(std::move(run_dir)),
       streams_(std::move(streams)),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      next_id_(first_free_dump_id(run_dir_ / "dumps")) {
   if (!options_.now_ns) options_.now_ns = wall_now_ns;
   if (!config.retention.http_token_file.empty()) {
     std::FILE* f = std::fopen(config.retention.http_token_file.c_str(), "rb");

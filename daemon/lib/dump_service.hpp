@@ -101,7 +101,7 @@ class DumpService {
   std::deque<std::shared_ptr<Job>> queue_;
   std::vector<std::shared_ptr<Job>> log_;  // every accepted or refused trigger
   nlohmann::json refused_log_ = nlohmann::json::array();
-  uint64_t next_id_ = 1;
+  uint64_t next_id_ = 1;  // after the run directory's existing dumps (an earlier attempt's)
   bool busy_ = false;
   std::atomic<bool> stop_{false};
   bool quit_ = false;

@@ -168,6 +168,32 @@ TEST(DumpService, PastWindowIsByteIdenticalAcrossAPeriodBoundaryWithFillFrames) 
   EXPECT_FALSE(std::filesystem::exists(dir / "eth0_239.17.0.1_36001_b.codif"));
 }
 
+// A run continued after a crash finds the earlier attempt's dumps in its run directory: the
+// new service numbers on from the highest (0001-label, 0007), never into their directories.
+TEST(DumpService, NumberingContinuesAfterAnEarlierAttemptsDumps) {
+  Rig rig;
+  rig.dumps.reset();
+  for (const char* d : {"0001-frb-1", "0007", "notes", "12"})
+    std::filesystem::create_directories(rig.tmp.path() / "t" / "dumps" / d);
+  std::ofstream(rig.tmp.path() / "t" / "dumps" / "0007" / "eth0_239.17.0.1_36001_a.codif")
+      << "earlier attempt";
+  DumpServiceOptions o;
+  o.now_ns = [&rig] { return rig.now.load(); };
+  std::vector<DumpStream> streams;
+  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults()});
+  streams.push_back({{0, 0, 1}, rig.b.retention.get(), codif::SyncSet::defaults()});
+  rig.dumps = std::make_unique<DumpService>(rig.cfg, rig.tmp.path() / "t", std::move(streams), o);
+  rig.feed(800, 1199);
+  const json a = rig.trigger(990, 1020, ", \"antennas\": [\"a\"]");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  rig.dumps->wait_idle();
+  const std::filesystem::path dumps = rig.tmp.path() / "t" / "dumps";
+  EXPECT_EQ(writers::test::read_file(dumps / "0008" / "eth0_239.17.0.1_36001_a.codif"),
+            expected_raw(990, 1019, {}));
+  EXPECT_EQ(read_text(dumps / "0007" / "eth0_239.17.0.1_36001_a.codif"), "earlier attempt");
+  EXPECT_EQ(rig.dumps->counters().served.load(), 1u);
+}
+
 TEST(DumpService, WindowPartlyOlderThanTheRetentionIsServedInPartAndTheRestNamed) {
   Rig rig;
   rig.feed(800, 1199);  // retains 900..1199
