@@ -127,6 +127,7 @@ std::string retention_lines(const RunConfig& cfg) {
       "socket {}\n",
       formats, format_size(r.write_rate), format_duration(r.max_future),
       r.socket.empty() ? cfg.output.directory + "/" + cfg.run.name + "/trigger.sock" : r.socket);
+  if (trigger_exposed_without_token(cfg)) out += kTriggerExposedNote;
   return out;
 }
 

@@ -21,4 +21,13 @@ constexpr bool metrics_exposed(const MetricsSection& m) noexcept {
 inline constexpr const char* kExposedNote =
     "  (warning: not loopback; anyone who can reach this host can read them)";
 
+// Triggered dumps on an exposed metrics listener without a token: anyone who can reach the
+// host can start dumps (disk space, pinned rings). The daemon warns at start; check-config too.
+inline bool trigger_exposed_without_token(const RunConfig& c) noexcept {
+  return c.retention.enabled && metrics_exposed(c.metrics) && c.retention.http_token_file.empty();
+}
+inline constexpr const char* kTriggerExposedNote =
+    "            (warning: POST /trigger on a non-loopback metrics.listen without "
+    "retention.http_token_file: anyone who can reach this host can start dumps)\n";
+
 }  // namespace rocecap::config

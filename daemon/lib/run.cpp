@@ -17,10 +17,10 @@
 #include "daemon/lib/run_attempt.hpp"
 #include "daemon/lib/service_notifier.hpp"
 #include "daemon/lib/signals.hpp"
+#include "daemon/lib/trigger_socket.hpp"
 #include "daemon/lib/writer_loop.hpp"
 #include "daemon/lib/writer_pool.hpp"
 #include "writers/uring_queue.hpp"
-#include "daemon/lib/trigger_socket.hpp"
 
 #ifndef ROCECAP_VERSION
 #define ROCECAP_VERSION "unknown"
@@ -201,6 +201,12 @@ Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
         [service](const std::string& body, const std::string& bearer) {
           return service->handle(body, true, bearer).dump();
         });
+    // Anyone who can reach a non-loopback listener could start dumps (disk, pinned rings).
+    if (config::trigger_exposed_without_token(cfg))
+      log.warn(
+          "POST /trigger on metrics.listen {} takes dumps from anyone who can reach this host: "
+          "set retention.http_token_file",
+          capture::net::format_ipv4(cfg.metrics.address).data());
   }
   rt.dump_counters = &service->counters();
   log.info("retention: the last {} of every stream kept; triggers on {} (rocecap trigger)",

@@ -82,6 +82,24 @@ TEST_F(Retention, PlansTheRingMemoryPerStreamPerInterfaceAndInTotal) {
   EXPECT_NE(summary.find("eth0 " + format_size(p.interface_bytes[0])), std::string::npos);
 }
 
+// POST /trigger shares the metrics listener: exposed without a token, check-config says so.
+TEST_F(Retention, AnExposedTriggerEndpointWithoutATokenIsWarnedAbout) {
+  const std::string warning = "anyone who can reach this host can start dumps";
+  LoadResult r = load(std::string(kRun) + "metrics: {listen: 0.0.0.0:9464}\n");
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_TRUE(trigger_exposed_without_token(*r.config));
+  EXPECT_NE(render_summary(*r.config).find(warning), std::string::npos)
+      << render_summary(*r.config);
+  r = load(std::string(kRun) + "metrics: {listen: 127.0.0.1:9464}\n");
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_EQ(render_summary(*r.config).find(warning), std::string::npos);
+  r = load(std::string(kRun) +
+           "  http_token_file: /etc/rocecap/token\nmetrics: {listen: 0.0.0.0:9464}\n");
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_FALSE(trigger_exposed_without_token(*r.config));
+  EXPECT_EQ(render_summary(*r.config).find(warning), std::string::npos);
+}
+
 TEST_F(Retention, APlanBeyondMemAvailableIsRefusedNamingTheNumbers) {
   // 6 streams x 2500 slots x 9216 B = 132 MiB, plus 6 x 1024 ring slots: not in 100 MiB.
   LoadResult r = load(kRun, "102400");
