@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "config/name_template.hpp"
+#include "config/retention_plan.hpp"
 #include "config/schema.hpp"
 #include "config/units.hpp"
 
@@ -76,13 +77,20 @@ void check_ring_geometry(Context& ctx, const CaptureSection& c, StreamFormat for
   }
 }
 
-// The shared CQ of a device collects the completions of every receive queue on it.
-void check_cq_size(Context& ctx, CaptureSection& c, std::size_t antennas) {
+// The shared CQ of a device collects the completions of every receive queue on it. A stream's
+// receive queue holds its whole ring (capture/verbs/verbs_source.cpp): ring_depth slots, plus
+// the retained frames and pin headroom with retention (daemon/lib/run_assembly.cpp).
+void check_cq_size(Context& ctx, RunConfig& cfg) {
+  CaptureSection& c = cfg.capture;
   if (c.backend != Backend::verbs || ctx.failed("capture")) return;
+  const std::size_t antennas = cfg.streams.antennas.size();
+  const uint64_t ring = cfg.retention.enabled && !ctx.failed("retention")
+                            ? plan_retention(cfg).ring_slots
+                            : uint64_t{c.ring_depth};
   std::map<std::string, uint64_t> slots_per_device;  // device (or interface) -> RQ slots
   for (const InterfaceConfig& itf : c.interfaces) {
     const std::string& key = itf.device.empty() ? itf.name : itf.device;
-    slots_per_device[key] += uint64_t{c.ring_depth} * itf.groups.size() * antennas;
+    slots_per_device[key] += ring * itf.groups.size() * antennas;
   }
   const auto busiest =
       std::max_element(slots_per_device.begin(), slots_per_device.end(),
@@ -92,14 +100,15 @@ void check_cq_size(Context& ctx, CaptureSection& c, std::size_t antennas) {
   if (slots > kMaxCqSize) {
     ctx.report("capture.ring_depth",
                fmt::format("{} receive slots on device {} exceed the largest CQ ({}); lower "
-                           "ring_depth or spread the groups over more devices",
+                           "ring_depth (or retention.retain) or spread the groups over more "
+                           "devices",
                            slots, device, kMaxCqSize));
   } else if (!ctx.present("capture.cq_size")) {
     c.cq_size = static_cast<uint32_t>(slots);
   } else if (c.cq_size < slots) {
     ctx.report("capture.cq_size",
                fmt::format("{} is smaller than the {} receive slots on device {} (groups x "
-                           "antennas x ring_depth): the CQ could overrun; use at least {} or "
+                           "antennas x ring slots): the CQ could overrun; use at least {} or "
                            "leave cq_size out",
                            c.cq_size, slots, device, slots));
   }
@@ -364,7 +373,7 @@ void check_consistency(Context& ctx, RunConfig& cfg) {
   check_ring_geometry(ctx, cfg.capture, cfg.streams.format);
   check_interfaces(ctx, cfg.capture);
   check_antennas(ctx, cfg.streams);
-  if (!ctx.failed("streams.antennas")) check_cq_size(ctx, cfg.capture, cfg.streams.antennas.size());
+  if (!ctx.failed("streams.antennas")) check_cq_size(ctx, cfg);
   check_cpu_plan(ctx, cfg);
   check_sync_words(ctx, cfg.streams);
   check_vdif(ctx, cfg);

@@ -10,6 +10,12 @@
 #                                    # returns once it is capturing; pid in E2E_PID
 #   e2e_wait_exit PID SECONDS        # waits for PID to end; its exit status in E2E_RC
 #   e2e_verify MANIFEST SUMMARY      # `rocecap verify`: exit 0 only when the run matches
+#   e2e_softverbs_wrapper DEVICES [real_net]   # $ROCECAPD = $work/rocecapd: $ROCECAPD_BIN with
+#                                    # softverbs ($SV_LIB) as libibverbs, SOFTVERBS_DEVICES=DEVICES,
+#                                    # the words of $SV_ENV and $WRAP_PREFIX before it, and a fake
+#                                    # sysfs root in $work/sysfs shared by both (softverbs writes
+#                                    # out_of_buffer there, rocecapd reads it); real_net links
+#                                    # class/net to the namespace's real one (interface MTUs)
 #   e2e_workdir NAME                 # $work = a new /tmp/rocecap-NAME.XXXXXX, $passed = 0; at
 #                                    # teardown (netns_down) it is removed if the test set
 #                                    # passed=1 (and KEEP_WORKDIR is not 1), else kept and named
@@ -134,4 +140,17 @@ _e2e_finish_workdir() {
   else
     echo "kept $work (files, summaries, logs)" >&2
   fi
+}
+
+e2e_softverbs_wrapper() {
+  local devices=$1
+  mkdir -p "$work/sysfs/class"
+  [ "${2:-}" != real_net ] || ln -sfn /sys/class/net "$work/sysfs/class/net"
+  cat >"$work/rocecapd" <<SH
+#!/bin/sh
+exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="$devices" ${SV_ENV[*]:-} \
+  SOFTVERBS_SYSFS_ROOT="$work/sysfs" ROCECAP_SYSFS_ROOT="$work/sysfs" ${WRAP_PREFIX:-} "$ROCECAPD_BIN" "\$@"
+SH
+  chmod +x "$work/rocecapd"
+  ROCECAPD=$work/rocecapd
 }

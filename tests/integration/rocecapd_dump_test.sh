@@ -10,27 +10,33 @@
 # frames), whole (frames + fill frames = the window); a bad label is refused with exit 1 and
 # its error; the trigger socket has mode 0660; the run manifest lists the triggers.
 #
-# usage: rocecapd_dump_test.sh ROCECAPD ROCECAP. As root (exits 77 otherwise).
+# With SOFTVERBS_LIB_DIR the same with capture.backend verbs through softverbs on the receiver's
+# veth: retained slots are ring slots the receive queue does not get back until they age out.
+#
+# usage: rocecapd_dump_test.sh ROCECAPD ROCECAP [SOFTVERBS_LIB_DIR]. As root (exits 77 otherwise).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC2034  # read by e2e_lib.sh
-ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP}
-ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP}
+ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP [SOFTVERBS_LIB_DIR]}
+ROCECAPD_BIN=$ROCECAPD
+ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP [SOFTVERBS_LIB_DIR]}
+SV_LIB=${3:-}
 # shellcheck source=netns.sh
 source "$here/netns.sh"
 # shellcheck source=e2e_lib.sh
 source "$here/e2e_lib.sh"
 netns_require_root
 
-work=$(mktemp -d /tmp/rocecap-dump-test.XXXXXX)
-passed=0
-finish() {
-  if [ "$passed" = 1 ] && [ "${KEEP_WORKDIR:-0}" != 1 ]; then rm -rf "$work"; else echo "kept $work" >&2; fi
-}
+[ -z "$SV_LIB" ] || [ -e "$SV_LIB/libibverbs.so.1" ] || { echo "FAIL: no softverbs in $SV_LIB"; exit 1; }
+
+e2e_workdir dump-test
 NETNS_CMD_TIMEOUT=100
 NETNS_MAX_SECONDS=170
 netns_up
-netns_on_exit finish
+if [ -n "$SV_LIB" ]; then
+  e2e_softverbs_wrapper "sv0=$NETNS_RECEIVER_IF" real_net
+  E2E_BACKEND=verbs E2E_DEVICE=sv0
+fi
 
 rate=2000 # frames per second per stream; one CODIF period (1 s) holds 2000 frames
 frames=12000

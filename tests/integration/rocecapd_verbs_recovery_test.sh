@@ -75,20 +75,6 @@ esac
 oversize=0
 [[ $mode == oversize* ]] && oversize=3
 
-# The fake sysfs root is shared: softverbs writes out_of_buffer there, rocecapd reads it and
-# the interface MTU (class/net: the real one of the namespace rocecapd runs in).
-make_wrapper() {
-  mkdir -p "$work/sysfs/class"
-  ln -s /sys/class/net "$work/sysfs/class/net"
-  cat >"$work/rocecapd" <<SH
-#!/bin/sh
-exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="sv0=$NETNS_RECEIVER_IF" ${SV_ENV[*]} \
-  SOFTVERBS_SYSFS_ROOT="$work/sysfs" ROCECAP_SYSFS_ROOT="$work/sysfs" "$ROCECAPD_BIN" "\$@"
-SH
-  chmod +x "$work/rocecapd"
-  ROCECAPD=$work/rocecapd
-}
-
 # Clean traffic (no generator impairments): every frame not received was lost by the capture.
 frames=3000
 rate=2000
@@ -104,7 +90,7 @@ gen_args=(gen --groups "$E2E_GROUPS" --sources "$E2E_SOURCES" --frames "$frames"
 NETNS_CMD_TIMEOUT=200
 NETNS_MAX_SECONDS=280
 netns_up
-make_wrapper
+e2e_softverbs_wrapper "sv0=$NETNS_RECEIVER_IF" real_net
 
 E2E_BACKEND=verbs E2E_DEVICE=sv0 E2E_RING_DEPTH=1024 E2E_POLL_MODE=event
 E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$work/out E2E_FORMATS="raw, codifhdr, pcap"

@@ -52,23 +52,9 @@ netns_require_root
 
 e2e_workdir verbs-test
 
-# rocecapd as shipped, with softverbs on the loader path and its device on the receiver veth.
-# The fake sysfs root is shared: softverbs writes out_of_buffer there, rocecapd reads it, and
-# with `real_net` the interfaces' MTUs (class/net: the real one of rocecapd's namespace, so
-# capture.max_frame is checked as on hardware).
-make_wrapper() {
-  local devices=$1
-  mkdir -p "$work/sysfs/class"
-  [ "${2:-}" != real_net ] || ln -s /sys/class/net "$work/sysfs/class/net"
-  cat >"$work/rocecapd" <<SH
-#!/bin/sh
-exec env LD_LIBRARY_PATH="$SV_LIB" SOFTVERBS_DEVICES="$devices" \
-  SOFTVERBS_SYSFS_ROOT="$work/sysfs" ROCECAP_SYSFS_ROOT="$work/sysfs" ${WRAP_PREFIX:-} "$ROCECAPD_BIN" "\$@"
-SH
-  chmod +x "$work/rocecapd"
-  ROCECAPD=$work/rocecapd
-}
-
+# rocecapd as shipped, with softverbs on the loader path and its device on the receiver veth
+# (e2e_softverbs_wrapper); with `real_net` the interfaces' MTUs are the real ones of rocecapd's
+# namespace, so capture.max_frame is checked as on hardware.
 E2E_BACKEND=verbs
 E2E_DEVICE=sv0
 E2E_FOREIGN=""  # flow rules deliver only configured (group, port, antenna) streams
@@ -77,7 +63,7 @@ E2E_RING_DEPTH=4096
 if [ "$mode" = nocap ]; then
   trap _e2e_finish_workdir EXIT # no namespaces in this mode: no netns_down
   WRAP_PREFIX="setpriv --inh-caps=-net_raw --ambient-caps=-net_raw --bounding-set=-net_raw"
-  make_wrapper sv0=lo
+  e2e_softverbs_wrapper sv0=lo
   E2E_IFACE=lo E2E_OUT=$work/out
   e2e_config "$work/run.yaml"
   rc=0
@@ -209,9 +195,9 @@ NETNS_MAX_SECONDS=280
 netns_up
 [ "$mode" != trap ] || WRAP_PREFIX=SOFTVERBS_TRAP=nft
 if [ "$mode" = twodev ]; then
-  make_wrapper "sv0=$NETNS_RECEIVER_IF,sv1=vr2$$" real_net
+  e2e_softverbs_wrapper "sv0=$NETNS_RECEIVER_IF,sv1=vr2$$" real_net
 else
-  make_wrapper "sv0=$NETNS_RECEIVER_IF" real_net
+  e2e_softverbs_wrapper "sv0=$NETNS_RECEIVER_IF" real_net
 fi
 # full polls busily (the default); the other modes sleep on the completion channel.
 case $mode in full | trap | metrics) E2E_POLL_MODE=busy_poll ;; *) E2E_POLL_MODE=event ;; esac

@@ -100,6 +100,35 @@ TEST_F(Retention, AnExposedTriggerEndpointWithoutATokenIsWarnedAbout) {
   EXPECT_EQ(render_summary(*r.config).find(warning), std::string::npos);
 }
 
+// With verbs a stream's receive queue holds its whole ring, retained frames included: the
+// default CQ covers those slots (a CQ sized by ring_depth alone made start-up refuse a run
+// that check-config passed), and a cq_size below them is refused.
+TEST_F(Retention, TheVerbsCqCoversTheRetainedSlotsToo) {
+  const std::string verbs_run =
+      "run: {name: r}\n"
+      "capture:\n"
+      "  backend: verbs\n"
+      "  ring_depth: 1024\n"
+      "  interfaces:\n"
+      "    - {name: eth0, device: mlx5_0, groups: ['239.1.0.1:36001']}\n"
+      "streams:\n"
+      "  antennas: [{name: a1, source: 192.0.2.1}, {name: a2, source: 192.0.2.2}]\n"
+      "output:\n"
+      "  directory: /tmp/rocecap-test\n"
+      "  formats: []\n"
+      "retention:\n"
+      "  retain: 2s\n"
+      "  frame_rate: 1000\n";
+  LoadResult r = load(verbs_run);
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_EQ(r.config->capture.cq_size, 2u * (1024u + 2000u + 500u));
+  r = load(std::string(verbs_run).replace(verbs_run.find("  ring_depth"), 0, "  cq_size: 4096\n"));
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].key_path, "capture.cq_size");
+  EXPECT_NE(r.problems[0].message.find("7048 receive slots on device mlx5_0"), std::string::npos)
+      << r.problems[0].message;
+}
+
 TEST_F(Retention, APlanBeyondMemAvailableIsRefusedNamingTheNumbers) {
   // 6 streams x 2500 slots x 9216 B = 132 MiB, plus 6 x 1024 ring slots: not in 100 MiB.
   LoadResult r = load(kRun, "102400");
