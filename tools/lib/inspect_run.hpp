@@ -16,7 +16,9 @@
 
 namespace rocecap::tools {
 
+// One manifest stream's raw files, or one interface's pcap files.
 struct RunInspectPart {
+  std::string owner;               // "239.1.1.1:4000 a1" or "interface rec0"
   std::string format;              // the manifest's file format: "raw" or "pcap"
   std::vector<std::string> files;  // read, in manifest order (absolute paths)
   InspectReport report;            // over all of them
