@@ -341,7 +341,8 @@ void collect_listed(const json& m, std::map<FileKey, json>& listed) {
     for (const json& owner : m[section]) {
       for (const json& f : owner.value("files", json::array())) {
         const json t = f.value("target", json(0));
-        listed[{t.is_number_unsigned() ? t.get<std::size_t>() : 0, f.value("path", "")}] = f;
+        listed[{t.is_number_integer() && t.get<int64_t>() > 0 ? t.get<std::size_t>() : 0,
+                f.value("path", "")}] = f;
       }
     }
   }

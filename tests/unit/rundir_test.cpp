@@ -399,3 +399,54 @@ TEST(Attempts, MergeSumsCountersListsFilesAndCountsTheRestartGap) {
 
 }  // namespace
 }  // namespace rocecap::rundir
+
+namespace rocecap::rundir {
+namespace {
+
+TEST(Attempts, EarlierFilesKeepTheirTargetWhenARestartListsOtherTargets) {
+  auto with_file = [](json s, const char* path, int target) {
+    s["files"] =
+        json::array({{{"path", path}, {"format", "raw"}, {"bytes", 10}, {"target", target}}});
+    return s;
+  };
+  json prev = {
+      {"state", "recovered"},
+      {"targets",
+       json::array({{{"directory", "/a"}}, {{"directory", "/b"}}, {{"directory", "/c/"}}})},
+      {"streams", json::array({with_file(stream(1, 0, 1, 1, ""), "r/x.0000", 1)})},
+      {"interfaces", json::array()}};
+  prev["streams"][0]["files"].push_back(
+      {{"path", "r/x.0001"}, {"format", "raw"}, {"bytes", 10}, {"target", 2}});
+  // The restart's run file has /a and /c only.
+  json cur = {{"state", "running"},
+              {"targets", json::array({{{"directory", "/a"}}, {{"directory", "/c"}}})},
+              {"streams", json::array({with_file(stream(1, 0, 5, 5, ""), "r/x.0002", 1)})},
+              {"interfaces", json::array()}};
+  const json m = merge_attempts(prev, cur, 2);
+  ASSERT_EQ(m["targets"].size(), 3u);
+  EXPECT_EQ(m["targets"][2]["directory"], "/b");  // an earlier target appended
+  const json& files = m["streams"][0]["files"];
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0]["target"], 2) << "r/x.0000 was on /b";
+  EXPECT_EQ(files[1]["target"], 1) << "r/x.0001 was on /c";
+  EXPECT_EQ(files[2]["target"], 1) << "this attempt's own index is kept";
+
+  // An earlier single-directory run continued over several targets: its files are on the
+  // first target (where the run directory is).
+  json single = {{"state", "stopped"},
+                 {"streams", json::array({stream(1, 0, 1, 1, "r/x.0000")})},
+                 {"interfaces", json::array()}};
+  const json m2 = merge_attempts(single, cur, 2);
+  EXPECT_EQ(m2["targets"].size(), 2u);
+  EXPECT_EQ(m2["streams"][0]["files"][0]["target"], 0);
+  // Single directory before and after: nothing added.
+  json cur1 = cur;
+  cur1.erase("targets");
+  cur1["streams"][0]["files"][0].erase("target");
+  const json m3 = merge_attempts(single, cur1, 2);
+  EXPECT_FALSE(m3.contains("targets"));
+  EXPECT_FALSE(m3["streams"][0]["files"][0].contains("target"));
+}
+
+}  // namespace
+}  // namespace rocecap::rundir
