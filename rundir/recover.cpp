@@ -98,6 +98,8 @@ struct WriterFiles {
   std::optional<config::StreamRef> stream;
 };
 
+constexpr const char* kUnreadNote = " could not be read at recovery";
+
 // A file of the run: its target (index into Walk::targets) and path relative to it.
 using FileKey = std::pair<std::size_t, std::string>;
 
@@ -137,6 +139,16 @@ json scan_entry(Walk& w, const WriterFiles& wf, const FileKey& key, uint64_t seq
   json e = listed ? it->second : json{{"path", rel}, {"format", wf.format}};
   e["seq"] = seq;
   if (w.several()) e["target"] = key.first;
+  // Its target could not be read at an earlier recovery; it can now: checked like a new file.
+  const bool was_unread =
+      listed && e.contains("recovered") && e["recovered"].contains("note") &&
+      e["recovered"]["note"].is_string() &&
+      e["recovered"]["note"].get<std::string>().find(kUnreadNote) != std::string::npos;
+  if (was_unread) {
+    e.erase("recovered");
+    w.r.needed = true;
+    w.r.notes.push_back(name + ": its target can be read again; checked");
+  }
   if (!e.contains("attempt")) e["attempt"] = w.attempt;
   const uint64_t listed_bytes = listed ? e.value("bytes", uint64_t{0}) : 0;
   if (listed) w.listed.erase(it);
@@ -146,7 +158,7 @@ json scan_entry(Walk& w, const WriterFiles& wf, const FileKey& key, uint64_t seq
   // A file listed with its size on disk is complete when the manifest is final, or when it is
   // not its writer's last file (closed before the snapshot). Only the file a writer had open
   // can end mid-record: reading every header of a long run's files would delay the restart.
-  if (listed && listed_bytes == size && (w.trust_listed || !last_of_writer)) {
+  if (listed && !was_unread && listed_bytes == size && (w.trust_listed || !last_of_writer)) {
     e["bytes"] = size;
     if (w.trust_listed) return e;
     if (auto q = quick_scan(path, wf.kind, so)) {
@@ -207,9 +219,8 @@ json keep_unread(Walk& w, const FileKey& key, uint64_t seq) {
   w.listed.erase(it);
   e["seq"] = seq;
   if (!e.contains("attempt")) e["attempt"] = w.attempt;
-  e["recovered"] = {{"note", "target " + std::to_string(key.first) +
-                                 " could not be read at recovery (" + w.targets[key.first].problem +
-                                 "): kept as listed, unchecked"}};
+  e["recovered"] = {{"note", "target " + std::to_string(key.first) + kUnreadNote + " (" +
+                                 w.targets[key.first].problem + "): kept as listed, unchecked"}};
   w.r.notes.push_back(w.label(key) + ": its target could not be read; kept as listed");
   return e;
 }

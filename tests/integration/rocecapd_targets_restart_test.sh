@@ -16,7 +16,10 @@
 #   verify    `rocecap verify` accepts the run (killed attempts included);
 #   inspect   `rocecap inspect RUN_DIR --json` reads every stream's raw files from their
 #             targets: per stream the frames it reports equal the frames in the listed files,
-#             which lie on more than one target.
+#             which lie on more than one target;
+#   missing   attempt 4 killed, target 2 moved away before attempt 5: attempt 5 logs the target
+#             it cannot read, the manifest names it (recovery.targets), its listed files stay
+#             listed, and no new file takes one of their names.
 # Needs no privileges.
 #
 # usage: rocecapd_targets_restart_test.sh ROCECAPD ROCECAP
@@ -197,6 +200,52 @@ for p, i in zip(pcap, m["interfaces"]):
     assert p["records"] == sum(f["frames"] for f in i["files"]), (p["records"], i["files"])
 print(f"inspect RUN_DIR: {len(raw)} streams, frames per stream "
       f"{ {o: sum(x['frames'] for x in p['streams']) for o, p in raw.items()} }")
+PY
+# --- a target missing at the restart: attempt 4 killed, target 2 gone when attempt 5 starts ---
+e2e_start_rocecapd "" "$work/attempt4.log" "$work/run.yaml"
+pids+=("$E2E_PID")
+sleep 3
+kill -9 "$E2E_PID"
+wait "$E2E_PID" 2>/dev/null || true
+mv "$work/t2" "$work/t2.away"
+e2e_start_rocecapd "" "$work/attempt5.log" "$work/run.yaml"
+pids+=("$E2E_PID")
+e2e_wait_exit "$E2E_PID" 60
+[ "$E2E_RC" = 0 ] || { tail -30 "$work/attempt5.log"; fail "attempt 5 exited $E2E_RC"; }
+grep -q "output target 2 ($work/t2) cannot be read for recovery" "$work/attempt5.log" ||
+  fail "attempt 5 does not name the missing target: $(grep -i recover "$work/attempt5.log" | head -5)"
+grep -q "File exists" "$work/attempt5.log" && fail "attempt 5 met a file name already in use"
+python3 - "$manifest" "$work" <<'PY' || fail "the run with target 2 missing at the restart"
+import json, os, sys
+m = json.load(open(sys.argv[1])); work = sys.argv[2]
+rec = m["attempts"][3]["recovery"]
+assert rec["targets"][2]["problem"] and "no run directory" in rec["targets"][2]["problem"], rec["targets"]
+assert rec["targets"][1]["problem"] is None, rec["targets"]
+away = set()
+for dirpath, _, names in os.walk(os.path.join(work, "t2.away")):
+    away |= {os.path.relpath(os.path.join(dirpath, n), os.path.join(work, "t2.away"))
+             for n in names if n.endswith((".codif", ".chead", ".pcap"))}
+listed = {(f["target"], f["path"]): f for o in m["streams"] + m["interfaces"] for f in o["files"]}
+kept = {p for t, p in listed if t == 2 and listed[(t, p)]["attempt"] <= 4}
+# Every file the manifest listed on target 2 is kept as listed (those attempt 4 opened after
+# its last snapshot cannot be known while the target is away).
+assert kept and kept <= away, ("listed files of the missing target dropped", sorted(kept - away))
+for p in kept:
+    assert "could not be read" in listed[(2, p)]["recovered"]["note"], listed[(2, p)]
+# Attempt 5's new files (on every target, the recreated empty t2 included) reuse no name
+# listed on the missing target, nor one on another target.
+new = {p for (t, p), f in listed.items() if f["attempt"] == 5}
+assert new and not new & kept, sorted(new & kept)
+names = {}
+for t in range(3):
+    for dirpath, _, ns in os.walk(os.path.join(work, f"t{t}")):
+        for n in ns:
+            if n.endswith((".codif", ".chead", ".pcap")):
+                p = os.path.relpath(os.path.join(dirpath, n), os.path.join(work, f"t{t}"))
+                assert p not in names and p not in kept, f"{p} on two targets"
+                names[p] = t
+print(f"target 2 missing at the restart: {len(kept)} of its files kept as listed, "
+      f"{len(new)} new files, no name reused")
 PY
 passed=1
 echo "PASS"

@@ -344,6 +344,18 @@ TEST_F(TargetsRecoverTest, AnUnreadableTargetKeepsItsListedFilesAndTheirNumbers)
             std::string::npos);
   EXPECT_EQ(fs::file_size(t(1) / name(2)), three.size()) << "an unreadable target is not touched";
   EXPECT_FALSE(m["recovery"]["targets"][2]["problem"].is_null());
+
+  // Target 2 back (remounted): its file is read again, the note goes.
+  fs::create_directories(t(2) / "r");
+  marker(2, "r");
+  write(t(2) / name(1), three);
+  const RecoveryResult again = recover();
+  EXPECT_TRUE(again.targets[2].problem.empty()) << again.targets[2].problem;
+  EXPECT_EQ(again.targets[2].files, 1u);
+  const json m2 = read_manifest(t(0) / "r");
+  EXPECT_FALSE(m2["streams"][0]["files"][1].contains("recovered")) << m2["streams"][0]["files"][1];
+  EXPECT_EQ(m2["streams"][0]["files"][1]["target"], 2);
+  EXPECT_EQ(m2["streams"][0]["files"][1]["frames"], 3u) << "read again, not taken as listed";
 }
 
 json stream(uint64_t packets, uint64_t lost, uint64_t first, uint64_t last, const char* file) {
