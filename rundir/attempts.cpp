@@ -1,5 +1,6 @@
 #include "rundir/attempts.hpp"
 
+#include <filesystem>
 #include <string>
 
 namespace rocecap::rundir {
@@ -107,6 +108,48 @@ json merge_list(const json& prev, const json& cur, int attempt, bool streams) {
   return out;
 }
 
+// "/data/t1/" and "/data/t1" are one directory.
+std::string directory_of(const json& target) {
+  std::string d = std::filesystem::path(target.value("directory", "")).lexically_normal().string();
+  while (d.size() > 1 && d.back() == '/')
+    d.pop_back();
+  return d;
+}
+
+// Earlier attempts' files name their output target by index into the earlier "targets"; a
+// restart with other output.directories lists other targets. Each earlier file is pointed at
+// its directory's index in this attempt's list, the earlier targets this attempt lacks
+// appended, so `rocecap verify` and `rocecap inspect` still find every file. Without a list
+// (one directory) a file is on the first target, where the run directory (and manifest) is.
+void remap_targets(const json& previous, json& prev_streams, json& prev_ifaces, json& out) {
+  const json prev_targets = previous.value("targets", json::array());
+  json merged = out.value("targets", json::array());
+  if (prev_targets.empty() && merged.empty()) return;
+  if (merged.empty()) merged.push_back(prev_targets[0]);
+  auto index_of = [&merged](const json& target) {
+    const std::string dir = directory_of(target);
+    for (std::size_t i = 0; i < merged.size(); ++i) {
+      if (directory_of(merged[i]) == dir) return i;
+    }
+    merged.push_back(target);
+    return merged.size() - 1;
+  };
+  for (json* owners : {&prev_streams, &prev_ifaces}) {
+    for (json& owner : *owners) {
+      if (!owner.contains("files") || !owner["files"].is_array()) continue;
+      for (json& f : owner["files"]) {
+        const json t = f.value("target", json(0));
+        const std::size_t was =
+            t.is_number_integer() && t.get<int64_t>() > 0 ? t.get<std::size_t>() : 0;
+        f["target"] = prev_targets.empty()        ? 0
+                      : was < prev_targets.size() ? index_of(prev_targets[was])
+                                                  : was;
+      }
+    }
+  }
+  if (merged.size() > 1 || out.contains("targets")) out["targets"] = std::move(merged);
+}
+
 }  // namespace
 
 int next_attempt(const json& previous) {
@@ -134,6 +177,7 @@ json merge_attempts(const json& previous, const json& current, int attempt) {
     tag_files(s["files"], prev_attempt);
   for (json& i : prev_ifaces)
     tag_files(i["files"], prev_attempt);
+  remap_targets(previous, prev_streams, prev_ifaces, out);
   out["streams"] = merge_list(prev_streams, current.value("streams", json::array()), attempt, true);
   out["interfaces"] =
       merge_list(prev_ifaces, current.value("interfaces", json::array()), attempt, false);

@@ -9,7 +9,9 @@
 //     that had one and last_frame from the latest; the frames a stream missed between its last
 //     frame before the restart and its first frame after it are a gap like any other, also
 //     counted in "lost_in_restarts";
-//   - "started": the first attempt's start; "recovery" moves into its attempt's summary.
+//   - "started": the first attempt's start; "recovery" moves into its attempt's summary;
+//   - "targets" (several output targets): this attempt's list, with earlier attempts' targets
+//     it lacks appended; each earlier file's "target" re-pointed at its directory's index.
 #pragma once
 
 #include <nlohmann/json.hpp>

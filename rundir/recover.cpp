@@ -98,27 +98,57 @@ struct WriterFiles {
   std::optional<config::StreamRef> stream;
 };
 
+constexpr const char* kUnreadNote = " could not be read at recovery";
+
+// A file of the run: its target (index into Walk::targets) and path relative to it.
+using FileKey = std::pair<std::size_t, std::string>;
+
 struct Walk {
   const config::RunConfig& cfg;
-  const fs::path& out_dir;
+  const std::vector<TargetFound>& targets;  // [0]: the output directory of the manifest
   const RecoverOptions& opts;
-  bool trust_listed;                   // the manifest was final: a listed size is the truth
-  std::map<std::string, json> listed;  // relative path -> its entry, as found
+  bool trust_listed;               // the manifest was final: a listed size is the truth
+  std::map<FileKey, json> listed;  // (target, relative path) -> its entry, as found
   RecoveryResult& r;
   capture::codif::SyncSet syncs;
   uint64_t max_seq = 0;
   bool any = false;
   int attempt = 1;
+  bool several() const { return targets.size() > 1; }
+  // How notes name a file: with several targets, which one it is on.
+  std::string label(const FileKey& k) const {
+    return several() ? "target " + std::to_string(k.first) + ": " + k.second : k.second;
+  }
 };
 
-json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t seq,
+// The first frame index and frame count of a file, as the writers list them with several
+// targets ("first_index" only where the file's headers say it).
+void set_frames(json& e, const FileScan& s) {
+  e["frames"] = s.records;
+  if (s.first_index) e["first_index"] = *s.first_index;
+}
+
+json scan_entry(Walk& w, const WriterFiles& wf, const FileKey& key, uint64_t seq,
                 uint64_t record_bytes, bool last_of_writer, FileScan* scan_out) {
-  const fs::path path = w.out_dir / rel;
-  const auto it = w.listed.find(rel);
+  const std::string& rel = key.second;
+  const std::string name = w.label(key);
+  const fs::path path = w.targets[key.first].directory / rel;
+  const auto it = w.listed.find(key);
   const bool listed = it != w.listed.end();
   const uint64_t size = fs::file_size(path);
   json e = listed ? it->second : json{{"path", rel}, {"format", wf.format}};
   e["seq"] = seq;
+  if (w.several()) e["target"] = key.first;
+  // Its target could not be read at an earlier recovery; it can now: checked like a new file.
+  const bool was_unread =
+      listed && e.contains("recovered") && e["recovered"].contains("note") &&
+      e["recovered"]["note"].is_string() &&
+      e["recovered"]["note"].get<std::string>().find(kUnreadNote) != std::string::npos;
+  if (was_unread) {
+    e.erase("recovered");
+    w.r.needed = true;
+    w.r.notes.push_back(name + ": its target can be read again; checked");
+  }
   if (!e.contains("attempt")) e["attempt"] = w.attempt;
   const uint64_t listed_bytes = listed ? e.value("bytes", uint64_t{0}) : 0;
   if (listed) w.listed.erase(it);
@@ -128,12 +158,13 @@ json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t
   // A file listed with its size on disk is complete when the manifest is final, or when it is
   // not its writer's last file (closed before the snapshot). Only the file a writer had open
   // can end mid-record: reading every header of a long run's files would delay the restart.
-  if (listed && listed_bytes == size && (w.trust_listed || !last_of_writer)) {
+  if (listed && !was_unread && listed_bytes == size && (w.trust_listed || !last_of_writer)) {
     e["bytes"] = size;
     if (w.trust_listed) return e;
     if (auto q = quick_scan(path, wf.kind, so)) {
       if (scan_out != nullptr) *scan_out = *q;
       e["records"] = q->records;
+      if (w.several()) set_frames(e, *q);
       return e;
     }
     if (wf.kind == FileKind::pcap || wf.kind == FileKind::raw_data) return e;
@@ -143,14 +174,15 @@ json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t
   if (scan_out != nullptr) *scan_out = s;
   e["bytes"] = s.bytes_whole;
   e["records"] = s.records;
+  if (w.several()) set_frames(e, s);
   if (s.records == 0) {
     // removed by the caller (one note there)
   } else if (!listed) {
     ++w.r.unlisted;
-    w.r.notes.push_back(rel + ": not in the manifest; added (" + std::to_string(s.records) +
+    w.r.notes.push_back(name + ": not in the manifest; added (" + std::to_string(s.records) +
                         " whole records)");
   } else if (listed_bytes != s.bytes_whole) {
-    w.r.notes.push_back(rel + ": manifest said " + std::to_string(listed_bytes) + " bytes, " +
+    w.r.notes.push_back(name + ": manifest said " + std::to_string(listed_bytes) + " bytes, " +
                         std::to_string(s.bytes_whole) + " whole");
   }
   if (s.bytes_whole != s.bytes_on_disk) {
@@ -159,7 +191,7 @@ json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t
     e["recovered"] = {{"bytes_on_disk", s.bytes_on_disk},
                       {"trimmed_bytes", s.bytes_on_disk - s.bytes_whole},
                       {"why", s.stop}};
-    w.r.notes.push_back(rel + ": " + (w.opts.apply ? "cut" : "would cut") + " from " +
+    w.r.notes.push_back(name + ": " + (w.opts.apply ? "cut" : "would cut") + " from " +
                         std::to_string(s.bytes_on_disk) + " to " + std::to_string(s.bytes_whole) +
                         " bytes: " + s.stop);
   } else if (!s.checked) {
@@ -171,38 +203,76 @@ json scan_entry(Walk& w, const WriterFiles& wf, const std::string& rel, uint64_t
   return e;
 }
 
-// Walks one writer's sequence numbers; returns its files' entries in order and the scans.
+// Whether `rel` is a file of the run on target `t`: on disk, or, where the target's run
+// directory cannot be read, listed in the manifest there.
+bool file_exists(const Walk& w, std::size_t t, const std::string& rel) {
+  if (!w.targets[t].problem.empty()) return w.listed.count({t, rel}) != 0;
+  std::error_code ec;
+  return fs::exists(w.targets[t].directory / rel, ec);
+}
+
+// A listed file on a target that cannot be read: kept as the manifest had it, unchecked (its
+// number stays in use; verify will say whether it is there).
+json keep_unread(Walk& w, const FileKey& key, uint64_t seq) {
+  const auto it = w.listed.find(key);
+  json e = it->second;
+  w.listed.erase(it);
+  e["seq"] = seq;
+  if (!e.contains("attempt")) e["attempt"] = w.attempt;
+  e["recovered"] = {{"note", "target " + std::to_string(key.first) + kUnreadNote + " (" +
+                                 w.targets[key.first].problem + "): kept as listed, unchecked"}};
+  w.r.notes.push_back(w.label(key) + ": its target could not be read; kept as listed");
+  return e;
+}
+
+// Sequence number `seq` of this writer is in use: the next attempt's files follow it.
+void note_in_use(Walk& w, const WriterFiles& wf, uint64_t seq) {
+  w.max_seq = std::max(w.max_seq, seq);
+  uint64_t& next = w.r.next_seq[wf.name(0)];
+  next = std::max(next, seq + 1);
+  w.any = true;
+}
+
+// Walks one writer's sequence numbers on every target (a number is missing only when it is on
+// none); returns its files' entries in order and the scans.
 json walk_writer(Walk& w, const WriterFiles& wf, uint64_t record_bytes,
                  std::vector<FileScan>& scans) {
   json files = json::array();
-  std::vector<uint64_t> found;
+  std::vector<std::pair<uint64_t, std::size_t>> found;  // (seq, target)
   std::error_code ec;
   for (uint64_t seq = 0, misses = 0; misses < kSeqMissesAllowed; ++seq) {
-    if (fs::exists(w.out_dir / wf.name(seq), ec)) {
-      found.push_back(seq);
+    ++misses;
+    const std::string rel = wf.name(seq);
+    for (std::size_t t = 0; t < w.targets.size(); ++t) {
+      if (!file_exists(w, t, rel)) continue;
+      found.emplace_back(seq, t);
       misses = 0;
-    } else {
-      ++misses;
     }
   }
   for (std::size_t i = 0; i < found.size(); ++i) {
-    const uint64_t seq = found[i];
-    const std::string rel = wf.name(seq);
-    FileScan scan;
-    json e = scan_entry(w, wf, rel, seq, record_bytes, i + 1 == found.size(), &scan);
+    const auto [seq, t] = found[i];
+    const FileKey key{t, wf.name(seq)};
     ++w.r.files;
+    ++w.r.targets[t].files;
+    if (!w.targets[t].problem.empty()) {
+      note_in_use(w, wf, seq);
+      files.push_back(keep_unread(w, key, seq));
+      continue;
+    }
+    FileScan scan;
+    json e = scan_entry(w, wf, key, seq, record_bytes, i + 1 == found.size(), &scan);
     if (e.value("records", uint64_t{1}) == 0 && e.contains("records")) {
       ++w.r.removed;
-      w.r.notes.push_back(rel + ": no whole record; " +
+      w.r.notes.push_back(w.label(key) + ": no whole record; " +
                           (w.opts.apply ? "removed" : "would remove"));
       w.r.needed = true;
       // Removed, its number is free again; kept (dry run, or not removable), it stays in use.
-      if (w.opts.apply && fs::remove(w.out_dir / rel, ec)) continue;
+      if (w.opts.apply && fs::remove(w.targets[t].directory / key.second, ec)) {
+        --w.r.targets[t].files;
+        continue;
+      }
     }
-    w.max_seq = std::max(w.max_seq, seq);
-    uint64_t& next = w.r.next_seq[wf.name(0)];
-    next = std::max(next, seq + 1);
-    w.any = true;
+    note_in_use(w, wf, seq);
     if (e.value("records", uint64_t{1}) == 0 && e.contains("records")) continue;
     scans.push_back(scan);
     files.push_back(std::move(e));
@@ -276,14 +346,73 @@ std::vector<WriterFiles> writers_of(const config::RunConfig& cfg, json& m) {
   return out;
 }
 
-void collect_listed(const json& m, std::map<std::string, json>& listed) {
+void collect_listed(const json& m, std::map<FileKey, json>& listed) {
   for (const char* section : {"streams", "interfaces"}) {
     if (!m.contains(section)) continue;
     for (const json& owner : m[section]) {
-      for (const json& f : owner.value("files", json::array()))
-        listed[f.value("path", "")] = f;
+      for (const json& f : owner.value("files", json::array())) {
+        const json t = f.value("target", json(0));
+        listed[{t.is_number_integer() && t.get<int64_t>() > 0 ? t.get<std::size_t>() : 0,
+                f.value("path", "")}] = f;
+      }
     }
   }
+}
+
+// Why the run directory on target `t` cannot be read for recovery; empty: it can. Target 0
+// holds the manifest (read already); every other one names the run in its marker.
+std::string target_problem(const fs::path& dir, const std::string& run, std::size_t t) {
+  if (t == 0) return {};
+  const fs::path run_dir = dir / run;
+  std::error_code ec;
+  const fs::file_status st = fs::status(run_dir, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory)
+    return run_dir.string() + ": " + ec.message();
+  if (!fs::is_directory(st)) return run_dir.string() + ": no run directory there";
+  fs::directory_iterator it(run_dir, ec);  // readable (EACCES, EIO)
+  if (ec) return run_dir.string() + ": " + ec.message();
+  std::ifstream in(run_dir / kTargetMarkerName);
+  if (!in) return {};  // an older rocecapd, or killed before it wrote one: the names decide
+  try {
+    const json marker = json::parse(in);
+    const std::string named = marker.value("run", run);
+    if (named != run) {
+      return (run_dir / kTargetMarkerName).string() + " names run \"" + named + "\", not \"" + run +
+             "\"";
+    }
+  } catch (const json::exception& e) {
+    return (run_dir / kTargetMarkerName).string() + " does not parse: " + e.what();
+  }
+  return {};
+}
+
+// The manifest's "targets", one per target at least (a snapshot written before the targets
+// were listed has none): verify reads each file from its target's directory.
+void list_targets(json& m, const std::vector<TargetFound>& targets) {
+  if (targets.size() < 2) return;
+  if (!m.contains("targets") || !m["targets"].is_array()) m["targets"] = json::array();
+  json& list = m["targets"];
+  for (std::size_t t = list.size(); t < targets.size(); ++t) {
+    list.push_back({{"directory", targets[t].directory.string()},
+                    {"state", "unknown"},
+                    {"bytes_written", 0},
+                    {"files", 0},
+                    {"free_bytes", 0},
+                    {"out_of_rotation", 0},
+                    {"reason", nullptr}});
+  }
+}
+
+json targets_found_json(const std::vector<TargetFound>& targets) {
+  json out = json::array();
+  for (std::size_t t = 0; t < targets.size(); ++t) {
+    out.push_back(
+        {{"target", t},
+         {"directory", targets[t].directory.string()},
+         {"files", targets[t].files},
+         {"problem", targets[t].problem.empty() ? json(nullptr) : json(targets[t].problem)}});
+  }
+  return out;
 }
 
 // The manifest lists at most this many notes (a run of many streams has many files).
@@ -330,18 +459,19 @@ void walk_all(Walk& w, json& m) {
       stream_from_files(*wf.owner, scans, wf.format.c_str());
     }
   }
-  for (const auto& [path, entry] : w.listed) {
+  for (const auto& [key, entry] : w.listed) {
     ++w.r.missing;
     w.r.needed = true;
-    w.r.notes.push_back(path +
+    w.r.notes.push_back(w.label(key) +
                         ": listed in the manifest, not found under the run's name "
                         "templates; dropped from the list");
   }
 }
 
-// What recovery did and could not do, for the manifest's "recovery".
-json recovery_section(const RecoveryResult& r, const RecoverOptions& opts,
-                      const std::string& counters_as_of) {
+// What recovery did and could not do, for the manifest's "recovery" (with several targets,
+// what it found on each).
+json recovery_fields(const RecoveryResult& r, const RecoverOptions& opts,
+                     const std::string& counters_as_of) {
   return {{"at", iso8601_utc(unix_now_ns())},
           {"by", opts.by},
           {"reason", r.reason},
@@ -362,6 +492,13 @@ json recovery_section(const RecoveryResult& r, const RecoverOptions& opts,
            "gaps, drops, rejected) are the killed process's last periodic snapshot" +
                (counters_as_of.empty() ? std::string() : ", written " + counters_as_of) +
                "; frames received after it are in the files but not in those counters"}};
+}
+
+json recovery_section(const RecoveryResult& r, const RecoverOptions& opts,
+                      const std::string& counters_as_of) {
+  json out = recovery_fields(r, opts, counters_as_of);
+  if (r.targets.size() > 1) out["targets"] = targets_found_json(r.targets);
+  return out;
 }
 
 capture::codif::SyncSet sync_words(const config::RunConfig& cfg) {
@@ -402,6 +539,23 @@ config::RunConfig config_from_manifest(const json& manifest) {
   return std::move(*r.config);
 }
 
+std::vector<fs::path> run_targets(const json& manifest, const config::RunConfig& cfg,
+                                  const fs::path& output_dir) {
+  std::vector<fs::path> dirs;
+  const auto listed = manifest.is_object() ? manifest.find("targets") : manifest.end();
+  if (manifest.is_object() && listed != manifest.end() && listed->is_array()) {
+    for (const json& t : *listed)
+      dirs.emplace_back(t.value("directory", ""));
+  }
+  if (dirs.empty()) {
+    for (const std::string& d : cfg.output.directories)
+      dirs.emplace_back(d);
+  }
+  if (dirs.empty()) dirs.emplace_back(output_dir);
+  dirs[0] = output_dir;
+  return dirs;
+}
+
 RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_dir,
                            const fs::path& run_dir, const RecoverOptions& opts) {
   RecoveryResult r;
@@ -409,7 +563,12 @@ RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_
   r.previous_state = m.value("state", "");
   r.attempt = m.value("attempt", 1);
   const bool had_manifest = fs::exists(run_dir / kManifestName);
-  Walk w{cfg, output_dir, opts, final_state(r.previous_state), {}, r, {}, 0, false, r.attempt};
+  std::vector<fs::path> dirs = opts.targets;
+  if (dirs.empty()) dirs.push_back(output_dir);
+  for (std::size_t t = 0; t < dirs.size(); ++t)
+    r.targets.push_back(
+        {t == 0 ? output_dir : dirs[t], 0, target_problem(dirs[t], cfg.run.name, t)});
+  Walk w{cfg, r.targets, opts, final_state(r.previous_state), {}, r, {}, 0, false, r.attempt};
   w.syncs = sync_words(cfg);
   collect_listed(m, w.listed);
   if (!final_state(r.previous_state)) r.needed = true;
@@ -426,6 +585,7 @@ RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_
     return r;
   }
   m["recovery"] = recovery_section(r, opts, mtime_iso(run_dir / kManifestName));
+  list_targets(m, r.targets);
   m["state"] = "recovered";
   if (r.previous_state == "running" || r.previous_state == "starting" || r.previous_state.empty()) {
     m["failure"] = "the process ended without stopping the run (killed or crashed); recovered";

@@ -1,6 +1,7 @@
 // `rocecap recover RUN_DIR [--dry-run] [--json]`: make a run directory that a killed rocecapd
 // left behind consistent again (rundir/recover.hpp): every file cut to its last whole frame or
-// record, manifest.json rebuilt from the files (state "recovered"). rocecapd does the same
+// record on every output target of the run, manifest.json rebuilt from the files (state
+// "recovered"). rocecapd does the same
 // before it continues a run. Exit 0: recovered, or nothing to do; 2: the run directory or its
 // manifest cannot be read, or a file cannot be cut; 3: a process holds the run directory.
 #include <iostream>
@@ -19,7 +20,24 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// With several output targets: the files found on each, and the targets that could not be read.
+void print_targets(const rundir::RecoveryResult& r) {
+  if (r.targets.size() < 2) return;
+  for (std::size_t t = 0; t < r.targets.size(); ++t) {
+    std::cout << "  target " << t << " " << r.targets[t].directory.string() << ": "
+              << r.targets[t].files << " files";
+    if (!r.targets[t].problem.empty())
+      std::cout << "; CANNOT BE READ (" << r.targets[t].problem << "): listed files kept";
+    std::cout << "\n";
+  }
+}
+
 void print(const rundir::RecoveryResult& r, const fs::path& dir, bool dry_run) {
+  for (const rundir::TargetFound& t : r.targets) {
+    if (!t.problem.empty())
+      std::cerr << "rocecap recover: output target " << t.directory.string()
+                << " cannot be read: " << t.problem << "\n";
+  }
   if (!r.needed) {
     std::cout << dir.string() << ": nothing to recover (manifest state \"" << r.previous_state
               << "\" matches the " << r.files << " files)\n";
@@ -32,6 +50,7 @@ void print(const rundir::RecoveryResult& r, const fs::path& dir, bool dry_run) {
             << " listed but missing\n";
   for (const std::string& n : r.notes)
     std::cout << "  " << n << "\n";
+  print_targets(r);
   if (!dry_run)
     std::cout << "manifest " << (dir / rundir::kManifestName).string() << ": state \"recovered\"\n";
 }
@@ -55,9 +74,11 @@ int recover(const fs::path& dir, bool dry_run, bool json) {
     rundir::RecoverOptions o;
     o.by = std::string("rocecap recover ") + ROCECAP_VERSION;
     o.apply = !dry_run;
-    // Files are listed relative to the output directory, the run directory's parent.
-    const rundir::RecoveryResult r =
-        rundir::recover_run(cfg, fs::absolute(dir).parent_path(), dir, o);
+    // Files are listed relative to the output directory, the run directory's parent (with
+    // several targets: relative to their target, the others as the manifest lists them).
+    const fs::path out = fs::absolute(dir).lexically_normal().parent_path();
+    o.targets = rundir::run_targets(found, cfg, out);
+    const rundir::RecoveryResult r = rundir::recover_run(cfg, out, dir, o);
     if (json) {
       std::cout << r.manifest.dump(2) << "\n";
     } else {
@@ -81,8 +102,10 @@ void add_recover_command(CLI::App& app, Action& action) {
   CLI::App* cmd = app.add_subcommand(
       "recover",
       "Repair a run directory left by a killed rocecapd: cut files to whole records, rebuild "
-      "the manifest from the files");
-  cmd->add_option("RUN_DIR", args->dir, "The run directory (holds manifest.json)")
+      "the manifest from the files (on every output target of the run)");
+  cmd->add_option("RUN_DIR", args->dir,
+                  "The run directory (holds manifest.json; with output.directories, the one on "
+                  "the first target: the others are read from the manifest's targets)")
       ->required()
       ->check(CLI::ExistingDirectory);
   cmd->add_flag("--dry-run", args->dry_run, "Report what would be done; change nothing");

@@ -38,15 +38,27 @@ RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& versio
   // The earlier attempt's files are named by its own run file (the manifest's snapshot), which
   // may differ from this one's; without a usable snapshot, by this one.
   std::optional<config::RunConfig> earlier;
+  nlohmann::json found;
   try {
-    const nlohmann::json found = rundir::read_manifest(rd.path);
+    found = rundir::read_manifest(rd.path);
     if (!found.is_null()) earlier = rundir::config_from_manifest(found);
   } catch (const std::exception& e) {
     log.warn("run directory {}: {}; recovering with this run file's names", rd.path.string(),
              e.what());
   }
+  // Every target the earlier attempt wrote to: its files there are relisted and their numbers
+  // stay in use, so no name is opened again on any target.
+  ro.targets = rundir::run_targets(found, earlier ? *earlier : cfg, cfg.output.directory);
   const rundir::RecoveryResult r =
       rundir::recover_run(earlier ? *earlier : cfg, cfg.output.directory, rd.path, ro);
+  for (std::size_t t = 0; t < r.targets.size(); ++t) {
+    if (r.targets[t].problem.empty()) continue;
+    log.error(
+        "run directory {}: output target {} ({}) cannot be read for recovery: {}; its {} files "
+        "listed in the manifest stay listed as they were, unchecked, and their numbers in use",
+        rd.path.string(), t, r.targets[t].directory.string(), r.targets[t].problem,
+        r.targets[t].files);
+  }
   if (r.needed) {
     log.warn(
         "run directory {}: attempt {} did not end cleanly ({}): recovered {} files ({} cut to "

@@ -116,6 +116,18 @@ assert s["invalid"] == ms["fill_frames"] + ms["invalid"], (s["invalid"], ms)
 assert s["last_index"] - s["first_index"] + 1 == s["frames"], s
 print("inspect ok:", s["frames"], "frames,", s["invalid"], "invalid")
 PY
+# The whole run (its directory): the frame rate from the manifest's run file, the same stream.
+"$rocecap" inspect --json "$tmp/out/one" > "$tmp/inspect-run.json"
+python3 - "$tmp/inspect.json" "$tmp/inspect-run.json" <<'PY'
+import json, sys
+f, r = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert not r["unreadable"] and len(r["parts"]) == 1, r
+p = r["parts"][0]
+assert p["format"] == "vdif" and p["file_format"] == "raw", p
+for k in ("frames", "unique_frames", "invalid", "missing", "first_index", "last_index"):
+    assert p["streams"][0][k] == f["streams"][0][k], (k, p["streams"][0][k], f["streams"][0][k])
+print("inspect RUN_DIR ok:", p["streams"][0]["frames"], "frames")
+PY
 
 # 2. Three threads on one flow with VTP; threads 0 and 7 recorded, thread 3 not listed.
 "$rocecap" gen --format vdif --frames-per-second 1000 --vtp --threads 0,3,7 \

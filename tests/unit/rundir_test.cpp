@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -208,6 +209,155 @@ TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNu
   EXPECT_FALSE(r.needed);
 }
 
+// A run over three output targets (output.directories): t0 holds the manifest, t1 and t2 the
+// marker; file names are the same relative to each target.
+class TargetsRecoverTest : public RundirTest {
+ protected:
+  void SetUp() override {
+    RundirTest::SetUp();
+    yaml_ =
+        "run: {name: r}\n"
+        "capture:\n"
+        "  backend: pcap-file\n"
+        "  pcap_file: /nonexistent.pcap\n"
+        "  interfaces: [{name: rec0, groups: [239.1.1.1:4000]}]\n"
+        "streams: {antennas: [{name: a1, source: 192.0.2.1}]}\n"
+        "output: {directories: [" +
+        t(0).string() + ", " + t(1).string() + ", " + t(2).string() +
+        "], formats: [raw]}\n"
+        "metrics: {enabled: false}\n";
+    config::HostChecks host;
+    host.check_filesystem = false;
+    auto loaded = config::load_string(yaml_, "t.yaml", host);
+    ASSERT_TRUE(loaded.ok()) << loaded.problems.front().message;
+    cfg_ = std::move(*loaded.config);
+    for (int i = 0; i < 3; ++i)
+      fs::create_directories(t(i) / "r");
+    for (int i = 1; i < 3; ++i)
+      marker(i, "r");
+  }
+  fs::path t(int i) const { return dir_ / ("t" + std::to_string(i)); }
+  std::string name(uint64_t seq) const {
+    return config::stream_file_name(cfg_, config::enumerate_streams(cfg_).front(),
+                                    config::OutputFormat::raw, seq);
+  }
+  void marker(int i, const std::string& run) {
+    std::ofstream(t(i) / "r" / kTargetMarkerName) << json{{"run", run}, {"target", i}}.dump();
+  }
+  // The killed attempt's last snapshot, listing `files` ({target, seq, bytes}).
+  void snapshot(const std::vector<std::array<uint64_t, 3>>& files) {
+    json list = json::array();
+    for (const auto& [target, seq, bytes] : files)
+      list.push_back({{"path", name(seq)},
+                      {"format", "raw"},
+                      {"bytes", bytes},
+                      {"target", target},
+                      {"first_index", 0},
+                      {"frames", 0}});
+    json targets = json::array();
+    for (int i = 0; i < 3; ++i)
+      targets.push_back({{"directory", t(i).string()}, {"state", "active"}});
+    const json m = {{"state", "running"},
+                    {"config", {{"text", yaml_}}},
+                    {"targets", targets},
+                    {"streams", json::array({{{"interface", "rec0"},
+                                              {"group", "239.1.1.1"},
+                                              {"port", 4000},
+                                              {"antenna", "a1"},
+                                              {"last_frame", nullptr},
+                                              {"files", list}}})},
+                    {"interfaces", json::array()}};
+    std::ofstream(t(0) / "r" / "manifest.json") << m.dump();
+  }
+  RecoveryResult recover(bool apply = true) {
+    RecoverOptions o;
+    o.by = "test";
+    o.apply = apply;
+    o.targets = run_targets(read_manifest(t(0) / "r"), cfg_, t(0));
+    return recover_run(cfg_, t(0), t(0) / "r", o);
+  }
+  std::string yaml_;
+  config::RunConfig cfg_;
+};
+
+TEST_F(TargetsRecoverTest, FilesOnEveryTargetAreRelistedAndNumberingContinuesPastAll) {
+  const auto three = frames(3, false);
+  snapshot({{0, 0, three.size()}, {1, 1, three.size()}});
+  write(t(0) / name(0), three);
+  write(t(1) / name(1), three);
+  auto torn = three;
+  torn.resize(three.size() + 500);
+  write(t(2) / name(2), torn);   // open when killed: not listed, cut short
+  write(t(1) / name(4), three);  // seq 3 failed to open; 4 on target 1, not listed
+  ASSERT_EQ(run_targets(read_manifest(t(0) / "r"), cfg_, t(0)),
+            (std::vector<fs::path>{t(0), t(1), t(2)}));
+
+  const RecoveryResult r = recover();
+  EXPECT_TRUE(r.needed);
+  EXPECT_EQ(r.files, 4u);
+  EXPECT_EQ(r.unlisted, 2u);
+  EXPECT_EQ(r.trimmed, 1u);
+  EXPECT_EQ(r.next_seq.at(name(0)), 5u) << "the next file must not reuse a name on any target";
+  EXPECT_EQ(r.next_seq_any, 5u);
+  ASSERT_EQ(r.targets.size(), 3u);
+  EXPECT_EQ(r.targets[1].files, 2u);
+  EXPECT_EQ(r.targets[2].files, 1u);
+  EXPECT_EQ(fs::file_size(t(2) / name(2)), three.size());
+  const json m = read_manifest(t(0) / "r");
+  const json& files = m["streams"][0]["files"];
+  ASSERT_EQ(files.size(), 4u);
+  const std::vector<std::pair<uint64_t, uint64_t>> want = {{0, 0}, {1, 1}, {2, 2}, {1, 4}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(files[i]["target"], want[i].first) << i;
+    EXPECT_EQ(files[i]["path"], name(want[i].second)) << i;
+    EXPECT_EQ(files[i]["frames"], 3u) << i;
+    EXPECT_EQ(files[i]["first_index"], files[0]["first_index"]) << i;  // the same 3 frames
+    EXPECT_EQ(files[i]["bytes"], three.size()) << i;
+  }
+  EXPECT_EQ(m["recovery"]["targets"].size(), 3u);
+  EXPECT_TRUE(m["recovery"]["targets"][2]["problem"].is_null());
+  EXPECT_EQ(m["streams"][0]["recovered"]["frames_in_files"], 12u);
+  EXPECT_FALSE(recover().needed) << "recovered once, nothing more to do";
+}
+
+TEST_F(TargetsRecoverTest, AnUnreadableTargetKeepsItsListedFilesAndTheirNumbers) {
+  const auto three = frames(3, false);
+  snapshot({{0, 0, three.size()}, {2, 1, three.size()}, {1, 2, three.size()}});
+  write(t(0) / name(0), three);
+  write(t(1) / name(2), three);
+  fs::remove_all(t(2));  // its disk is not mounted at the restart
+  marker(1, "other");    // and target 1's run directory belongs to another run
+  RecoveryResult r;
+  ASSERT_NO_THROW(r = recover());
+  ASSERT_EQ(r.targets.size(), 3u);
+  EXPECT_TRUE(r.targets[0].problem.empty());
+  EXPECT_NE(r.targets[1].problem.find("names run \"other\""), std::string::npos)
+      << r.targets[1].problem;
+  EXPECT_NE(r.targets[2].problem.find("no run directory"), std::string::npos)
+      << r.targets[2].problem;
+  EXPECT_EQ(r.next_seq.at(name(0)), 3u) << "listed files on unreadable targets keep their numbers";
+  const json m = read_manifest(t(0) / "r");
+  const json& files = m["streams"][0]["files"];
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[1]["target"], 2);
+  EXPECT_NE(files[1]["recovered"]["note"].get<std::string>().find("could not be read"),
+            std::string::npos);
+  EXPECT_EQ(fs::file_size(t(1) / name(2)), three.size()) << "an unreadable target is not touched";
+  EXPECT_FALSE(m["recovery"]["targets"][2]["problem"].is_null());
+
+  // Target 2 back (remounted): its file is read again, the note goes.
+  fs::create_directories(t(2) / "r");
+  marker(2, "r");
+  write(t(2) / name(1), three);
+  const RecoveryResult again = recover();
+  EXPECT_TRUE(again.targets[2].problem.empty()) << again.targets[2].problem;
+  EXPECT_EQ(again.targets[2].files, 1u);
+  const json m2 = read_manifest(t(0) / "r");
+  EXPECT_FALSE(m2["streams"][0]["files"][1].contains("recovered")) << m2["streams"][0]["files"][1];
+  EXPECT_EQ(m2["streams"][0]["files"][1]["target"], 2);
+  EXPECT_EQ(m2["streams"][0]["files"][1]["frames"], 3u) << "read again, not taken as listed";
+}
+
 json stream(uint64_t packets, uint64_t lost, uint64_t first, uint64_t last, const char* file) {
   return {{"interface", "rec0"},
           {"group", "239.1.1.1"},
@@ -257,6 +407,57 @@ TEST(Attempts, MergeSumsCountersListsFilesAndCountsTheRestartGap) {
   const json m3 = merge_attempts(m, cur, 3);
   EXPECT_EQ(m3["attempts"].size(), 3u);
   EXPECT_EQ(m3["streams"][0]["files"].size(), 3u);
+}
+
+}  // namespace
+}  // namespace rocecap::rundir
+
+namespace rocecap::rundir {
+namespace {
+
+TEST(Attempts, EarlierFilesKeepTheirTargetWhenARestartListsOtherTargets) {
+  auto with_file = [](json s, const char* path, int target) {
+    s["files"] =
+        json::array({{{"path", path}, {"format", "raw"}, {"bytes", 10}, {"target", target}}});
+    return s;
+  };
+  json prev = {
+      {"state", "recovered"},
+      {"targets",
+       json::array({{{"directory", "/a"}}, {{"directory", "/b"}}, {{"directory", "/c/"}}})},
+      {"streams", json::array({with_file(stream(1, 0, 1, 1, ""), "r/x.0000", 1)})},
+      {"interfaces", json::array()}};
+  prev["streams"][0]["files"].push_back(
+      {{"path", "r/x.0001"}, {"format", "raw"}, {"bytes", 10}, {"target", 2}});
+  // The restart's run file has /a and /c only.
+  json cur = {{"state", "running"},
+              {"targets", json::array({{{"directory", "/a"}}, {{"directory", "/c"}}})},
+              {"streams", json::array({with_file(stream(1, 0, 5, 5, ""), "r/x.0002", 1)})},
+              {"interfaces", json::array()}};
+  const json m = merge_attempts(prev, cur, 2);
+  ASSERT_EQ(m["targets"].size(), 3u);
+  EXPECT_EQ(m["targets"][2]["directory"], "/b");  // an earlier target appended
+  const json& files = m["streams"][0]["files"];
+  ASSERT_EQ(files.size(), 3u);
+  EXPECT_EQ(files[0]["target"], 2) << "r/x.0000 was on /b";
+  EXPECT_EQ(files[1]["target"], 1) << "r/x.0001 was on /c";
+  EXPECT_EQ(files[2]["target"], 1) << "this attempt's own index is kept";
+
+  // An earlier single-directory run continued over several targets: its files are on the
+  // first target (where the run directory is).
+  json single = {{"state", "stopped"},
+                 {"streams", json::array({stream(1, 0, 1, 1, "r/x.0000")})},
+                 {"interfaces", json::array()}};
+  const json m2 = merge_attempts(single, cur, 2);
+  EXPECT_EQ(m2["targets"].size(), 2u);
+  EXPECT_EQ(m2["streams"][0]["files"][0]["target"], 0);
+  // Single directory before and after: nothing added.
+  json cur1 = cur;
+  cur1.erase("targets");
+  cur1["streams"][0]["files"][0].erase("target");
+  const json m3 = merge_attempts(single, cur1, 2);
+  EXPECT_FALSE(m3.contains("targets"));
+  EXPECT_FALSE(m3["streams"][0]["files"][0].contains("target"));
 }
 
 }  // namespace

@@ -135,22 +135,42 @@ struct PcapKey {
   }
 };
 
+void finish_all(InspectReport& r) {
+  for (auto& s : r.streams)
+    finish(s);
+  for (auto& s : r.streams) {
+    if (s.first_header && !s.group.empty()) {
+      s.station_id = s.first_header->station_id;
+      s.thread_id = s.first_header->thread_id;
+      s.group_id = s.first_header->group_id;
+    }
+  }
+}
+
 }  // namespace
 
-InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::string& name) {
-  InspectReport r{name, "pcap", "", 0, {}, {}};
+// Where each stream of a report is, across the files added (one map per kind of file).
+struct InspectSlots {
+  std::map<PcapKey, std::size_t> pcap;
+  std::map<std::tuple<uint16_t, uint16_t, uint16_t>, std::size_t> codif;
+  std::map<std::pair<uint16_t, uint16_t>, std::size_t> vdif;
+};
+
+namespace {
+
+void pcap_into(InspectReport& r, std::map<PcapKey, std::size_t>& slot,
+               std::span<const std::byte> file, const std::string& name) {
   if (file.size() < 24) fail(name, "shorter than a pcap file header");
   const uint32_t magic = load32(file.data(), false);
   const bool swap =
       magic == __builtin_bswap32(kPcapMagicNanos) || magic == __builtin_bswap32(kPcapMagicMicros);
   const uint32_t m = swap ? __builtin_bswap32(magic) : magic;
   if (m != kPcapMagicNanos && m != kPcapMagicMicros) fail(name, "not a pcap file (magic)");
-  r.precision = m == kPcapMagicNanos ? "ns" : "us";
+  if (r.precision.empty()) r.precision = m == kPcapMagicNanos ? "ns" : "us";
   const uint32_t linktype = load32(file.data() + 20, swap) & 0xFFFF;
   if (linktype != kLinktypeEthernet) {
     fail(name, "link type " + std::to_string(linktype) + " is not Ethernet (1)");
   }
-  std::map<PcapKey, std::size_t> slot;
   std::size_t off = 24;
   while (off < file.size()) {
     if (file.size() - off < 16)
@@ -188,27 +208,17 @@ InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::str
     }
     add_codif(s, frame.subspan(u.payload_offset, u.payload_bytes), u.payload_bytes);
   }
-  for (auto& s : r.streams)
-    finish(s);
-  for (auto& s : r.streams) {
-    if (s.first_header) {
-      s.station_id = s.first_header->station_id;
-      s.thread_id = s.first_header->thread_id;
-      s.group_id = s.first_header->group_id;
-    }
-  }
-  return r;
 }
 
-InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::string& name) {
-  InspectReport r{name, "codif", "", 0, {}, {}};
+void codif_into(InspectReport& r,
+                std::map<std::tuple<uint16_t, uint16_t, uint16_t>, std::size_t>& slot,
+                std::span<const std::byte> file, const std::string& name) {
   capture::codif::Header first;
   if (!capture::codif::decode(file, capture::codif::SyncSet::defaults(), first)) {
     fail(name, "neither a pcap file nor a CODIF file (no CODIF sync word at offset 0)");
   }
   const uint64_t frame_bytes = first.frame_bytes();
   if (first.data_words == 0) fail(name, "first CODIF header has a zero data array length");
-  std::map<std::tuple<uint16_t, uint16_t, uint16_t>, std::size_t> slot;
   for (std::size_t off = 0; off < file.size(); off += frame_bytes) {
     ++r.records;
     if (file.size() - off < frame_bytes) {
@@ -231,18 +241,13 @@ InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::st
     }
     add_codif(r.streams[it->second], frame, frame.size());
   }
-  for (auto& s : r.streams)
-    finish(s);
-  return r;
 }
 
 // A raw VDIF file (doc/vdif.md): frames at the stride of each header's length field, streams by
 // (station, thread), sequenced in the CODIF model with a one-second period (vdif/timeline.hpp).
-InspectReport inspect_vdif_bytes(std::span<const std::byte> file, const std::string& name,
-                                 uint64_t frames_per_second) {
-  InspectReport r{name, "vdif", "", 0, {}, {}};
+void vdif_into(InspectReport& r, std::map<std::pair<uint16_t, uint16_t>, std::size_t>& slot,
+               std::span<const std::byte> file, uint64_t frames_per_second) {
   const capture::vdif::Rate rate{.frames_per_second = frames_per_second};
-  std::map<std::pair<uint16_t, uint16_t>, std::size_t> slot;
   for (std::size_t off = 0; off < file.size();) {
     ++r.records;
     capture::vdif::Header h;
@@ -273,22 +278,65 @@ InspectReport inspect_vdif_bytes(std::span<const std::byte> file, const std::str
     capture::vdif::sequencer_view(h, t, view, view_t);
     add_frame(s, view, view_t);
   }
-  for (auto& s : r.streams)
-    finish(s);
+}
+
+bool is_pcap(std::span<const std::byte> bytes) {
+  if (bytes.size() < 4) return false;
+  const uint32_t magic = load32(bytes.data(), false);
+  for (uint32_t m : {kPcapMagicNanos, kPcapMagicMicros}) {
+    if (magic == m || magic == __builtin_bswap32(m)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::string& name) {
+  InspectReport r{name, "pcap", "", 0, {}, {}};
+  InspectSlots slots;
+  pcap_into(r, slots.pcap, file, name);
+  finish_all(r);
+  return r;
+}
+
+InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::string& name) {
+  InspectReport r{name, "codif", "", 0, {}, {}};
+  InspectSlots slots;
+  codif_into(r, slots.codif, file, name);
+  finish_all(r);
   return r;
 }
 
 InspectReport inspect_file(const std::string& path, uint64_t vdif_frames_per_second) {
+  InspectAccumulator acc(path);
+  acc.add_file(path, vdif_frames_per_second);
+  return acc.finish();
+}
+
+InspectAccumulator::InspectAccumulator(std::string name)
+    : report_{std::move(name), "", "", 0, {}, {}}, slots_(std::make_unique<InspectSlots>()) {}
+InspectAccumulator::~InspectAccumulator() = default;
+
+void InspectAccumulator::add_file(const std::string& path, uint64_t vdif_frames_per_second) {
   MappedFile f(path);
   const auto bytes = f.bytes();
-  if (vdif_frames_per_second != 0) return inspect_vdif_bytes(bytes, path, vdif_frames_per_second);
-  if (bytes.size() >= 4) {
-    const uint32_t magic = load32(bytes.data(), false);
-    for (uint32_t m : {kPcapMagicNanos, kPcapMagicMicros}) {
-      if (magic == m || magic == __builtin_bswap32(m)) return inspect_pcap_bytes(bytes, path);
-    }
+  // One report holds one kind of file: the first decides, a later one of another kind is refused.
+  const std::string kind = vdif_frames_per_second != 0 ? "vdif" : is_pcap(bytes) ? "pcap" : "codif";
+  if (report_.format.empty()) report_.format = kind;
+  if (kind != report_.format) fail(path, "a " + kind + " file among " + report_.format + " files");
+  if (kind == "vdif") {
+    vdif_into(report_, slots_->vdif, bytes, vdif_frames_per_second);
+  } else if (kind == "pcap") {
+    pcap_into(report_, slots_->pcap, bytes, path);
+  } else {
+    codif_into(report_, slots_->codif, bytes, path);
   }
-  return inspect_codif_bytes(bytes, path);
+  ++files_;
+}
+
+InspectReport InspectAccumulator::finish() {
+  finish_all(report_);
+  return std::move(report_);
 }
 
 }  // namespace rocecap::tools

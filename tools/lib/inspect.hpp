@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <ostream>
@@ -59,6 +60,27 @@ struct InspectReport {
 // With vdif_frames_per_second, the file is read as raw VDIF (doc/vdif.md; the frame rate is not
 // in VDIF headers), streams by (station, thread).
 InspectReport inspect_file(const std::string& path, uint64_t vdif_frames_per_second = 0);
+
+struct InspectSlots;
+
+// Several files of one kind (raw CODIF, raw VDIF or pcap) read as one: a stream's frames over
+// all of them, in the order added (a run's files in manifest order, inspect_run.hpp).
+class InspectAccumulator {
+ public:
+  explicit InspectAccumulator(std::string name);
+  ~InspectAccumulator();
+  InspectAccumulator(const InspectAccumulator&) = delete;
+  InspectAccumulator& operator=(const InspectAccumulator&) = delete;
+  // Throws std::runtime_error naming the file (unreadable, malformed, of another kind).
+  void add_file(const std::string& path, uint64_t vdif_frames_per_second = 0);
+  uint64_t files() const noexcept { return files_; }
+  InspectReport finish();  // once, after the last file
+
+ private:
+  InspectReport report_;
+  std::unique_ptr<InspectSlots> slots_;
+  uint64_t files_ = 0;
+};
 
 // Analyses in-memory input (what inspect_file reads): for tests.
 InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::string& name);
