@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
@@ -89,7 +90,10 @@ void walk_codif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only)
       s.stop = "no valid CODIF header at byte " + std::to_string(at);
       break;
     }
-    if (frame_bytes == 0) frame_bytes = s.frame_bytes = h.frame_bytes();
+    if (frame_bytes == 0) {
+      frame_bytes = s.frame_bytes = h.frame_bytes();
+      s.header_bytes = capture::codif::kHeaderBytes;
+    }
     if (h.frame_bytes() != frame_bytes) {
       s.stop = "a frame of " + std::to_string(h.frame_bytes()) + " bytes (the file's are " +
                std::to_string(frame_bytes) + ") at byte " + std::to_string(at);
@@ -102,6 +106,65 @@ void walk_codif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only)
       break;
     }
     note_frame(s, h, t);
+    at += stride;
+  }
+  s.bytes_whole = at;
+}
+
+// One VDIF header at `p` with `avail` bytes behind it: decoded and valid for a frame of its own
+// declared length at the run's rate (doc/vdif.md).
+bool vdif_header(const std::byte* p, uint64_t avail, const capture::vdif::Rate& rate,
+                 capture::vdif::Header& h, capture::vdif::Timing& t) {
+  const std::size_t n = static_cast<std::size_t>(std::min<uint64_t>(avail, 32));
+  return capture::vdif::decode(std::span<const std::byte>(p, n), h) &&
+         capture::vdif::validate(h, static_cast<std::size_t>(h.frame_bytes()), rate, t) ==
+             capture::vdif::Invalid::ok;
+}
+
+void note_vdif_frame(FileScan& s, const capture::vdif::Header& h, const capture::vdif::Timing& t) {
+  const uint64_t index = capture::vdif::absolute_index(h, t);
+  const int64_t ns = capture::vdif::frame_start_unix_ns(h, t);
+  if (!s.first_index) {
+    s.first_index = index;
+    s.first_unix_ns = ns;
+  }
+  s.last_index = index;
+  s.last_unix_ns = ns;
+  ++s.records;
+  if (h.invalid) ++s.flagged_invalid;
+}
+
+// Raw VDIF (stride = the first header's frame length) or vdifhdr (stride = its header size).
+// Every frame of a file has the first one's header form and length (the writer's stream).
+void walk_vdif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only) {
+  uint64_t at = 0;
+  while (at < s.bytes_on_disk) {
+    const uint64_t avail = std::min<uint64_t>(s.bytes_on_disk - at, 32);
+    const std::byte* p = r.get(at, static_cast<std::size_t>(avail));
+    capture::vdif::Header h;
+    capture::vdif::Timing t;
+    if (!vdif_header(p, avail, o.vdif_rate, h, t)) {
+      s.stop = "no valid VDIF header at byte " + std::to_string(at);
+      break;
+    }
+    if (s.frame_bytes == 0) {
+      s.frame_bytes = h.frame_bytes();
+      s.header_bytes = h.header_bytes();
+    }
+    if (h.frame_bytes() != s.frame_bytes || h.header_bytes() != s.header_bytes) {
+      s.stop = "a frame of " + std::to_string(h.frame_bytes()) + " bytes with a " +
+               std::to_string(h.header_bytes()) +
+               "-byte header (the file's: " + std::to_string(s.frame_bytes) + ", " +
+               std::to_string(s.header_bytes) + ") at byte " + std::to_string(at);
+      break;
+    }
+    const uint64_t stride = headers_only ? s.header_bytes : s.frame_bytes;
+    if (at + stride > s.bytes_on_disk) {
+      s.stop = "a frame cut short at byte " + std::to_string(at) + " (" +
+               std::to_string(s.bytes_on_disk - at) + " of " + std::to_string(stride) + " bytes)";
+      break;
+    }
+    note_vdif_frame(s, h, t);
     at += stride;
   }
   s.bytes_whole = at;
@@ -171,11 +234,37 @@ struct FdCloser {
   ~FdCloser() { ::close(fd); }
 };
 
+// quick_scan of a VDIF file: its first and last header agree in form and length with its size.
+std::optional<FileScan> quick_scan_vdif(Reader& reader, FileScan s, FileKind kind,
+                                        const ScanOptions& opts) {
+  capture::vdif::Header first, last;
+  capture::vdif::Timing t1, t2;
+  const uint64_t head = std::min<uint64_t>(s.bytes_on_disk, 32);
+  const std::byte* p = reader.get(0, static_cast<std::size_t>(head));
+  if (p == nullptr || !vdif_header(p, head, opts.vdif_rate, first, t1)) return std::nullopt;
+  const uint64_t stride = kind == FileKind::vdifhdr ? first.header_bytes() : first.frame_bytes();
+  if (s.bytes_on_disk % stride != 0) return std::nullopt;
+  const uint64_t tail = std::min<uint64_t>(stride, 32);
+  p = reader.get(s.bytes_on_disk - stride, static_cast<std::size_t>(tail));
+  if (p == nullptr || !vdif_header(p, tail, opts.vdif_rate, last, t2) ||
+      last.frame_bytes() != first.frame_bytes() || last.legacy != first.legacy) {
+    return std::nullopt;
+  }
+  s.frame_bytes = first.frame_bytes();
+  s.header_bytes = first.header_bytes();
+  note_vdif_frame(s, first, t1);
+  note_vdif_frame(s, last, t2);
+  s.records = s.bytes_on_disk / stride;
+  s.flagged_invalid = 0;  // not counted without reading every header
+  return s;
+}
+
 }  // namespace
 
 std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind kind,
                                    const ScanOptions& opts) {
-  if (kind != FileKind::raw_codif && kind != FileKind::codifhdr) return std::nullopt;
+  const bool vdif = kind == FileKind::raw_vdif || kind == FileKind::vdifhdr;
+  if (kind != FileKind::raw_codif && kind != FileKind::codifhdr && !vdif) return std::nullopt;
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0) throw sys_failure("cannot open", path);
   const FdCloser closer{fd};
@@ -184,6 +273,7 @@ std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind k
   FileScan s;
   s.bytes_on_disk = s.bytes_whole = static_cast<uint64_t>(end);
   Reader reader(fd, s.bytes_on_disk, path);
+  if (vdif) return quick_scan_vdif(reader, s, kind, opts);
   capture::codif::Header first, last;
   capture::codif::Timing t1, t2;
   const std::byte* p = reader.get(0, capture::codif::kHeaderBytes);
@@ -197,6 +287,7 @@ std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind k
     return std::nullopt;
   }
   s.frame_bytes = first.frame_bytes();
+  s.header_bytes = capture::codif::kHeaderBytes;
   note_frame(s, first, t1);
   note_frame(s, last, t2);
   s.records = s.bytes_on_disk / stride;
@@ -225,6 +316,12 @@ FileScan scan_file(const std::filesystem::path& path, FileKind kind, const ScanO
       break;
     case FileKind::raw_data:
       walk_fixed(s, opts.record_bytes);
+      break;
+    case FileKind::raw_vdif:
+      walk_vdif(reader, s, opts, false);
+      break;
+    case FileKind::vdifhdr:
+      walk_vdif(reader, s, opts, true);
       break;
   }
   if (opts.trim && s.bytes_whole < s.bytes_on_disk) {

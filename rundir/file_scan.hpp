@@ -10,6 +10,7 @@
 #include <string>
 
 #include "capture/codif/header.hpp"
+#include "capture/vdif/header.hpp"
 
 namespace rocecap::rundir {
 
@@ -18,15 +19,18 @@ enum class FileKind : uint8_t {
   raw_data,   // raw with headers stripped (or format udp): no boundary in the data itself
   codifhdr,   // 64-byte CODIF headers
   pcap,       // pcap file: 24-byte file header, then 16-byte record header + data
+  raw_vdif,   // VDIF frames: 32- (or legacy 16-) byte header + data; the length is in every header
+  vdifhdr,    // VDIF headers only (32 or 16 bytes each)
 };
 
 struct FileScan {
   uint64_t bytes_on_disk = 0;
   uint64_t bytes_whole = 0;      // end of the last whole record (== bytes_on_disk: nothing to cut)
   uint64_t records = 0;          // whole frames / headers / pcap records
-  uint64_t frame_bytes = 0;      // CODIF files: the frame size their headers declare
-  uint64_t flagged_invalid = 0;  // CODIF frames with the invalid bit (fill frames among them)
-  // CODIF files: the first and last whole frame (absolute index and start time).
+  uint64_t frame_bytes = 0;      // CODIF/VDIF files: the frame size their headers declare
+  uint64_t header_bytes = 0;     // CODIF/VDIF files: the header size (VDIF: 32, legacy 16)
+  uint64_t flagged_invalid = 0;  // frames with the invalid bit (fill frames among them)
+  // CODIF/VDIF files: the first and last whole frame (absolute index and start time).
   std::optional<uint64_t> first_index, last_index;
   int64_t first_unix_ns = 0, last_unix_ns = 0;
   std::string stop;     // why the walk stopped before bytes_on_disk; empty when it did not
@@ -36,15 +40,17 @@ struct FileScan {
 
 struct ScanOptions {
   capture::codif::SyncSet syncs = capture::codif::SyncSet::defaults();
-  uint64_t record_bytes = 0;  // raw_data: bytes per record when known (0: cannot be checked)
-  bool trim = false;          // cut the file at bytes_whole
+  capture::vdif::Rate vdif_rate;  // VDIF files: frames per second (not in their headers)
+  uint64_t record_bytes = 0;      // raw_data: bytes per record when known (0: cannot be checked)
+  bool trim = false;              // cut the file at bytes_whole
 };
 
 // Throws std::runtime_error when the file cannot be read (or cut, with opts.trim).
 FileScan scan_file(const std::filesystem::path& path, FileKind kind, const ScanOptions& opts);
 
 // For a file already known to be complete (closed before the kill, its size as listed): the
-// counts of a CODIF file (raw with headers, codifhdr) from its first and last header and its
+// counts of a CODIF or VDIF file (raw with headers, headers only) from its first and last
+// header and its
 // size, reading 128 bytes instead of every header. nullopt for the other kinds, or when the
 // two headers and the size do not agree (then scan_file it). Never cuts.
 std::optional<FileScan> quick_scan(const std::filesystem::path& path, FileKind kind,

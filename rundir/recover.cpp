@@ -154,6 +154,7 @@ json scan_entry(Walk& w, const WriterFiles& wf, const FileKey& key, uint64_t seq
   if (listed) w.listed.erase(it);
   ScanOptions so;
   so.syncs = w.syncs;
+  so.vdif_rate = {w.cfg.streams.frames_per_second, w.cfg.streams.sample_rate};
   so.record_bytes = record_bytes;
   // A file listed with its size on disk is complete when the manifest is final, or when it is
   // not its writer's last file (closed before the snapshot). Only the file a writer had open
@@ -195,9 +196,10 @@ json scan_entry(Walk& w, const WriterFiles& wf, const FileKey& key, uint64_t seq
                         std::to_string(s.bytes_on_disk) + " to " + std::to_string(s.bytes_whole) +
                         " bytes: " + s.stop);
   } else if (!s.checked) {
-    e["recovered"] = {{"note",
-                       "headers stripped and no codifhdr file: frame boundaries unknown, "
-                       "size not checked"}};
+    e["recovered"] = {
+        {"note",
+         "headers stripped and no header file (codifhdr, vdifhdr): frame boundaries unknown, "
+         "size not checked"}};
   }
   if (listed_bytes != s.bytes_whole || !listed) w.r.needed = true;
   return e;
@@ -316,19 +318,22 @@ std::vector<WriterFiles> writers_of(const config::RunConfig& cfg, json& m) {
   }
   std::vector<WriterFiles> out;
   const bool udp = cfg.streams.format == config::StreamFormat::udp;
+  const bool vdif = cfg.streams.format == config::StreamFormat::vdif;
   const bool stripped = cfg.output.strip_headers || udp;
+  // The headers-only format of the stream format (CODIF's codifhdr, VDIF's vdifhdr).
+  const OutputFormat hdr = vdif ? OutputFormat::vdifhdr : OutputFormat::codifhdr;
   for (const config::StreamRef& ref : config::enumerate_streams(cfg)) {
     json& s = stream_entry(m, cfg, ref);
-    // codifhdr first: its headers give the frame size of header-stripped raw files.
-    if (config::has_format(cfg.output, OutputFormat::codifhdr)) {
-      out.push_back({"codifhdr", FileKind::codifhdr,
-                     [&cfg, ref](uint64_t q) {
-                       return config::stream_file_name(cfg, ref, OutputFormat::codifhdr, q);
-                     },
-                     &s, ref});
+    // Headers first: they give the frame size of header-stripped raw files.
+    if (config::has_format(cfg.output, hdr)) {
+      out.push_back(
+          {vdif ? "vdifhdr" : "codifhdr", vdif ? FileKind::vdifhdr : FileKind::codifhdr,
+           [&cfg, ref, hdr](uint64_t q) { return config::stream_file_name(cfg, ref, hdr, q); }, &s,
+           ref});
     }
     if (config::has_format(cfg.output, OutputFormat::raw)) {
-      out.push_back({"raw", stripped ? FileKind::raw_data : FileKind::raw_codif,
+      const FileKind framed = vdif ? FileKind::raw_vdif : FileKind::raw_codif;
+      out.push_back({"raw", stripped ? FileKind::raw_data : framed,
                      [&cfg, ref](uint64_t q) {
                        return config::stream_file_name(cfg, ref, OutputFormat::raw, q);
                      },
@@ -436,25 +441,26 @@ void walk_all(Walk& w, json& m) {
   // Fresh file lists, rebuilt writer by writer (a stream's raw and codifhdr files share one).
   for (WriterFiles& wf : writers)
     (*wf.owner)["files"] = json::array();
-  std::map<json*, uint64_t> frame_bytes;  // per stream, from its codifhdr headers
+  // Per stream, from its header files: data bytes per frame of header-stripped raw files.
+  std::map<json*, uint64_t> data_bytes;
   for (WriterFiles& wf : writers) {
     std::vector<FileScan> scans;
     uint64_t record_bytes = 0;
-    if (wf.kind == FileKind::raw_data && frame_bytes.count(wf.owner) != 0) {
-      record_bytes = frame_bytes[wf.owner] - capture::codif::kHeaderBytes;
+    if (wf.kind == FileKind::raw_data && data_bytes.count(wf.owner) != 0) {
+      record_bytes = data_bytes[wf.owner];
       if (w.cfg.streams.format == config::StreamFormat::udp) record_bytes = 0;
     }
     json files = walk_writer(w, wf, record_bytes, scans);
     json& dst = (*wf.owner)["files"];
     for (json& f : files)
       dst.push_back(std::move(f));
-    if (wf.kind == FileKind::codifhdr && !scans.empty() && scans.front().frame_bytes != 0) {
-      frame_bytes[wf.owner] = scans.front().frame_bytes;
+    const bool headers = wf.kind == FileKind::codifhdr || wf.kind == FileKind::vdifhdr;
+    if (headers && !scans.empty() && scans.front().frame_bytes != 0) {
+      data_bytes[wf.owner] = scans.front().frame_bytes - scans.front().header_bytes;
     }
-    const bool counts = wf.kind == FileKind::raw_codif ||
-                        (wf.kind == FileKind::codifhdr &&
-                         !config::has_format(w.cfg.output, config::OutputFormat::raw)) ||
-                        (wf.kind == FileKind::raw_data && frame_bytes.count(wf.owner) == 0);
+    const bool counts = wf.kind == FileKind::raw_codif || wf.kind == FileKind::raw_vdif ||
+                        (headers && !config::has_format(w.cfg.output, config::OutputFormat::raw)) ||
+                        (wf.kind == FileKind::raw_data && data_bytes.count(wf.owner) == 0);
     if (wf.stream && counts && !scans.empty() && !w.trust_listed) {
       stream_from_files(*wf.owner, scans, wf.format.c_str());
     }

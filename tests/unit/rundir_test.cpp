@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "capture/vdif/header.hpp"
 #include "codif_test_util.hpp"
 #include "config/loader.hpp"
 #include "config/name_template.hpp"
@@ -207,6 +208,115 @@ TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNu
   // Recovered once, nothing more to do.
   r = recover_run(cfg, dir_, dir_ / "r", apply);
   EXPECT_FALSE(r.needed);
+}
+
+// VDIF frames `first`.. of one thread at 1000 frames/s, 1024 data bytes, 32- or 16-byte headers.
+std::vector<std::byte> vdif_frames(uint64_t first, uint32_t n, bool headers_only,
+                                   bool legacy = false) {
+  std::vector<std::byte> out;
+  for (uint64_t i = first; i < first + n; ++i) {
+    capture::vdif::Header h;
+    h.legacy = legacy;
+    h.seconds = static_cast<uint32_t>(i / 1000);
+    h.frame = static_cast<uint32_t>(i % 1000);
+    h.epoch = 52;
+    h.nbits = 4;
+    h.log2_nchan = 1;
+    h.station_id = 0x564C;
+    h.frame_words = static_cast<uint32_t>((h.header_bytes() + 1024) / 8);
+    std::array<std::byte, capture::vdif::kHeaderBytes> hb{};
+    capture::vdif::encode(h, hb);
+    out.insert(out.end(), hb.begin(), hb.begin() + static_cast<long>(h.header_bytes()));
+    if (!headers_only) out.insert(out.end(), 1024, std::byte{static_cast<unsigned char>(i)});
+  }
+  return out;
+}
+
+TEST_F(RundirTest, VdifFilesAreCutToWholeFramesAndHeaders) {
+  auto raw = vdif_frames(5000, 4, false);
+  const std::size_t whole = raw.size();
+  raw.resize(whole + 700);  // a torn fifth frame
+  write(dir_ / "v.vdif", raw);
+  ScanOptions o;
+  o.trim = true;
+  o.vdif_rate.frames_per_second = 1000;
+  FileScan s = scan_file(dir_ / "v.vdif", FileKind::raw_vdif, o);
+  EXPECT_EQ(s.bytes_whole, whole) << s.stop;
+  EXPECT_EQ(s.records, 4u);
+  EXPECT_EQ(s.frame_bytes, 32u + 1024u);
+  EXPECT_EQ(*s.first_index, 5000u);
+  EXPECT_EQ(*s.last_index, 5003u);
+  EXPECT_EQ(fs::file_size(dir_ / "v.vdif"), whole);
+  auto hdr = vdif_frames(5000, 3, true, /*legacy=*/true);
+  hdr.resize(hdr.size() + 9);
+  write(dir_ / "v.vhead", hdr);
+  s = scan_file(dir_ / "v.vhead", FileKind::vdifhdr, o);
+  EXPECT_EQ(s.bytes_whole, 3u * 16u) << s.stop;
+  EXPECT_EQ(s.header_bytes, 16u);
+  EXPECT_EQ(*s.last_index, 5002u);
+}
+
+// A killed VDIF run (raw + vdifhdr): recovery keeps every whole frame. (It used to read the raw
+// files as CODIF, find no header at byte 0, and cut the writer's open file to nothing.)
+TEST_F(RundirTest, RecoverKeepsTheFramesOfAKilledVdifRun) {
+  const std::string yaml =
+      "run: {name: r}\n"
+      "capture:\n"
+      "  backend: pcap-file\n"
+      "  pcap_file: /nonexistent.pcap\n"
+      "  interfaces: [{name: rec0, groups: [239.1.1.1:4000]}]\n"
+      "streams: {format: vdif, frames_per_second: 1000, antennas: [{name: a1, source: "
+      "192.0.2.1}]}\n"
+      "output: {directory: " +
+      dir_.string() +
+      ", formats: [raw, vdifhdr]}\n"
+      "metrics: {enabled: false}\n";
+  config::HostChecks host;
+  host.check_filesystem = false;
+  const auto loaded = config::load_string(yaml, "t.yaml", host);
+  ASSERT_TRUE(loaded.ok()) << loaded.problems.front().message;
+  const config::RunConfig& cfg = *loaded.config;
+  const config::StreamRef ref = config::enumerate_streams(cfg).front();
+  const auto name = [&](config::OutputFormat f, uint64_t seq) {
+    return config::stream_file_name(cfg, ref, f, seq);
+  };
+  using F = config::OutputFormat;
+  fs::create_directories(dir_ / "r");
+  const json snapshot = {
+      {"state", "running"},
+      {"config", {{"text", yaml}}},
+      {"streams", json::array({{{"interface", "rec0"},
+                                {"group", "239.1.1.1"},
+                                {"port", 4000},
+                                {"antenna", "a1"},
+                                {"packets", 5},
+                                {"last_frame", nullptr},
+                                {"files", json::array({{{"path", name(F::raw, 0)},
+                                                        {"format", "raw"},
+                                                        {"bytes", 3 * (32 + 1024)}}})}}})},
+      {"interfaces", json::array()}};
+  std::ofstream(dir_ / "r" / "manifest.json") << snapshot.dump();
+  write(dir_ / name(F::raw, 0), vdif_frames(7000, 3, false));  // closed before the kill
+  auto open_raw = vdif_frames(7003, 2, false);
+  open_raw.resize(open_raw.size() + 100);  // the open file: two frames and a torn third
+  write(dir_ / name(F::raw, 1), open_raw);
+  auto open_hdr = vdif_frames(7000, 5, true);
+  open_hdr.resize(open_hdr.size() + 5);
+  write(dir_ / name(F::vdifhdr, 0), open_hdr);
+  RecoverOptions apply;
+  apply.by = "test";
+  const RecoveryResult r = recover_run(cfg, dir_, dir_ / "r", apply);
+  EXPECT_EQ(r.removed, 0u);
+  EXPECT_EQ(r.trimmed, 2u);
+  EXPECT_EQ(fs::file_size(dir_ / name(F::raw, 1)), 2u * (32 + 1024));
+  EXPECT_EQ(fs::file_size(dir_ / name(F::vdifhdr, 0)), 5u * 32);
+  EXPECT_EQ(r.next_seq.at(name(F::raw, 0)), 2u);
+  EXPECT_EQ(r.next_seq.at(name(F::vdifhdr, 0)), 1u);
+  const json m = read_manifest(dir_ / "r");
+  const json& files = m["streams"][0]["files"];
+  ASSERT_EQ(files.size(), 3u) << files.dump();
+  EXPECT_EQ(m["streams"][0]["recovered"]["frames_in_files"], 5u);
+  EXPECT_EQ(m["streams"][0]["last_frame"]["index"], 7004u);
 }
 
 // A run over three output targets (output.directories): t0 holds the manifest, t1 and t2 the
