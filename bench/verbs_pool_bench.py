@@ -10,7 +10,8 @@ when the writer releases it, so a writer that falls behind shows here), other lo
 all of those), CPU seconds of the writer threads (rc-writer*) and of the capture thread
 (rc-cap-*) from /proc/PID/task/*/schedstat, and the achieved rate (frames sent over the time
 between rocecapd's "capturing" and "stopping" log lines; a loss-free run stops at its last
-frame). A mode stops climbing the ladder at its first rate with loss in a round.
+frame, one with loss at run.duration, so it is shown only for loss-free runs: a rung counts
+only where the wire reached its rate). A mode stops climbing the ladder at its first rate with loss in a round.
 Then, per mode, the highest rate at which every round lost nothing.
 
 usage: verbs_pool_bench.py BUILD TARGET_DIR [--rates 2500,5000,...] [--streams 6] [--seconds 2]
@@ -154,7 +155,8 @@ def show(r):
     ns = lambda s: s * 1e9 / max(1, r["delivered"])
     print(f"{r['mode']:4} rate/stream={r['rate']:>6} sent={r['sent']:>7} "
           f"delivered={r['delivered']:>7} ring_full={r['ring_full']} nic_drops={r['nic_drops']} "
-          f"other_loss={r['other_loss']} achieved={r['achieved']:.0f}/s "
+          f"other_loss={r['other_loss']} achieved="
+          f"{format(r['achieved'], '.0f') + '/s' if r['sent'] == r['delivered'] else '-'} "
           f"writer_cpu={r['writer_cpu_s']:.2f}s ({ns(r['writer_cpu_s']):.0f} ns/frame) "
           f"capture_cpu={r['capture_cpu_s']:.2f}s process_cpu={r['process_cpu_s']:.2f}s "
           f"written={r['written_bytes'] / 1e6:.0f}MB fill_frames={r['fill_frames']}", flush=True)
@@ -228,8 +230,10 @@ def report(args, rates, results):
             top = max([x for x in clean if not lost or x < min(lost)], default=0)
             best[mode, rnd] = top
             ring_full = sum(r["ring_full"] for r in runs)
+            reached = [r["achieved"] for r in runs if r["rate"] == top]
             print(f"{mode} round {rnd}: {top}/s per stream ({top * args.streams}/s, "
-                  f"{gbps(top):.2f} Gb/s){' (top of the ladder)' if not lost else ''}; "
+                  f"{gbps(top):.2f} Gb/s; achieved {reached[0] if reached else 0:.0f}/s)"
+                  f"{' (top of the ladder)' if not lost else ''}; "
                   f"ring-full drops in the round: {ring_full}")
     ratios = sorted(best["pool", n] / best["none", n] for n in range(1, args.rounds + 1)
                     if best["none", n])
