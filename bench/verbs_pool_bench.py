@@ -235,10 +235,10 @@ def report(args, rates, results):
                   f"{gbps(top):.2f} Gb/s; achieved {reached[0] if reached else 0:.0f}/s)"
                   f"{' (top of the ladder)' if not lost else ''}; "
                   f"ring-full drops in the round: {ring_full}")
-    ratios = sorted(best["pool", n] / best["none", n] for n in range(1, args.rounds + 1)
-                    if best["none", n])
+    ratios = [best["pool", n] / best["none", n] for n in range(1, args.rounds + 1)
+              if best["none", n]]
     if ratios:
-        print("pool / writer-less, per round: " + ", ".join(f"{x:.3f}" for x in ratios) +
+        print("pool / writer-less, rounds in order: " + ", ".join(f"{x:.3f}" for x in ratios) +
               f"; median {statistics.median(ratios):.3f}")
     for mode in ("pool", "none"):
         clean = [r for r in results if r["mode"] == mode and r["sent"] == r["delivered"]]
