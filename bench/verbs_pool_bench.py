@@ -27,7 +27,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")

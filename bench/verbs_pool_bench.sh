@@ -14,8 +14,10 @@ build=${1:?usage: $0 <build-dir> <target-dir> [options]}
 target=${2:?usage: $0 <build-dir> <target-dir> [options]}
 shift 2
 here=$(dirname "$(realpath "$0")")
-[ -x "$build/daemon/rocecapd" ] && [ -e "$build/softverbs/lib/libibverbs.so.1" ] ||
-  { echo "build rocecapd and softverbs in $build first" >&2; exit 1; }
+if [ ! -x "$build/daemon/rocecapd" ] || [ ! -e "$build/softverbs/lib/libibverbs.so.1" ]; then
+  echo "build rocecapd and softverbs in $build first" >&2
+  exit 1
+fi
 echo "== before: $(uptime)"
 python3 "$here/verbs_pool_bench.py" "$build" "$target" "$@"
 echo "== after: $(uptime)"
