@@ -1,12 +1,14 @@
 // Synthetic wire mode (SOFTVERBS_DEVICES=svw=wire): posted WRs complete with valid CODIF
 // frames of the stream the flow selects; only the header SGE is written; frames the RQ had no
 // room for are counted in out_of_buffer and show as gaps in the CODIF frame numbers; RESET
-// while the wire keeps producing leaves no completion of the QP behind.
+// while the wire keeps producing leaves no completion of the QP behind. `pace ...`: the rate
+// control of SOFTVERBS_WIRE_PACE (pace_test).
 // Exit 0 = pass, 1 = fail, 77 = cannot run here (no CAP_NET_RAW).
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -127,9 +129,76 @@ void reset_under_load(Rig& rig) {
   expect(again == static_cast<int>(kDepth), "every WR posted after RESET completed");
 }
 
+// SOFTVERBS_WIRE_PACE (the caller sets it to rate=R,frames=N|seconds=S,batch=B and passes the
+// same numbers): since the flow was created the stream never runs ahead of R frames/s (by
+// time t at most R x t + B frames, completions plus out_of_buffer), it falls silent at its
+// bound, and with frames=N exactly N frames went out: every count is checked against a
+// bound that holds however late the wire thread runs, so a loaded host cannot fail it.
+struct Pace {
+  double rate = 0, seconds = 0;
+  uint64_t frames = 0, batch = 0;
+};
+
+int pace_test(const Pace& pace) {
+  Rig rig(0xab);
+  if (int rc = rig.open_qp()) return rc;
+  rig.arm();
+  const uint64_t oob0 = read_oob();
+  Flow f = stream_flow();
+  const auto t0 = std::chrono::steady_clock::now();  // the wire's clock starts after this
+  rig.flow = ibv_create_flow(rig.qp, reinterpret_cast<ibv_flow_attr*>(&f));
+  expect(rig.flow != nullptr, "create_flow");
+  uint64_t got = 0, highest = 0, over = 0;
+  auto quiet_since = t0;
+  const auto deadline = t0 + std::chrono::seconds(30);
+  for (auto now = t0; now < deadline; now = std::chrono::steady_clock::now()) {
+    ibv_wc wc[32];
+    const int n = ibv_poll_cq(rig.cq, 32, wc);
+    expect(n >= 0, "poll_cq");
+    for (int i = 0; i < n; ++i, ++got) {
+      highest = std::max(highest, check_frame(rig, wc[i]));
+      expect(rig.post(static_cast<uint32_t>(wc[i].wr_id)) == 0, "repost");
+    }
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (static_cast<double>(got) > pace.rate * t + static_cast<double>(pace.batch)) ++over;
+    if (n > 0) quiet_since = now;
+    // Silent for 0.5 s after the bound could have been reached: the stream has stopped.
+    const double bound_s =
+        pace.seconds > 0 ? pace.seconds : static_cast<double>(pace.frames) / pace.rate;
+    if (got > 0 && t > bound_s && now - quiet_since > std::chrono::milliseconds(500)) break;
+  }
+  expect(over == 0, "the wire ran ahead of its rate (more than rate x t + batch frames)");
+  expect(got > 0, "the paced wire sent frames");
+  uint64_t oob = read_oob() - oob0;
+  for (int i = 0; i < 100 && pace.frames != 0 && got + oob < pace.frames; ++i) {
+    usleep(10000);
+    oob = read_oob() - oob0;
+  }
+  ibv_wc wc[32];
+  expect(ibv_poll_cq(rig.cq, 32, wc) == 0, "the wire fell silent at its bound");
+  const uint64_t sent = got + oob;
+  if (pace.frames != 0) {
+    expect(sent == pace.frames, "frames=N: exactly N frames sent (completions + out_of_buffer)");
+    expect(highest < pace.frames, "frames=N: no CODIF frame beyond N-1");
+  }
+  if (pace.seconds > 0)
+    expect(static_cast<double>(sent) <= pace.rate * pace.seconds + static_cast<double>(pace.batch),
+           "seconds=S: at most rate x S + batch frames");
+  printf("wire pace: %llu completions + %llu out_of_buffer; rate %.0f/s frames %llu seconds %.2f\n",
+         static_cast<unsigned long long>(got), static_cast<unsigned long long>(oob), pace.rate,
+         static_cast<unsigned long long>(pace.frames), pace.seconds);
+  if (failures) fprintf(stderr, "%d failed checks\n", failures);
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 6 && strcmp(argv[1], "pace") == 0) {
+    // pace RATE FRAMES SECONDS BATCH: the values of SOFTVERBS_WIRE_PACE.
+    return pace_test({atof(argv[2]), atof(argv[4]), strtoull(argv[3], nullptr, 10),
+                      strtoull(argv[5], nullptr, 10)});
+  }
   Rig rig(0xab);  // the payload SGE must stay as initialised
   if (int rc = rig.open_qp()) return rc;
   rig.arm();

@@ -1,11 +1,16 @@
-// Synthetic wire: an in-process source that completes posted receive WRs at full speed with
-// valid CODIF frames for every NORMAL flow rule, like a NIC's DMA engine on its own core. It
-// writes only the first (header) SGE; payload bytes stay as the application initialised them.
+// Synthetic wire: an in-process source that completes posted receive WRs with valid CODIF
+// frames for every NORMAL flow rule, like a NIC's DMA engine on its own core: at full speed, or
+// paced by SOFTVERBS_WIRE_PACE (a benchmark facility, not a modelled NIC behaviour). It writes
+// only the first (header) SGE; payload bytes stay as the application initialised them.
 #include <arpa/inet.h>
 #include <poll.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <string>
 
 #include "sv.hpp"
 
@@ -25,6 +30,89 @@ WireParams wire_params() {
     p.payload = static_cast<uint32_t>(atoi(v)) & ~7u;
   if (p.payload < 8 || p.payload > 8900) p.payload = 8192;
   return p;
+}
+
+// SOFTVERBS_WIRE_PACE="[rate=R][,frames=N][,seconds=S][,batch=B]", per stream (flow rule):
+// R frames/s against CLOCK_MONOTONIC from the stream's first frame, released in batches of B
+// (default 64, the unpaced burst); the stream falls silent after N frames or S seconds. A
+// frame counts when the wire sends it, whether a WR takes it or out_of_buffer counts it.
+struct WirePace {
+  double rate = 0;      // frames/s per stream; 0: as fast as the thread runs
+  uint64_t frames = 0;  // frames per stream; 0: unbounded
+  double seconds = 0;   // seconds per stream from its first frame; 0: unbounded
+  uint32_t batch = 64;  // frames per burst
+};
+
+bool pace_item(const std::string& key, const std::string& val, WirePace& p) {
+  char* rest = nullptr;
+  if (val.empty()) return false;
+  if (key == "rate" || key == "seconds") {
+    const double v = strtod(val.c_str(), &rest);
+    (key == "rate" ? p.rate : p.seconds) = v;
+    return *rest == 0 && v >= 0;
+  }
+  const unsigned long long v = strtoull(val.c_str(), &rest, 10);
+  if (key == "frames") p.frames = v;
+  if (key == "batch") p.batch = static_cast<uint32_t>(std::min<unsigned long long>(v, 4096));
+  return *rest == 0 && (key == "frames" || (key == "batch" && v >= 1));
+}
+
+// Malformed: unpaced and unbounded, said once on stderr (a benchmark that asked for a rate
+// must see that it did not get one).
+WirePace wire_pace() {
+  WirePace p;
+  const char* spec = getenv("SOFTVERBS_WIRE_PACE");
+  if (!spec || !*spec) return p;
+  const std::string s = spec;
+  bool ok = true;
+  for (size_t pos = 0; pos < s.size() && ok;) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    const size_t eq = item.find('=');
+    ok = eq != std::string::npos && pace_item(item.substr(0, eq), item.substr(eq + 1), p);
+    pos = end + 1;
+  }
+  if (!ok) {
+    fprintf(stderr, "softverbs: SOFTVERBS_WIRE_PACE=%s not understood: unpaced\n", spec);
+    return WirePace{};
+  }
+  return p;
+}
+
+uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ULL + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// Frames rule `r` may send now (at most one batch). A paced stream is due once the frames it
+// has sent no longer exceed rate x elapsed, so by time t it has sent at most rate x t + batch;
+// after a stall it catches up a batch per round, as the frames a real wire carried meanwhile
+// would arrive. `next_ns` is lowered to when a stream that is not due will be.
+uint32_t frames_due(const WirePace& p, const Rule& r, uint64_t now, uint64_t& next_ns) {
+  const uint64_t elapsed = now - r.wire_start_ns;
+  if (p.frames != 0 && r.wire_frame >= p.frames) return 0;
+  if (p.seconds > 0 && static_cast<double>(elapsed) >= p.seconds * 1e9) return 0;
+  if (p.rate > 0 &&
+      static_cast<double>(r.wire_frame) > p.rate * static_cast<double>(elapsed) * 1e-9) {
+    const auto at =
+        r.wire_start_ns + static_cast<uint64_t>(static_cast<double>(r.wire_frame) / p.rate * 1e9);
+    next_ns = std::min(next_ns, at);
+    return 0;
+  }
+  const uint64_t left = p.frames != 0 ? p.frames - r.wire_frame : p.batch;
+  return static_cast<uint32_t>(std::min<uint64_t>(p.batch, left));
+}
+
+// Sleeps until `until_ns` (CLOCK_MONOTONIC), at most 1 ms so that new rules start promptly,
+// or until the device stops.
+void wait_until(const Device& d, uint64_t until_ns) {
+  const uint64_t now = monotonic_ns();
+  const uint64_t ns = until_ns > now ? std::min<uint64_t>(until_ns - now, 1000000) : 0;
+  const timespec ts{0, static_cast<long>(ns)};
+  pollfd pf{d.stop_fd, POLLIN, 0};
+  ppoll(&pf, 1, &ts, nullptr);
 }
 
 void put16(uint8_t* p, uint16_t v) {
@@ -99,35 +187,43 @@ void build_codif(const WireParams& p, uint64_t n, uint16_t thread, uint8_t* h) {
 
 void run_wire_engine(Device& d) {
   const WireParams p = wire_params();
+  const WirePace pace = wire_pace();
   const uint32_t frame_len = 14 + 20 + 8 + 64 + p.payload;
   while (!d.stopping.load(std::memory_order_relaxed)) {
-    bool any = false;
+    bool any = false, sent = false;
+    uint64_t next_ns = UINT64_MAX;
     {
       std::lock_guard<std::mutex> g(d.mu);
       uint16_t thread = 0;
+      const uint64_t now = monotonic_ns();
       for (Rule* r : d.rules) {
         if (r->type != IBV_FLOW_ATTR_NORMAL) continue;
         any = true;
         if (r->wire_template.empty()) {
           r->wire_template.assign(frame_len, 0);
           build_headers(*r, p, r->wire_template.data());
+          r->wire_start_ns = now;
         }
+        const uint32_t n = frames_due(pace, *r, now, next_ns);
+        const uint16_t stream_thread = thread++;
+        if (n == 0) continue;
+        sent = true;
         uint8_t* buf = r->wire_template.data();
         Frame f{buf, frame_len, realtime_ns(), true, false};
         // One lock round per burst, as a NIC writes completions in bursts.
         std::lock_guard<Spin> q(r->qp->lock);
-        for (int burst = 0; burst < 64; ++burst) {
-          build_codif(p, r->wire_frame++, thread, buf + 42);
+        for (uint32_t burst = 0; burst < n; ++burst) {
+          build_codif(p, r->wire_frame++, stream_thread, buf + 42);
           deliver_locked(*r->qp, f, true);
         }
-        ++thread;
       }
-      d.publish_counters();
+      d.publish_counters(!sent);
     }
     if (!any) {
-      d.publish_counters(true);
       pollfd pf{d.stop_fd, POLLIN, 0};
       poll(&pf, 1, 1);
+    } else if (!sent) {
+      wait_until(d, next_ns);  // every stream paced, done, or not yet due
     }
   }
 }
