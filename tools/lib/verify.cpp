@@ -485,7 +485,7 @@ VerifyResult verify_run(const fs::path& manifest_path, const fs::path& summary_p
     const bool partial = is_partial_run(manifest);
     r.partial = partial;
     check_run_state(manifest, partial, r);
-    if (frames->vdif() != nullptr) {  // VDIF runs: verify_vdif.hpp (no partial runs yet)
+    if (frames->vdif() != nullptr) {  // VDIF runs: verify_vdif.hpp
       verify_vdif_streams(manifest, summary, *frames, run, root, r);
       return r;
     }
