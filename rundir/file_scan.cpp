@@ -62,9 +62,11 @@ bool codif_header(const std::byte* p, const capture::codif::SyncSet& syncs,
              capture::codif::Invalid::ok;
 }
 
-void note_frame(FileScan& s, const capture::codif::Header& h, const capture::codif::Timing& t) {
-  const uint64_t index = capture::codif::absolute_index(h, t);
-  const int64_t ns = capture::codif::frame_start_unix_ns(h, t);
+// One whole frame of a CODIF or VDIF file (index and start time from its format's rules).
+template <class Header, class Timing>
+void note_frame(FileScan& s, const Header& h, const Timing& t) {
+  const uint64_t index = absolute_index(h, t);
+  const int64_t ns = frame_start_unix_ns(h, t);
   if (!s.first_index) {
     s.first_index = index;
     s.first_unix_ns = ns;
@@ -121,19 +123,6 @@ bool vdif_header(const std::byte* p, uint64_t avail, const capture::vdif::Rate& 
              capture::vdif::Invalid::ok;
 }
 
-void note_vdif_frame(FileScan& s, const capture::vdif::Header& h, const capture::vdif::Timing& t) {
-  const uint64_t index = capture::vdif::absolute_index(h, t);
-  const int64_t ns = capture::vdif::frame_start_unix_ns(h, t);
-  if (!s.first_index) {
-    s.first_index = index;
-    s.first_unix_ns = ns;
-  }
-  s.last_index = index;
-  s.last_unix_ns = ns;
-  ++s.records;
-  if (h.invalid) ++s.flagged_invalid;
-}
-
 // Raw VDIF (stride = the first header's frame length) or vdifhdr (stride = its header size).
 // Every frame of a file has the first one's header form and length (the writer's stream).
 void walk_vdif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only) {
@@ -164,7 +153,7 @@ void walk_vdif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only) 
                std::to_string(s.bytes_on_disk - at) + " of " + std::to_string(stride) + " bytes)";
       break;
     }
-    note_vdif_frame(s, h, t);
+    note_frame(s, h, t);
     at += stride;
   }
   s.bytes_whole = at;
@@ -252,8 +241,8 @@ std::optional<FileScan> quick_scan_vdif(Reader& reader, FileScan s, FileKind kin
   }
   s.frame_bytes = first.frame_bytes();
   s.header_bytes = first.header_bytes();
-  note_vdif_frame(s, first, t1);
-  note_vdif_frame(s, last, t2);
+  note_frame(s, first, t1);
+  note_frame(s, last, t2);
   s.records = s.bytes_on_disk / stride;
   s.flagged_invalid = 0;  // not counted without reading every header
   return s;
