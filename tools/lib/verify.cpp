@@ -10,12 +10,13 @@
 #include "capture/net/packet.hpp"
 #include "tools/lib/gen_frame.hpp"
 #include "tools/lib/gen_summary.hpp"
+#include "tools/lib/verify_counts.hpp"
 #include "tools/lib/verify_files.hpp"
 #include "tools/lib/verify_model.hpp"
 #include "tools/lib/verify_partial.hpp"
-#include "tools/lib/verify_vdif.hpp"
 #include "tools/lib/verify_pcap.hpp"
 #include "tools/lib/verify_run_settings.hpp"
+#include "tools/lib/verify_vdif.hpp"
 
 namespace rocecap::tools {
 namespace fs = std::filesystem;
@@ -51,15 +52,6 @@ std::string stream_name(const json& m) {
          " (" + m.at("source").get<std::string>() + ")";
 }
 
-void compare(StreamVerdict& v, const char* what, uint64_t actual, uint64_t expected) {
-  v.expected[what] = expected;
-  v.actual[what] = actual;
-  if (actual != expected) {
-    v.problems.push_back(std::string(what) + " " + std::to_string(actual) + ", expected " +
-                         std::to_string(expected));
-  }
-}
-
 std::optional<uint64_t> frame_index(const json& t) {
   if (t.is_null()) return std::nullopt;
   return t.at("index").get<uint64_t>();
@@ -82,7 +74,7 @@ void compare_gaps(Judged& s) {
     listed.emplace_back(g.at(0).get<uint64_t>(), g.at(1).get<uint64_t>());
   const uint64_t not_listed = s.m.at("gaps_not_listed").get<uint64_t>();
   const auto& want = s.expect.gaps;
-  compare(v, "gaps", listed.size() + not_listed, want.size());
+  compare_count(v, "gaps", listed.size() + not_listed, want.size());
   for (std::size_t i = 0; i < listed.size() && i < want.size(); ++i) {
     if (listed[i] != want[i]) {
       v.problems.push_back("gap " + std::to_string(i) + " [" + std::to_string(listed[i].first) +
@@ -120,23 +112,16 @@ void compare_counts(Judged& s, const FrameBuilder& frames, const RunSettings& ru
   const json& m = s.m;
   StreamVerdict& v = s.verdict;
   auto get = [&](const char* key) { return m.at(key).get<uint64_t>(); };
-  compare(v, "packets", get("packets"), e.packets);
-  compare(v, "bytes", get("bytes"), e.packets * frames.frame_bytes());
-  compare(v, "lost", get("lost"), e.lost);
-  compare(v, "duplicate", get("duplicate"), e.duplicate);
-  compare(v, "late", get("late"), e.late);
-  compare(v, "late_dropped", get("late_dropped"), e.late_dropped);
-  compare(v, "invalid", get("invalid"), e.invalid);
-  compare(v, "resync", get("resync"), 0);
+  compare_sequencing(v, m, e, frames.frame_bytes());
   // Fill frames a write error kept out of the raw files are not in the manifest's count.
   uint64_t fills_unwritten = 0;
   if (const auto w = m.find("write_error_lost"); w != m.end() && w->contains("raw"))
     fills_unwritten = w->at("raw").value("fill_frames", uint64_t{0});
-  compare(v, "fill_frames", get("fill_frames"),
-          run.raw && run.fill_gaps ? e.lost - std::min(e.lost, fills_unwritten) : 0);
+  compare_count(v, "fill_frames", get("fill_frames"),
+                run.raw && run.fill_gaps ? e.lost - std::min(e.lost, fills_unwritten) : 0);
   // Frames lost to write errors (no target had room) are counted and listed, not a verdict on
   // the capture: the files are compared with the rest (compare_stream_files).
-  if (write_error_frames(m) == 0) compare(v, "write_errors", get("write_errors"), 0);
+  if (write_error_frames(m) == 0) compare_count(v, "write_errors", get("write_errors"), 0);
   compare_frame(v, "first_frame", m.at("first_frame"), e.any, e.first);
   compare_frame(v, "last_frame", m.at("last_frame"), e.any, e.last);
   compare_gaps(s);
@@ -340,7 +325,7 @@ void check_interfaces(const json& manifest, std::vector<Judged>& streams,
   }
   if (!run.pcap || partial || any_pcap_lost) return;
   for (Judged& s : streams)
-    compare(s.verdict, "pcap_records", s.pcap_records, s.expect.placed());
+    compare_count(s.verdict, "pcap_records", s.pcap_records, s.expect.placed());
 }
 
 void check_rejected(const json& manifest, const GenSummary& summary, VerifyResult& r) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "tools/lib/verify_counts.hpp"
 #include "tools/lib/verify_model.hpp"
 
 namespace rocecap::tools {
@@ -15,15 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using json = nlohmann::json;
-
-void compare(StreamVerdict& v, const char* what, uint64_t actual, uint64_t expected) {
-  v.expected[what] = expected;
-  v.actual[what] = actual;
-  if (actual != expected) {
-    v.problems.push_back(std::string(what) + " " + std::to_string(actual) + ", expected " +
-                         std::to_string(expected));
-  }
-}
 
 // The bytes a stream's file of `format` must hold for index `index` (headers only for vdifhdr).
 std::vector<std::byte> expected_frame(const VdifFrameBuilder& b, uint32_t antenna, uint32_t thread,
@@ -171,16 +163,9 @@ void compare_partial_files(StreamVerdict& v, const json& m, const fs::path& root
 // The stream's counters against the sequencing model (a run of one attempt).
 void compare_counts(StreamVerdict& v, const json& m, const VdifFrameBuilder& b,
                     const RunSettings& run, const StreamExpectation& e) {
-  auto get = [&](const char* key) { return m.at(key).get<uint64_t>(); };
-  compare(v, "packets", get("packets"), e.packets);
-  compare(v, "bytes", get("bytes"), e.packets * (b.frame_bytes() - b.vtp_bytes()));
-  compare(v, "lost", get("lost"), e.lost);
-  compare(v, "duplicate", get("duplicate"), e.duplicate);
-  compare(v, "late", get("late"), e.late);
-  compare(v, "late_dropped", get("late_dropped"), e.late_dropped);
-  compare(v, "invalid", get("invalid"), e.invalid);
-  compare(v, "resync", get("resync"), 0);
-  compare(v, "fill_frames", get("fill_frames"), run.raw && run.fill_gaps ? e.lost : 0);
+  compare_sequencing(v, m, e, b.frame_bytes() - b.vtp_bytes());
+  compare_count(v, "fill_frames", m.at("fill_frames").get<uint64_t>(),
+                run.raw && run.fill_gaps ? e.lost : 0);
 }
 
 }  // namespace
