@@ -64,6 +64,7 @@ nlohmann::json stream_json(const ManifestStream& s) {
           {"resync", s.resync},
           {"fill_frames", s.fill_frames},
           {"write_errors", s.write_errors},
+          {"spills", s.spills},
           {"write_error_lost", write_loss_json(s.write_error_lost)},
           {"qp_recoveries", s.qp_recoveries},
           {"first_frame", frame_time(s.first_frame)},

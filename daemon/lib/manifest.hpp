@@ -53,6 +53,7 @@ struct ManifestStream {
   uint16_t port = 0;
   uint64_t packets = 0, bytes = 0, lost = 0, duplicate = 0, late = 0, late_dropped = 0;
   uint64_t invalid = 0, resync = 0, fill_frames = 0, write_errors = 0;
+  uint64_t spills = 0;         // several targets: writes moved to another target after a fault
   uint64_t qp_recoveries = 0;  // verbs: the stream's QP taken from ERR back to RTR
   std::optional<ManifestFrameTime> first_frame, last_frame;
   std::vector<std::pair<uint64_t, uint64_t>> gaps;  // [first missing index, count]
