@@ -470,7 +470,9 @@ void injected_eio_run(WritePath path, std::optional<uint64_t> after_bytes,
                                 std::span<const std::byte>(f).subspan(kHeader))
                       .ok())
           << "frame " << i;
-      if (gather) ASSERT_TRUE(w.flush_borrowed().ok()) << "frame " << i;
+      if (gather) {
+        ASSERT_TRUE(w.flush_borrowed().ok()) << "frame " << i;
+      }
     }
     ASSERT_TRUE(w.close().ok());
   }
@@ -498,7 +500,9 @@ void injected_eio_run(WritePath path, std::optional<uint64_t> after_bytes,
   // After the failure nothing new went there.
   bool after = false;
   for (const FileRecord& f : w.files()) {
-    if (after) EXPECT_NE(f.target, 1u) << f.path;
+    if (after) {
+      EXPECT_NE(f.target, 1u) << f.path;
+    }
     after = after || (f.target == 1 && f.failed);
   }
 }
