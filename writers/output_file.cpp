@@ -149,7 +149,7 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   chunks_ = {};
   async_error_ = {};
   iov_n_ = small_fill_ = 0;
-  pending_ = pos_ = submitted_ = durable_ = records_ = fills_ = 0;
+  pending_ = pos_ = submitted_ = durable_ = records_ = fills_ = preamble_end_ = 0;
   safe_ = {};
   mark_head_ = mark_count_ = 0;
   gran_ = std::max<uint64_t>(staging.size() / 64, 1);
@@ -437,9 +437,13 @@ Status OutputFile::flush_borrowed() {
 // Keeps what is on disk valid: cut back to the last whole record that reached the disk.
 Status OutputFile::fail(Status error) {
   const Mark keep = safe_;
-  if (keep_cut_)
-    keep_cut(keep.at,
+  // The records cut start after the file's header (pcap): when the first write failed, the
+  // header itself is cut too, but the new file has its own (moved along, it would sit in the
+  // middle of the new file as a garbage record: found by integration_rocecapd_targets_eio_direct).
+  if (keep_cut_) {
+    keep_cut(std::max(keep.at, preamble_end_),
              mark_count_ > 0 ? marks_[(mark_head_ + mark_count_ - 1) % kMarks].at : keep.at);
+  }
   std::string message = error.message();
   if (::ftruncate(fd_.get(), static_cast<off_t>(keep.at)) != 0) {
     message += "; truncating to the last whole record failed: ";

@@ -143,7 +143,10 @@ class OutputFile {
     mark();
   }
   // A boundary that is not a record (a file header such as pcap's).
-  void end_preamble() noexcept { mark(); }
+  void end_preamble() noexcept {
+    preamble_end_ = pos_;
+    mark();
+  }
   // `n` records (of them `fills` fill frames) appended as one piece: bytes moved from a file
   // that failed (take_cut()). Only their end is a known boundary.
   void end_records(uint64_t n, uint64_t fills) noexcept {
@@ -244,6 +247,7 @@ class OutputFile {
   uint64_t durable_ = 0;              // contiguous prefix the kernel accepted
   uint64_t records_ = 0;              // records up to the last mark
   uint64_t fills_ = 0;                // fill records among them
+  uint64_t preamble_end_ = 0;         // a cut never takes the file header (pcap) with it
   uint64_t gran_ = 1;                 // mark bucket: staging size / 64
   Mark safe_{};                       // latest record end <= durable_
   std::array<Mark, kMarks> marks_{};  // record ends > durable_, ascending, one per bucket

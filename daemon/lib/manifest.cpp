@@ -132,6 +132,7 @@ static nlohmann::json manifest_json(const Manifest& m) {
                           {"dump_pinned_drops", i.dump_pinned_drops},
                           {"write_errors", i.write_errors},
                           {"write_error_lost", i.write_error_lost},
+                          {"spills", i.spills},
                           {"rejected", i.rejected},
                           {"files", files_json(i.files)},
                           {"verbs", verbs_json(i.verbs)},

@@ -93,6 +93,7 @@ struct ManifestInterface {
   uint64_t dump_pinned_drops = 0;  // ... while a triggered dump's pins held slots (doc/dumps.md)
   uint64_t write_errors = 0;       // failed writes of the per-interface output (pcap)
   uint64_t write_error_lost = 0;   // pcap records not written because of write errors
+  uint64_t spills = 0;             // several targets: pcap writes moved to another target
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
   std::vector<ManifestFileEntry> files;      // per-interface output (pcap)
   std::optional<ManifestVerbs> verbs;        // backend verbs only

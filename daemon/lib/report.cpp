@@ -138,6 +138,7 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   if (auto* pcap = ir.writer->pcap()) {
     m.write_errors = pcap->stats().write_errors;
     m.write_error_lost = pcap->stats().write_loss.frames;
+    m.spills = pcap->stats().spills;
     for (const auto& f : pcap->files())
       m.files.push_back(file_entry(*rt.config, f, "pcap"));
   }

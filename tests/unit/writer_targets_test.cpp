@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <optional>
@@ -22,6 +23,7 @@
 #include "writer_test_util.hpp"
 #include "writers/fault_injection.hpp"
 #include "writers/output_targets.hpp"
+#include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
 #include "writers/uring_queue.hpp"
 
@@ -519,6 +521,64 @@ TEST(FaultInjection, InjectedEioMidRunOnTheWritevPathSpillsAndLosesNothing) {
 }
 TEST(FaultInjection, InjectedEioAtTheSecondOpenTakesTheTargetOut) {
   injected_eio_run(WritePath::gather_writev, std::nullopt, 1);
+}
+
+// A pcap file whose very first write fails: the records cut are moved to a file on another
+// target, but not the failed file's pcap header (moved along, it sat in the new file as a
+// garbage record: the O_DIRECT run of integration_rocecapd_targets_eio_direct). Every file
+// left is a pcap header followed by exactly the records listed, timestamps in order.
+void pcap_first_write_fails(bool direct) {
+  Targets t(3);
+  RotationOptions o = rotation(t, 20 * 1040, "p");
+  o.output.direct = direct;
+  PcapWriter w(PathMaker{}, o);
+  fault::Spec spec;
+  spec.directory = t.set->directory(1);
+  spec.after_bytes = 0;  // the first write there fails
+  constexpr uint32_t kPackets = 200;
+  {
+    FaultInstalled installed(spec);
+    for (uint32_t i = 0; i < kPackets; ++i) {
+      const Bytes p = test::pattern(1000, i);
+      w.set_next_index(i);
+      ASSERT_TRUE(w.write_packet(int64_t{1'000'000'000} + i, p).ok()) << i;
+    }
+    ASSERT_TRUE(w.close().ok());
+  }
+  EXPECT_EQ(t.set->snapshot()[1].state, TargetState::failed);
+  EXPECT_GE(w.stats().spills, 1u);
+  uint64_t records = 0, next_ns = 1'000'000'000;
+  for (const FileRecord& f : w.files()) {
+    SCOPED_TRACE(f.path.string());
+    const Bytes b = test::read_file(f.path);
+    ASSERT_GE(b.size(), kPcapFileHeaderBytes);
+    uint32_t magic = 0;
+    std::memcpy(&magic, b.data(), 4);
+    EXPECT_EQ(magic, kPcapMagicNs);
+    std::size_t at = kPcapFileHeaderBytes;
+    uint64_t in_file = 0;
+    while (at + kPcapRecordHeaderBytes <= b.size()) {
+      uint32_t h[4];
+      std::memcpy(h, b.data() + at, sizeof h);
+      const uint64_t ns = uint64_t{h[0]} * 1'000'000'000u + h[1];
+      ASSERT_EQ(ns, next_ns) << "record " << in_file << " at byte " << at;
+      ASSERT_EQ(h[2], 1000u);
+      ++next_ns;
+      ++in_file;
+      at += kPcapRecordHeaderBytes + h[2];
+    }
+    EXPECT_EQ(at, b.size());
+    EXPECT_EQ(in_file, f.records);
+    records += in_file;
+  }
+  EXPECT_EQ(records, kPackets) << "records lost or garbled";
+}
+
+TEST(FaultInjection, APcapFileWhoseFirstWriteFailsMovesItsRecordsWithoutItsHeader) {
+  pcap_first_write_fails(false);
+}
+TEST(FaultInjection, APcapFileWhoseFirstDirectWriteFailsMovesItsRecordsWithoutItsHeader) {
+  pcap_first_write_fails(true);
 }
 
 TEST(FaultInjection, ParsesTheEnvironmentValueAndRefusesBadOnes) {
