@@ -6,7 +6,8 @@
 //       files in <dir> (tmpfs: a target that costs nothing), through each write path, and
 //       memcpy()s the same bytes from the same slots into a buffer as large as one file, in the
 //       same run, alternating. Reported: thread CPU time per GB and the ratio memcpy/path.
-//   writer_bench aggregate <dir1> [<dir2>...] --gib G [--direct] [--path copy|gather|uring]
+//   writer_bench aggregate <dir1> [<dir2>...] --gib G [--path copy|gather|uring|direct]
+//                          [--no-preallocate | --size-ahead] [--buffer-mib M]
 //       One writer thread per directory (the writer pool's shape: each thread owns its files),
 //       each writing G/N GiB of frames with rotation at 1 GiB; prints the aggregate GB/s.
 //
@@ -78,7 +79,9 @@ writers::PathMaker paths(fs::path dir, std::string stem) {
 }
 
 std::size_t g_buffer_bytes = 1u << 20;  // --buffer-mib
-bool g_fsync = false;                    // aggregate: true
+bool g_fsync = false;                   // aggregate: true
+bool g_preallocate = true;              // --no-preallocate
+bool g_size_ahead = false;              // --size-ahead
 
 writers::RawWriter make_writer(Path p, const fs::path& dir, const std::string& stem,
                                uint64_t rotate) {
@@ -90,6 +93,8 @@ writers::RawWriter make_writer(Path p, const fs::path& dir, const std::string& s
   // fio's end_fsync=1.
   r.output.fsync_on_close = g_fsync;
   r.io_uring = p == Path::uring_direct;
+  r.preallocate = g_preallocate;
+  r.output.size_ahead = g_size_ahead;
   writers::RawWriter w(paths(dir, stem), r);
   if (p == Path::gather) w.borrow_payloads();
   return w;
@@ -176,16 +181,20 @@ int aggregate(const std::vector<fs::path>& dirs, double gib, Path p) {
     t.join();
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double bytes = static_cast<double>(frames * kFrame * dirs.size());
-  std::printf("aggregate %s buffer=%zuKiB targets=%zu bytes=%.0f seconds=%.3f GB/s=%.3f\n", name(p),
+  std::printf("aggregate %s%s buffer=%zuKiB targets=%zu bytes=%.0f seconds=%.3f GB/s=%.3f\n",
+              name(p),
+              !g_preallocate ? " no-preallocate"
+              : g_size_ahead ? " size-ahead"
+                             : "",
               g_buffer_bytes >> 10, dirs.size(), bytes, s, bytes / s / 1e9);
   return 0;
 }
 
 int usage() {
-  std::fprintf(
-      stderr,
-      "usage: writer_bench cpu <dir> [seconds]\n"
-      "       writer_bench aggregate <dir>... --gib G [--path copy|gather|uring|direct]\n");
+  std::fprintf(stderr,
+               "usage: writer_bench cpu <dir> [seconds]\n"
+               "       writer_bench aggregate <dir>... --gib G [--path copy|gather|uring|direct]\n"
+               "                [--no-preallocate | --size-ahead] [--buffer-mib M]\n");
   return 2;
 }
 
@@ -203,6 +212,10 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--buffer-mib" && i + 1 < argc) {
       g_buffer_bytes = static_cast<std::size_t>(std::atof(argv[++i]) * (1 << 20));
+    } else if (a == "--no-preallocate") {
+      g_preallocate = false;
+    } else if (a == "--size-ahead") {
+      g_size_ahead = true;
     } else if (a == "--gib" && i + 1 < argc) {
       gib = std::atof(argv[++i]);
     } else if (a == "--path" && i + 1 < argc) {

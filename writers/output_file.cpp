@@ -16,6 +16,7 @@
 #include <utility>
 
 #include "writers/aligned_buffer.hpp"
+#include "writers/fault_injection.hpp"
 #include "writers/uring_queue.hpp"
 
 namespace rocecap::writers {
@@ -39,6 +40,13 @@ ssize_t do_writev(int fd, const iovec* iov, int n) {
     total += w;
     if (static_cast<std::size_t>(w) < iov[i].iov_len) break;
   }
+  return total;
+}
+
+uint64_t iov_bytes(const iovec* iov, int n) noexcept {
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i)
+    total += iov[i].iov_len;
   return total;
 }
 
@@ -115,6 +123,8 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
     return Status::error(EBUSY, "open " + path.string() + ": writer already open", path);
   if (!aligned(staging))
     return Status::error(EINVAL, "open " + path.string() + ": bad staging", path);
+  fault_ = fault::covers(path);
+  if (fault_ && fault::fail_open()) return fault::error("open", path);
   const int fd = open_excl(path);
   if (fd < 0) return sys_error(errno, "open", path);
   fd_.reset(fd);
@@ -124,6 +134,7 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   fsync_ = options.fsync_on_close;
   on_write_ = options.on_write;
   keep_cut_ = options.keep_cut;
+  backlog_ = options.backlog;
   cut_.clear();
   queue_ = direct_ && g_write == nullptr ? queue : nullptr;
   path_kind_ = queue_ != nullptr            ? WritePath::copy_uring
@@ -138,11 +149,12 @@ Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& 
   chunks_ = {};
   async_error_ = {};
   iov_n_ = small_fill_ = 0;
-  pending_ = pos_ = submitted_ = durable_ = records_ = fills_ = 0;
+  pending_ = pos_ = submitted_ = durable_ = records_ = fills_ = preamble_end_ = 0;
   safe_ = {};
   mark_head_ = mark_count_ = 0;
   gran_ = std::max<uint64_t>(staging.size() / 64, 1);
   preallocated_ = 0;
+  size_ahead_ = options.size_ahead;
   prealloc_limit_ = options.preallocate > 0 && !memory_backed(fd) ? options.preallocate : 0;
   reserve_ahead(0);
   return {};
@@ -225,13 +237,17 @@ Status OutputFile::submit(std::size_t len) {
     return {};
   }
   Chunk& c = chunks_[cur_];
-  c = {true, false, submitted_, len, 0, on_write_ ? now_ns() : 0};
+  c = {true, false, submitted_, len, 0, timed() ? now_ns() : 0, fault_ && fault::fail_write(len)};
   int error = 0;
   if (!queue_->write(fd_.get(), chunk(cur_), len, submitted_, cur_, error)) {
     c.busy = false;
     Status s = sys_error(error, "io_uring write", path_);
     (void)drain();
     return fail(std::move(s));
+  }
+  if (backlog_ != nullptr) {
+    backlog_->begin(len, c.submit_ns);
+    c.in_backlog = true;
   }
   submitted_ += len;
   ++busy_;
@@ -261,12 +277,14 @@ Status OutputFile::reap_one() {
     return async_error_;
   }
   chunks_[tag].done = true;
-  chunks_[tag].result = result;
+  chunks_[tag].result = chunks_[tag].injected ? -EIO : result;
+  backlog_done(chunks_[tag]);
   while (busy_ > 0 && chunks_[oldest_].done) {
     Chunk& c = chunks_[oldest_];
     if (async_error_.ok()) {
       if (c.result < 0) {
-        async_error_ = sys_error(static_cast<int>(-c.result), "write", path_);
+        async_error_ = c.injected ? fault::error("write", path_)
+                                  : sys_error(static_cast<int>(-c.result), "write", path_);
       } else if (static_cast<std::size_t>(c.result) < c.len) {
         // A short write (the disk filled mid-chunk): the rest with pwrite, which reports why.
         durable_ = c.offset + static_cast<uint64_t>(c.result);
@@ -306,8 +324,11 @@ Status OutputFile::drain() {
 
 Status OutputFile::write_all(const std::byte* data, std::size_t n) {
   while (n > 0) {
-    const uint64_t start = on_write_ ? now_ns() : 0;
+    if (fault_ && fault::fail_write(n)) return fault::error("write", path_);
+    const uint64_t start = timed() ? now_ns() : 0;
+    if (backlog_ != nullptr) backlog_->begin(n, start);
     const ssize_t w = do_write(fd_.get(), data, n);
+    if (backlog_ != nullptr) backlog_->end(n, start);
     if (w > 0 && on_write_) on_write_(static_cast<uint64_t>(w), now_ns() - start);
     if (w < 0) {
       if (errno == EINTR) continue;
@@ -370,17 +391,21 @@ Status OutputFile::gather_flush() {
   std::size_t first = 0;
   while (first < iov_n_) {
     const int n = static_cast<int>(std::min(iov_n_ - first, kMaxIov));
-    const uint64_t start = on_write_ ? now_ns() : 0;
-    const ssize_t w = do_writev(fd_.get(), &iov_[first], n);
+    const uint64_t bytes = fault_ || backlog_ != nullptr ? iov_bytes(&iov_[first], n) : 0;
+    const bool injected = fault_ && fault::fail_write(bytes);
+    const uint64_t start = timed() ? now_ns() : 0;
+    if (backlog_ != nullptr) backlog_->begin(bytes, start);
+    const ssize_t w = injected ? -1 : do_writev(fd_.get(), &iov_[first], n);
+    if (backlog_ != nullptr) backlog_->end(bytes, start);
     if (w > 0 && on_write_) on_write_(static_cast<uint64_t>(w), now_ns() - start);
-    if (w <= 0 && !(w < 0 && errno == EINTR)) {
-      const int error = w < 0 ? errno : EIO;
+    if (w <= 0 && (injected || !(w < 0 && errno == EINTR))) {
+      const int error = w < 0 && !injected ? errno : EIO;
       // What is left unwritten stays described by iov_[0, iov_n_) from durable_ on, for
       // keep_cut (the bytes are still where they were: the caller releases after the flush).
       std::move(iov_.begin() + static_cast<std::ptrdiff_t>(first),
                 iov_.begin() + static_cast<std::ptrdiff_t>(iov_n_), iov_.begin());
       iov_n_ -= first;
-      return sys_error(error, "write", path_);
+      return injected ? fault::error("write", path_) : sys_error(error, "write", path_);
     }
     if (w < 0) continue;
     durable_ += static_cast<uint64_t>(w);
@@ -412,9 +437,13 @@ Status OutputFile::flush_borrowed() {
 // Keeps what is on disk valid: cut back to the last whole record that reached the disk.
 Status OutputFile::fail(Status error) {
   const Mark keep = safe_;
-  if (keep_cut_)
-    keep_cut(keep.at,
+  // The records cut start after the file's header (pcap): when the first write failed, the
+  // header itself is cut too, but the new file has its own (moved along, it would sit in the
+  // middle of the new file as a garbage record: found by integration_rocecapd_targets_eio_direct).
+  if (keep_cut_) {
+    keep_cut(std::max(keep.at, preamble_end_),
              mark_count_ > 0 ? marks_[(mark_head_ + mark_count_ - 1) % kMarks].at : keep.at);
+  }
   std::string message = error.message();
   if (::ftruncate(fd_.get(), static_cast<off_t>(keep.at)) != 0) {
     message += "; truncating to the last whole record failed: ";
@@ -556,7 +585,8 @@ void OutputFile::reserve_ahead(uint64_t end) noexcept {
   if (prealloc_limit_ == 0 || end < preallocated_) return;
   const uint64_t want = std::min(prealloc_limit_, (end / kPreallocateStep + 1) * kPreallocateStep);
   if (want <= preallocated_) return;
-  if (::fallocate(fd_.get(), FALLOC_FL_KEEP_SIZE, static_cast<off_t>(preallocated_),
+  if (::fallocate(fd_.get(), size_ahead_ ? 0 : FALLOC_FL_KEEP_SIZE,
+                  static_cast<off_t>(preallocated_),
                   static_cast<off_t>(want - preallocated_)) != 0) {
     prealloc_limit_ = 0;  // full, or not supported: the writes themselves say ENOSPC
     return;
@@ -570,7 +600,17 @@ void OutputFile::release_preallocation() noexcept {
   preallocated_ = 0;
 }
 
+void OutputFile::backlog_done(Chunk& c) noexcept {
+  if (!c.in_backlog) return;
+  c.in_backlog = false;
+  backlog_->end(c.len, c.submit_ns);
+}
+
+// Writes whose completion never came (a lost completion, a drain cut short) leave the backlog
+// with the file: it never counts writes of a closed file.
 void OutputFile::close_fd() noexcept {
+  for (Chunk& c : chunks_)
+    backlog_done(c);
   fd_.reset();
 }
 

@@ -54,6 +54,7 @@
 #include <vector>
 
 #include "writers/status.hpp"
+#include "writers/write_backlog.hpp"
 
 namespace rocecap::writers {
 
@@ -66,6 +67,12 @@ struct OutputOptions {
   // Bytes reserved ahead of the writes (fallocate KEEP_SIZE), at most this many per file (the
   // rotation size); reserved kPreallocateStep at a time, not all at open; 0: none.
   uint64_t preallocate = 0;
+  // The reservation also moves the file size ahead (fallocate mode 0; cut to the real size at
+  // close). ext4 and XFS serialise O_DIRECT writes past the end of the file (ext4_dio_write_iter
+  // takes the inode lock exclusively and waits for each one, IOMAP_DIO_FORCE_WAIT), so several
+  // writes in flight only overlap inside the file's size. A crash leaves the reserved zeros at
+  // the end of the file. Off by default: for benchmarks (writer_bench --size-ahead).
+  bool size_ahead = false;
   // Called after each successful write with its bytes and duration (per-target metrics and
   // stall detection, writers/output_targets.hpp): one clock pair per write(), writev() or
   // io_uring completion (timed from its submission).
@@ -73,6 +80,9 @@ struct OutputOptions {
   // On a write error, keep the whole records the cut removed (take_cut()), so that they can be
   // written to another target instead of being lost (spill-over).
   bool keep_cut = false;
+  // The file's target's writes in flight (borrowed; null: not counted): each write is added
+  // while the kernel has it (writers/write_backlog.hpp).
+  WriteBacklog* backlog = nullptr;
 };
 
 // How one file's bytes are written (for tests, the manifest and benchmarks).
@@ -133,7 +143,10 @@ class OutputFile {
     mark();
   }
   // A boundary that is not a record (a file header such as pcap's).
-  void end_preamble() noexcept { mark(); }
+  void end_preamble() noexcept {
+    preamble_end_ = pos_;
+    mark();
+  }
   // `n` records (of them `fills` fill frames) appended as one piece: bytes moved from a file
   // that failed (take_cut()). Only their end is a known boundary.
   void end_records(uint64_t n, uint64_t fills) noexcept {
@@ -173,7 +186,9 @@ class OutputFile {
     uint64_t offset = 0;
     std::size_t len = 0;
     int64_t result = 0;
-    uint64_t submit_ns = 0;  // for on_write's duration
+    uint64_t submit_ns = 0;   // for on_write's duration
+    bool injected = false;    // fault injection: complete it with EIO (fault_injection.hpp)
+    bool in_backlog = false;  // counted in backlog_ until its completion (or the close)
   };
   static constexpr std::size_t kMarks = 136;  // 64 buckets of the pending window, and slack
   static constexpr std::size_t kMaxChunks = 16;
@@ -199,6 +214,8 @@ class OutputFile {
   void release_preallocation() noexcept;
   void reserve_ahead(uint64_t end) noexcept;  // preallocation up to past `end`, a step at a time
   void close_fd() noexcept;
+  bool timed() const noexcept { return on_write_ || backlog_ != nullptr; }
+  void backlog_done(Chunk& c) noexcept;
 
   std::filesystem::path path_;
   std::span<std::byte> staging_;
@@ -209,6 +226,7 @@ class OutputFile {
   WritePath path_kind_ = WritePath::copy_write;
   uint64_t preallocated_ = 0;
   uint64_t prealloc_limit_ = 0;  // OutputOptions::preallocate; 0: reserving stopped
+  bool size_ahead_ = false;
   // Copy paths: the staging buffer as n_chunks_ chunks, chunk cur_ being filled.
   std::size_t chunk_bytes_ = 0;
   std::size_t n_chunks_ = 1;
@@ -229,6 +247,7 @@ class OutputFile {
   uint64_t durable_ = 0;              // contiguous prefix the kernel accepted
   uint64_t records_ = 0;              // records up to the last mark
   uint64_t fills_ = 0;                // fill records among them
+  uint64_t preamble_end_ = 0;         // a cut never takes the file header (pcap) with it
   uint64_t gran_ = 1;                 // mark bucket: staging size / 64
   Mark safe_{};                       // latest record end <= durable_
   std::array<Mark, kMarks> marks_{};  // record ends > durable_, ascending, one per bucket
@@ -236,6 +255,8 @@ class OutputFile {
   std::size_t mark_count_ = 0;
   std::function<void(uint64_t, uint64_t)> on_write_;
   bool keep_cut_ = false;
+  bool fault_ = false;  // under the directory of an installed fault (fault_injection.hpp)
+  WriteBacklog* backlog_ = nullptr;
   std::vector<std::byte> cut_;  // filled on a failure only (an error path may allocate)
 };
 

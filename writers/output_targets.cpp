@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <sys/statvfs.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +13,13 @@
 #include "writers/status.hpp"
 
 namespace rocecap::writers {
+namespace {
+uint64_t monotonic_now_ns() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+}  // namespace
 
 std::string_view to_string(TargetState s) noexcept {
   switch (s) {
@@ -42,6 +50,7 @@ OutputTargets::OutputTargets(std::vector<std::filesystem::path> directories, Tar
     for (int c = 0; c < kCounters; ++c)
       t.counters[c].store(0, std::memory_order_relaxed);
     t.counters[kActive].store(1, std::memory_order_relaxed);
+    t.backlog = std::make_unique<WriteBacklog>(monotonic_now_ns());
     refresh(t);
     t.start_free = t.free_now;
     targets_.push_back(std::move(t));
@@ -72,14 +81,13 @@ void OutputTargets::update_latency(Target& t) {
 }
 
 // The share of its weight this run has used, had it the new file too (lowest wins): the
-// weight is the free space at the start, divided by how much slower than the fastest target
-// it writes when that is more than twice and more than the latency floor (a target falling
-// behind gets proportionally fewer files, never none, so its latency keeps being measured).
-double OutputTargets::score(const Target& t, double fastest, uint64_t expected) const {
+// weight is the free space at the start, divided by how far its lag is behind the reference
+// when that is more than twice and more than the latency floor (a target falling behind gets
+// proportionally fewer files, never none, so its latency keeps being measured).
+double OutputTargets::score(const Target& t, double reference, uint64_t expected) const {
   double weight = double(t.start_free);
-  if (fastest > 0 && t.recent_ns_per_write > 2 * fastest &&
-      t.recent_ns_per_write > double(options_.slow_floor.count())) {
-    weight /= t.recent_ns_per_write / fastest;
+  if (t.lag_ns > 2 * reference && t.lag_ns > double(options_.slow_floor.count())) {
+    weight /= t.lag_ns / reference;
   }
   if (weight < 1) return std::numeric_limits<double>::infinity();
   // + open: among targets with nothing placed yet, the one with the fewest open files.
@@ -88,11 +96,13 @@ double OutputTargets::score(const Target& t, double fastest, uint64_t expected) 
 
 std::optional<std::size_t> OutputTargets::place(uint64_t expected_bytes) {
   std::lock_guard lock(mutex_);
-  double fastest = 0;
+  const uint64_t now = monotonic_now_ns();
+  double reference = -1;
   for (std::size_t i = 0; i < targets_.size(); ++i) {
     Target& t = targets_[i];
     refresh(t);
     update_latency(t);
+    t.lag_ns = std::max(t.recent_ns_per_write, double(t.backlog->sample(now).mean_age_ns));
     // Back when space was freed since it filled (a quota, EDQUOT, can refuse writes while
     // statvfs shows room: such a target is not readmitted on statvfs alone).
     if (t.state == TargetState::full && t.free_now >= options_.recover_bytes &&
@@ -103,17 +113,17 @@ std::optional<std::size_t> OutputTargets::place(uint64_t expected_bytes) {
                 fmt::format("{} bytes free again (at least {} needed)", t.free_now,
                             options_.recover_bytes));
     }
-    if (t.state == TargetState::active && t.recent_ns_per_write > 0 &&
-        (fastest == 0 || t.recent_ns_per_write < fastest)) {
-      fastest = t.recent_ns_per_write;
+    if (t.state == TargetState::active && (reference < 0 || t.lag_ns < reference)) {
+      reference = t.lag_ns;
     }
   }
+  if (reference <= 0) reference = double(options_.slow_floor.count());
   std::optional<std::size_t> best;
   double best_score = 0;
   for (std::size_t i = 0; i < targets_.size(); ++i) {
     const Target& t = targets_[i];
     if (t.state != TargetState::active) continue;
-    const double s = score(t, fastest, expected_bytes);
+    const double s = score(t, reference, expected_bytes);
     if (!best || s < best_score) best_score = s, best = i;
   }
   if (best) {
@@ -209,6 +219,7 @@ std::vector<TargetSnapshot> OutputTargets::snapshot() const {
     s.free_bytes = options_.free_bytes(t.dir).value_or(t.free_now);
     s.out_of_rotation = t.out_count;
     s.reason = t.reason;
+    s.backlog_bytes = t.backlog->sample(0).bytes;
     out.push_back(std::move(s));
   }
   return out;

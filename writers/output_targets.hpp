@@ -10,10 +10,16 @@
 // 30: scans lost on disks of unequal size), and targets of equal size take files in turn
 // (about 1/N of the bytes each, within one file). A writer's first file reserves nothing (it may
 // stay small for the whole run, as codifhdr files do next to raw ones): first files go to the
-// targets with the fewest open files; a file opened by rotation reserves the rotation size. A
-// target whose smoothed write latency is more than twice the fastest target's (and above
-// slow_floor) has its weight divided by that ratio: it gets proportionally fewer new files while it
-// is behind.
+// targets with the fewest open files; a file opened by rotation reserves the rotation size.
+//
+// Falling behind. A target's lag is the larger of its smoothed write latency (writes completed
+// since the previous placements) and the mean age of its writes still in flight (its backlog,
+// writers/write_backlog.hpp: a target whose writes sit in the kernel is behind before any of them
+// completes, which latency alone would show only once they do). A target whose lag is more than
+// twice the reference and above slow_floor has its weight divided by lag / reference: it gets
+// proportionally fewer new files while it is behind, never none. The reference is the least lag
+// among the targets in rotation, or slow_floor when that is 0 (a target that has not written
+// yet).
 //
 // Out of rotation. A target that returned ENOSPC/EDQUOT/EFBIG is "full"; EIO, EROFS, a vanished
 // directory or file (ENOENT, ESTALE, ENODEV, ENXIO) or a single write slower than the stall bound
@@ -41,6 +47,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "writers/write_backlog.hpp"
 
 namespace rocecap::writers {
 
@@ -75,6 +83,7 @@ struct TargetSnapshot {
   uint64_t free_bytes = 0;       // statvfs at the last placement or snapshot
   uint64_t out_of_rotation = 0;  // times it was taken out
   std::string reason;            // why it is (or last was) out of rotation; empty: never
+  uint64_t backlog_bytes = 0;    // bytes of the writes in flight at the snapshot
 };
 
 // Called (under the targets' lock, on a writer thread) when a target leaves or re-enters
@@ -100,6 +109,8 @@ class OutputTargets {
   // The file placed with `expected_bytes` ended with `bytes` (or was never opened: 0).
   void file_closed(std::size_t t, uint64_t expected_bytes, uint64_t bytes);
   void file_opened(std::size_t t) noexcept;
+  // The writes in flight on target `t`: OutputFile adds its writes there (OutputOptions::backlog).
+  WriteBacklog* backlog(std::size_t t) noexcept { return targets_[t].backlog.get(); }
   // One successful write() of `bytes` that took `ns`; a write past the stall bound takes the
   // target out of rotation (returns false then).
   bool wrote(std::size_t t, uint64_t bytes, uint64_t ns);
@@ -134,13 +145,15 @@ class OutputTargets {
     // Latency window for placement: the totals at the previous placement.
     uint64_t seen_writes = 0, seen_ns = 0;
     double recent_ns_per_write = 0;
+    double lag_ns = 0;  // max(recent_ns_per_write, mean age of the backlog) at the placement
+    std::unique_ptr<WriteBacklog> backlog;
     // Written on writer threads without the lock.
     std::unique_ptr<std::atomic<uint64_t>[]> counters;  // Counter; kActive: state is active
   };
 
   void refresh(Target& t);
   void update_latency(Target& t);
-  double score(const Target& t, double fastest, uint64_t expected) const;
+  double score(const Target& t, double reference, uint64_t expected) const;
   void set_state(std::size_t i, TargetState s, const std::string& reason);
 
   TargetOptions options_;

@@ -251,6 +251,7 @@ Status RotatingFile::open_path(const std::filesystem::path& path, uint64_t seq,
     out.on_write = [targets = targets_, target](uint64_t bytes, uint64_t ns) {
       targets->wrote(target, bytes, ns);
     };
+    out.backlog = targets_->backlog(target);
   }
   out.preallocate = options_.preallocate ? options_.max_bytes : 0;
   if (Status s = file_.open(path, out, staging_.span(), queue_for_direct()); !s) return s;

@@ -53,6 +53,7 @@ struct ManifestStream {
   uint16_t port = 0;
   uint64_t packets = 0, bytes = 0, lost = 0, duplicate = 0, late = 0, late_dropped = 0;
   uint64_t invalid = 0, resync = 0, fill_frames = 0, write_errors = 0;
+  uint64_t spills = 0;         // several targets: writes moved to another target after a fault
   uint64_t qp_recoveries = 0;  // verbs: the stream's QP taken from ERR back to RTR
   std::optional<ManifestFrameTime> first_frame, last_frame;
   std::vector<std::pair<uint64_t, uint64_t>> gaps;  // [first missing index, count]
@@ -92,6 +93,7 @@ struct ManifestInterface {
   uint64_t dump_pinned_drops = 0;  // ... while a triggered dump's pins held slots (doc/dumps.md)
   uint64_t write_errors = 0;       // failed writes of the per-interface output (pcap)
   uint64_t write_error_lost = 0;   // pcap records not written because of write errors
+  uint64_t spills = 0;             // several targets: pcap writes moved to another target
   std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
   std::vector<ManifestFileEntry> files;      // per-interface output (pcap)
   std::optional<ManifestVerbs> verbs;        // backend verbs only

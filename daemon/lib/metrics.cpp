@@ -412,6 +412,10 @@ void add_targets(Exposition& e, const Runtime& rt) {
                          MetricType::Gauge);
   auto& out = e.family("rocecap_target_out_of_rotation_total",
                        "Times the target was taken out of rotation", MetricType::Counter);
+  auto& backlog = e.family("rocecap_target_write_backlog_bytes",
+                           "Bytes of the writes handed to the kernel and not completed on the "
+                           "target (placement weighs down a target whose writes sit in flight)",
+                           MetricType::Gauge);
   const auto snapshot = rt.targets->snapshot();
   for (std::size_t t = 0; t < snapshot.size(); ++t) {
     const writers::TargetSnapshot& s = snapshot[t];
@@ -423,6 +427,7 @@ void add_targets(Exposition& e, const Runtime& rt) {
     add(free, l, double(s.free_bytes));
     add(files, l, double(s.files));
     add(out, l, double(s.out_of_rotation));
+    add(backlog, l, double(s.backlog_bytes));
     for (const auto st :
          {writers::TargetState::active, writers::TargetState::full, writers::TargetState::failed}) {
       Labels sl = l;

@@ -88,6 +88,7 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
     for (const auto& f : writer.files())
       m.files.push_back(file_entry(cfg, f, format));
     m.write_errors += writer.stats().write_errors;
+    m.spills += writer.stats().spills;
     const writers::WriteLoss& l = writer.stats().write_loss;
     m.write_error_lost.push_back({format, l.frames, l.fills, l.gaps, l.gaps_not_listed});
   };
@@ -137,6 +138,7 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   if (auto* pcap = ir.writer->pcap()) {
     m.write_errors = pcap->stats().write_errors;
     m.write_error_lost = pcap->stats().write_loss.frames;
+    m.spills = pcap->stats().spills;
     for (const auto& f : pcap->files())
       m.files.push_back(file_entry(*rt.config, f, "pcap"));
   }

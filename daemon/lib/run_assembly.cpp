@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "capture/memory/gpu_memory.hpp"
@@ -14,6 +15,7 @@
 #include "config/retention_plan.hpp"
 #include "daemon/lib/run.hpp"
 #include "daemon/lib/source_factory.hpp"
+#include "writers/fault_injection.hpp"
 #include "writers/output_path.hpp"
 #include "writers/output_targets.hpp"
 #include "writers/staging/engine_factory.hpp"
@@ -251,6 +253,27 @@ void mark_targets(const config::RunConfig& cfg, const writers::OutputTargets& ta
   }
 }
 
+// ROCECAP_FAULT_EIO (writers/fault_injection.hpp): a test seam making one output target answer
+// EIO mid-run. Read once, here; refused unless it names one of the run's targets exactly, and
+// logged as an error so that no run passes for a normal one with it set.
+void install_fault_injection(const std::vector<fs::path>& dirs, spdlog::logger& log) {
+  const char* value = std::getenv(writers::fault::kEnvironment);
+  if (value == nullptr) return;
+  const std::string setting = std::string(writers::fault::kEnvironment) + "=" + value;
+  std::string error;
+  const auto spec = writers::fault::parse(value, error);
+  if (!spec) throw std::runtime_error(setting + ": " + error);
+  if (std::none_of(dirs.begin(), dirs.end(), [&](const fs::path& d) {
+        return (d / "").lexically_normal() == (spec->directory / "").lexically_normal();
+      })) {
+    throw std::runtime_error(setting + ": " + spec->directory.string() +
+                             " is not one of the output targets");
+  }
+  writers::fault::install(*spec);
+  log.error("fault injection active ({}, a test seam, never for a real run): {}", setting,
+            writers::fault::describe(*spec));
+}
+
 // output.directories (or output.directory): each target's state changes are logged once.
 std::shared_ptr<writers::OutputTargets> make_targets(const config::RunConfig& cfg,
                                                      const std::shared_ptr<spdlog::logger>& log) {
@@ -261,6 +284,7 @@ std::shared_ptr<writers::OutputTargets> make_targets(const config::RunConfig& cf
   for (const fs::path& d : dirs) {
     if (writers::Status s = writers::make_directories(d); !s) throw std::runtime_error(s.message());
   }
+  install_fault_injection(dirs, *log);
   writers::TargetOptions o;
   // A full target comes back with room for a few files (at most 64 MiB, at least 4 MiB).
   o.recover_bytes = std::clamp<uint64_t>(2 * cfg.output.rotate_bytes, 4u << 20, 64u << 20);

@@ -16,14 +16,25 @@
 #   index and frame count) and the write_error gaps tile the stream's frames exactly; `rocecap
 #   verify` finds every other frame in the files; rocecapd exits 0 (a full target is not
 #   storage loss).
+# eio, eio_direct: three directories; the middle one answers EIO once 4 MiB were written there
+#   (ROCECAP_FAULT_EIO, the file layer's fault seam, writers/fault_injection.hpp), about a third
+#   into the run; eio_direct with direct_io (O_DIRECT through io_uring: the EIO arrives as a
+#   completion). rocecapd exits 0; the log says the seam is active and takes that target out of
+#   rotation once (failed); the manifest lists it failed with the injected EIO as the reason,
+#   out of rotation once, the others active and never out; nothing written there after the
+#   fault; per stream and format the files (their target, first frame index and frame count)
+#   tile the stream's frames exactly with no write_error gap (the frames that were bound for
+#   the failed target are in files on the others), every file holds exactly its frames,
+#   `spills` (streams and pcap) >= 1, at most one per writer, no write error anywhere;
+#   `rocecap verify` finds every frame.
 #
-# usage: rocecapd_targets_test.sh ROCECAPD ROCECAP stripe|spill
+# usage: rocecapd_targets_test.sh ROCECAPD ROCECAP stripe|spill|eio|eio_direct
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck disable=SC2034  # read by e2e_lib.sh
-ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP stripe|spill}
-ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP stripe|spill}
-mode=${3:?usage: $0 ROCECAPD ROCECAP stripe|spill}
+ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP stripe|spill|eio|eio_direct}
+ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP stripe|spill|eio|eio_direct}
+mode=${3:?usage: $0 ROCECAPD ROCECAP stripe|spill|eio|eio_direct}
 # shellcheck source=e2e_lib.sh
 source "$here/e2e_lib.sh"
 
@@ -74,6 +85,108 @@ replay() {
     exit 1
   fi
 }
+
+if [ "$mode" = eio ] || [ "$mode" = eio_direct ]; then
+  e2e_gen_args 3000
+  "$ROCECAP" "${E2E_GEN[@]}" --pcap "$work/sent.pcap" --summary "$work/summary.json" >/dev/null
+  mkdir -p "$work/t0" "$work/t1" "$work/t2"
+  [ "$mode" = eio_direct ] && export E2E_EXTRA_OUTPUT="  direct_io: true"
+  export ROCECAP_FAULT_EIO="after_bytes=$((4 << 20)):$work/t1"
+  replay eio "$work/t0" "$work/t1" "$work/t2"
+  unset ROCECAP_FAULT_EIO E2E_EXTRA_OUTPUT
+  grep -E "fault injection|out of rotation|output writes" "$work/eio.log" | cut -c1-220
+  python3 - "$work/eio.log" "$work/t0/e2e/manifest.json" "$E2E_FRAME_BYTES" "$mode" <<'PY'
+import json, os, sys
+log, m = open(sys.argv[1]).read().splitlines(), json.load(open(sys.argv[2]))
+frame, mode = int(sys.argv[3]), sys.argv[4]
+injected = "Input/output error (injected: ROCECAP_FAULT_EIO)"
+bad = []
+if not any("fault injection active" in l for l in log):
+    bad.append("the log does not say that fault injection is active")
+out = [l for l in log if "out of rotation" in l]
+if len(out) != 1 or "output target 1 " not in out[0] or "(failed)" not in out[0] \
+        or injected not in out[0]:
+    bad.append(f"expected one 'output target 1 ... out of rotation (failed)' line with the "
+               f"injected EIO, got {out}")
+if mode == "eio_direct" and not any("O_DIRECT io_uring" in l for l in log):
+    bad.append("eio_direct: O_DIRECT writes did not go through io_uring")
+targets = m.get("targets", [])
+if len(targets) != 3:
+    sys.exit(f"FAIL: the manifest lists targets {targets}")
+for i, t in enumerate(targets):
+    want = ("failed", 1) if i == 1 else ("active", 0)
+    if (t["state"], t["out_of_rotation"]) != want:
+        bad.append(f"target {i}: {t['state']}, out of rotation {t['out_of_rotation']} times, "
+                   f"expected {want}")
+if injected not in (targets[1]["reason"] or ""):
+    bad.append(f"target 1's reason {targets[1]['reason']!r} does not name the injected EIO")
+per_target, files_on_1 = [0, 0, 0], 0
+spills = sum(s["spills"] for s in m["streams"]) + sum(i["spills"] for i in m["interfaces"])
+all_files = [f for s in m["streams"] for f in s["files"]] + \
+    [f for i in m["interfaces"] for f in i["files"]]
+for f in all_files:
+    path = os.path.join(targets[f["target"]]["directory"], f["path"])
+    size = os.path.getsize(path)
+    per_target[f["target"]] += size
+    files_on_1 += f["target"] == 1
+    if size != f["bytes"]:
+        bad.append(f"{path}: {size} bytes on disk, manifest {f['bytes']}")
+print(f"bytes per target {per_target}; {files_on_1} files on target 1; spills {spills}")
+if not 0 < per_target[1] <= 4 << 20:
+    bad.append(f"target 1 holds {per_target[1]} bytes: expected some, at most the 4 MiB the "
+               "seam let through")
+if per_target[1] * 4 > sum(per_target):
+    bad.append("the fault came too late to be mid-run")
+# Each writer meets the failed target at most once (it is out of rotation after).
+writers = 2 * len(m["streams"]) + len(m["interfaces"])
+if not 1 <= spills <= writers:
+    bad.append(f"spills {spills}: expected at least 1, at most one per writer ({writers})")
+moved = 0
+for s in m["streams"]:
+    name = f"{s['group']} {s['antenna']}"
+    if s["write_errors"] != 0:
+        bad.append(f"{name}: {s['write_errors']} write errors")
+    for fmt in ("raw", "codifhdr"):
+        lost = s["write_error_lost"][fmt]
+        if lost["frames"] or lost["fill_frames"] or lost["gaps"]:
+            bad.append(f"{name} {fmt}: lost to write errors {lost}")
+        files = sorted((f for f in s["files"] if f["format"] == fmt and f["frames"] > 0),
+                       key=lambda f: f["first_index"])
+        at = s["first_frame"]["index"]
+        for prev, f in zip([None] + files, files):
+            if f["first_index"] != at:
+                bad.append(f"{name} {fmt}: {f['path']} starts at frame {f['first_index']}, "
+                           f"expected {at}")
+                break
+            at += f["frames"]
+            unit = frame if fmt == "raw" else 64
+            if f["bytes"] != f["frames"] * unit:
+                bad.append(f"{name} {fmt}: {f['path']} {f['bytes']} bytes for {f['frames']} frames")
+            if prev is not None and prev["target"] == 1 and f["target"] != 1:
+                moved += 1
+        else:
+            if at != s["last_frame"]["index"] + 1:
+                bad.append(f"{name} {fmt}: files end at frame {at - 1}, last frame "
+                           f"{s['last_frame']['index']}")
+for i in m["interfaces"]:
+    if i["write_errors"] != 0 or i["write_error_lost"] != 0:
+        bad.append(f"interface {i['name']}: write errors {i['write_errors']}, lost "
+                   f"{i['write_error_lost']}")
+print(f"per stream and format the files tile the frames; {moved} files on target 1 continued "
+      f"on another target")
+for b in bad:
+    print("FAIL: " + b)
+sys.exit(1 if bad else 0)
+PY
+  e2e_verify "$work/t0/e2e/manifest.json" "$work/summary.json" >"$work/verify.txt" || {
+    cat "$work/verify.txt"
+    echo "FAIL: rocecap verify refuses the run with an EIO target"
+    exit 1
+  }
+  tail -3 "$work/verify.txt"
+  passed=1
+  exit 0
+fi
 
 if [ "$mode" = stripe ]; then
   e2e_gen_args 3000

@@ -253,6 +253,8 @@ TEST_F(Metrics, TargetCountersFollowTheFiles) {
   EXPECT_EQ(s["rocecap_target_files_total" + l], 2);
   EXPECT_GE(s["rocecap_target_writes_total" + l], 2);
   EXPECT_GT(s["rocecap_target_free_bytes" + l], 0);
+  EXPECT_EQ(s.count("rocecap_target_write_backlog_bytes" + l), 1u) << last_text_;
+  EXPECT_EQ(s["rocecap_target_write_backlog_bytes" + l], 0) << "writes of closed files counted";
   const std::string st = R"({directory=")" + dir_.string() + R"(",state="active",target="0"})";
   EXPECT_EQ(s["rocecap_target_state" + st], 1) << last_text_;
 }

@@ -6,19 +6,26 @@
 // one is on.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "writer_test_util.hpp"
+#include "writers/fault_injection.hpp"
 #include "writers/output_targets.hpp"
+#include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
+#include "writers/uring_queue.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -336,6 +343,77 @@ TEST(OutputTargets, ATargetFallingBehindGetsFewerFiles) {
   EXPECT_EQ(t.set->snapshot()[0].state, TargetState::active) << "slow is not stalled";
 }
 
+uint64_t monotonic_ns_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1'000'000'000u + uint64_t(ts.tv_nsec);
+}
+
+// Places `files` rotation files of 64 MiB (each closed whole at once); how many went where.
+std::vector<int> place_files(OutputTargets& set, int files) {
+  std::vector<int> per(set.size(), 0);
+  for (int i = 0; i < files; ++i) {
+    const auto t = set.place(64 << 20);
+    if (!t) break;
+    ++per[*t];
+    set.file_closed(*t, 64 << 20, 64 << 20);
+  }
+  return per;
+}
+
+// Backlog (writers/write_backlog.hpp): of two equal targets, the one with a write in flight for
+// 100 ms (no write completed anywhere, so no latency is known) gets fewer new files, still some;
+// once the write completed it takes files again until it has caught up with its share.
+TEST(OutputTargets, ABackloggedTargetGetsFewerNewFilesThanAnEqualIdleOne) {
+  TargetOptions o;
+  o.free_bytes = [](const fs::path&) { return std::optional<uint64_t>(uint64_t{1} << 40); };
+  Targets t(2, o);  // slow_floor 20 ms
+  const uint64_t start = monotonic_ns_now();
+  t.set->backlog(0)->begin(1 << 20, start);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto snap = t.set->snapshot();
+  EXPECT_EQ(snap[0].backlog_bytes, 1u << 20);
+  EXPECT_EQ(snap[1].backlog_bytes, 0u);
+  const std::vector<int> behind = place_files(*t.set, 40);
+  EXPECT_GE(behind[0], 1) << "a backlogged target still gets some files";
+  EXPECT_LE(behind[0], 40 / 4) << "the backlogged target kept its half: " << behind[0];
+  t.set->backlog(0)->end(1 << 20, start);
+  EXPECT_EQ(t.set->snapshot()[0].backlog_bytes, 0u);
+  const std::vector<int> after = place_files(*t.set, 40);
+  EXPECT_GE(after[0], 20) << "the target did not catch up once its write completed";
+  EXPECT_LE(std::abs((behind[0] + after[0]) - (behind[1] + after[1])), 1);
+}
+
+// The real write paths feed the backlog: a write() in progress is counted on its target (seen
+// from inside the write), and nothing stays counted once the files are closed.
+OutputTargets* g_backlog_targets = nullptr;
+std::vector<uint64_t> g_backlog_seen;
+ssize_t backlog_seen_write(int fd, const void* data, std::size_t n) {
+  uint64_t all = 0;
+  for (const auto& s : g_backlog_targets->snapshot())
+    all += s.backlog_bytes;
+  g_backlog_seen.push_back(all);
+  return ::write(fd, data, n);
+}
+
+TEST(OutputTargets, WritesInFlightAreTheTargetsBacklogUntilTheyComplete) {
+  Targets t(2);
+  RawWriter w(PathMaker{}, rotation(t, 20 * kFrame, "s"));
+  g_backlog_targets = t.set.get();
+  g_backlog_seen.clear();
+  testing::set_write_function(backlog_seen_write);
+  for (uint32_t i = 0; i < 100; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok());
+  ASSERT_TRUE(w.close().ok());
+  testing::set_write_function(nullptr);
+  ASSERT_FALSE(g_backlog_seen.empty());
+  for (uint64_t b : g_backlog_seen)
+    EXPECT_GT(b, 0u) << "a write in progress was not in its target's backlog";
+  for (const auto& s : t.set->snapshot())
+    EXPECT_EQ(s.backlog_bytes, 0u) << s.directory;
+  expect_whole(w, 0, 100);
+}
+
 // A file deleted under the writer on one of several targets: reported, its frames counted lost
 // (write_error gaps), the target out of rotation, and the stream goes on on another target.
 TEST(OutputTargets, AFileDeletedOnOneTargetIsCountedLostAndTheStreamMovesOn) {
@@ -358,6 +436,183 @@ TEST(OutputTargets, AFileDeletedOnOneTargetIsCountedLostAndTheStreamMovesOn) {
   EXPECT_EQ(w.files()[0].first_index, 30u);
   EXPECT_EQ(t.set->snapshot()[first.target].state, TargetState::failed);
   expect_whole(w, 0, 60);
+}
+
+// ROCECAP_FAULT_EIO's seam (writers/fault_injection.hpp), installed as rocecapd installs it:
+// the middle one of three targets answers EIO once `after_bytes` were written there (or at its
+// (after_files+1)th open), on each write path (write(), an io_uring completion, writev). The
+// stream's files still hold every frame, the target is failed once with the injected reason.
+struct FaultInstalled {
+  explicit FaultInstalled(const fault::Spec& s) { fault::install(s); }
+  ~FaultInstalled() { fault::clear(); }
+  FaultInstalled(const FaultInstalled&) = delete;
+  FaultInstalled& operator=(const FaultInstalled&) = delete;
+};
+
+void injected_eio_run(WritePath path, std::optional<uint64_t> after_bytes,
+                      std::optional<uint64_t> after_files) {
+  Targets t(3);
+  RotationOptions o = rotation(t, 50 * kFrame, "s");
+  o.output.direct = path != WritePath::gather_writev;
+  o.io_uring = path == WritePath::copy_uring;
+  RawWriter w(PathMaker{}, o);
+  const bool gather = path == WritePath::gather_writev;
+  if (gather) w.borrow_payloads();
+  fault::Spec spec;
+  spec.directory = t.set->directory(1);
+  spec.after_bytes = after_bytes;
+  spec.after_files = after_files;
+  constexpr uint32_t kFrames = 600;
+  {
+    FaultInstalled installed(spec);
+    for (uint32_t i = 0; i < kFrames; ++i) {
+      const Bytes f = frame(0, i);  // borrowed (gather): alive until flushed
+      w.set_next_index(i);
+      ASSERT_TRUE(w.write_frame(std::span<const std::byte, 64>(f.data(), 64),
+                                std::span<const std::byte>(f).subspan(kHeader))
+                      .ok())
+          << "frame " << i;
+      if (gather) {
+        ASSERT_TRUE(w.flush_borrowed().ok()) << "frame " << i;
+      }
+    }
+    ASSERT_TRUE(w.close().ok());
+  }
+  if (!gather && !w.files().front().direct) GTEST_SKIP() << "no O_DIRECT on the temp directory";
+  EXPECT_STREQ(to_string(w.output().write_path()), to_string(path));
+  expect_whole(w, 0, kFrames);
+  EXPECT_EQ(w.stats().frames_dropped, 0u) << "a frame was lost while two targets had room";
+  EXPECT_EQ(w.stats().write_errors, 0u);
+  const auto snap = t.set->snapshot();
+  EXPECT_EQ(snap[1].state, TargetState::failed);
+  EXPECT_EQ(snap[1].out_of_rotation, 1u);
+  EXPECT_NE(snap[1].reason.find("Input/output error (injected: ROCECAP_FAULT_EIO)"),
+            std::string::npos)
+      << snap[1].reason;
+  EXPECT_EQ(snap[0].state, TargetState::active);
+  EXPECT_EQ(snap[2].state, TargetState::active);
+  for (const auto& s : snap)
+    EXPECT_EQ(s.backlog_bytes, 0u) << s.directory << ": writes of closed files still counted";
+  const auto per = bytes_per_target(w);
+  EXPECT_GT(per.count(1) ? per.at(1) : 0, 0u) << "the target failed before taking any frame";
+  if (after_bytes) {
+    EXPECT_LE(per.at(1), *after_bytes) << "more bytes stayed on it than the seam let through";
+    EXPECT_GE(w.stats().spills, 1u);
+  }
+  // After the failure nothing new went there.
+  bool after = false;
+  for (const FileRecord& f : w.files()) {
+    if (after) {
+      EXPECT_NE(f.target, 1u) << f.path;
+    }
+    after = after || (f.target == 1 && f.failed);
+  }
+}
+
+TEST(FaultInjection, InjectedEioMidRunOnTheWritePathSpillsAndLosesNothing) {
+  injected_eio_run(WritePath::copy_write, 40 << 10, std::nullopt);
+}
+TEST(FaultInjection, InjectedEioMidRunOnTheIoUringPathSpillsAndLosesNothing) {
+  if (!probe_io_engine().uring) GTEST_SKIP() << probe_io_engine().reason;
+  injected_eio_run(WritePath::copy_uring, 40 << 10, std::nullopt);
+}
+TEST(FaultInjection, InjectedEioMidRunOnTheWritevPathSpillsAndLosesNothing) {
+  injected_eio_run(WritePath::gather_writev, 40 << 10, std::nullopt);
+}
+TEST(FaultInjection, InjectedEioAtTheSecondOpenTakesTheTargetOut) {
+  injected_eio_run(WritePath::gather_writev, std::nullopt, 1);
+}
+
+// A pcap file whose very first write fails: the records cut are moved to a file on another
+// target, but not the failed file's pcap header (moved along, it sat in the new file as a
+// garbage record: the O_DIRECT run of integration_rocecapd_targets_eio_direct). Every file
+// left is a pcap header followed by exactly the records listed, timestamps in order.
+void pcap_first_write_fails(bool direct) {
+  Targets t(3);
+  RotationOptions o = rotation(t, 20 * 1040, "p");
+  o.output.direct = direct;
+  PcapWriter w(PathMaker{}, o);
+  fault::Spec spec;
+  spec.directory = t.set->directory(1);
+  spec.after_bytes = 0;  // the first write there fails
+  constexpr uint32_t kPackets = 200;
+  {
+    FaultInstalled installed(spec);
+    for (uint32_t i = 0; i < kPackets; ++i) {
+      const Bytes p = test::pattern(1000, i);
+      w.set_next_index(i);
+      ASSERT_TRUE(w.write_packet(int64_t{1'000'000'000} + i, p).ok()) << i;
+    }
+    ASSERT_TRUE(w.close().ok());
+  }
+  EXPECT_EQ(t.set->snapshot()[1].state, TargetState::failed);
+  EXPECT_GE(w.stats().spills, 1u);
+  uint64_t records = 0, next_ns = 1'000'000'000;
+  for (const FileRecord& f : w.files()) {
+    SCOPED_TRACE(f.path.string());
+    const Bytes b = test::read_file(f.path);
+    ASSERT_GE(b.size(), kPcapFileHeaderBytes);
+    uint32_t magic = 0;
+    std::memcpy(&magic, b.data(), 4);
+    EXPECT_EQ(magic, kPcapMagicNs);
+    std::size_t at = kPcapFileHeaderBytes;
+    uint64_t in_file = 0;
+    while (at + kPcapRecordHeaderBytes <= b.size()) {
+      uint32_t h[4];
+      std::memcpy(h, b.data() + at, sizeof h);
+      const uint64_t ns = uint64_t{h[0]} * 1'000'000'000u + h[1];
+      ASSERT_EQ(ns, next_ns) << "record " << in_file << " at byte " << at;
+      ASSERT_EQ(h[2], 1000u);
+      ++next_ns;
+      ++in_file;
+      at += kPcapRecordHeaderBytes + h[2];
+    }
+    EXPECT_EQ(at, b.size());
+    EXPECT_EQ(in_file, f.records);
+    records += in_file;
+  }
+  EXPECT_EQ(records, kPackets) << "records lost or garbled";
+}
+
+TEST(FaultInjection, APcapFileWhoseFirstWriteFailsMovesItsRecordsWithoutItsHeader) {
+  pcap_first_write_fails(false);
+}
+TEST(FaultInjection, APcapFileWhoseFirstDirectWriteFailsMovesItsRecordsWithoutItsHeader) {
+  pcap_first_write_fails(true);
+}
+
+TEST(FaultInjection, ParsesTheEnvironmentValueAndRefusesBadOnes) {
+  std::string error;
+  auto s = fault::parse("after_bytes=8388608:/data/disk2/", error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->directory, fs::path("/data/disk2/"));
+  EXPECT_EQ(s->after_bytes, 8388608u);
+  EXPECT_FALSE(s->after_files);
+  s = fault::parse("after_files=3,after_bytes=0:/a:b", error);
+  ASSERT_TRUE(s) << error;
+  EXPECT_EQ(s->directory, fs::path("/a:b"));
+  EXPECT_EQ(s->after_files, 3u);
+  EXPECT_EQ(s->after_bytes, 0u);
+  EXPECT_NE(fault::describe(*s).find("/a:b"), std::string::npos);
+  for (const char* bad : {"", "/data", "after_bytes=8:data", "after_bytes=:/d", "after_bytes=-1:/d",
+                          "after_bytes=1x:/d", "after_bites=1:/d", ":/d", "after_bytes:/d"}) {
+    error.clear();
+    EXPECT_FALSE(fault::parse(bad, error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+}
+
+TEST(FaultInjection, NotInstalledNothingIsCovered) {
+  test::TempDir d;
+  fault::Spec spec;
+  spec.directory = d.path();
+  spec.after_bytes = 0;
+  {
+    FaultInstalled installed(spec);
+    EXPECT_TRUE(fault::covers(d.path() / "run" / "x.raw"));
+    EXPECT_FALSE(fault::covers(d.path().string() + "2/x.raw")) << "a sibling with the same prefix";
+  }
+  EXPECT_FALSE(fault::covers(d.path() / "run" / "x.raw"));
 }
 
 }  // namespace
