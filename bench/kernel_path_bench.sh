@@ -18,6 +18,9 @@
 #   --rates    ladder in Gb/s of UDP payload (rocecap gen --gbps) [1.5 2 2.5 3 3.5 4 5 6]
 #   --seconds  traffic per run [10]          --repeat  A B rounds per rate [2]
 #   --tools    any of pcap raw tcpdump, plus variants named below [pcap raw tcpdump]
+# A rung's rate is what the generator achieved (its summary: datagrams x (payload + 64 bytes of
+# headers) x 8 / seconds), never the requested one; the table shows both. A tool's loss-free
+# rate is the lowest achieved rate of its runs at the highest rung up to which none lost.
 #   --record   perf record -g each run instead; the top of `perf report` is printed per run
 #   --perf     perf stat each run: CPU time, instructions (where the CPU exposes them; not in
 #              most VMs) and syscalls per captured packet, whole process, all threads
@@ -31,13 +34,14 @@
 #   --cpu-quota PCT   put the capture tool in a cgroup limited to PCT % of one CPU (cgroup v2
 #              cpu.max, or v1 cpu.cfs_quota_us): each tool's CPU-bound limit at rates the
 #              generator can drive. Measures CPU efficiency plus buffering, not a host's rate.
+#   --out DIR  where the tools write [/dev/shm]: a tmpfs mounted with huge=always, or a disk
 #   ROCECAPD, ROCECAP default to build/ci/daemon/rocecapd and build/ci/tools/rocecap.
-# Tools: pcap, raw      rocecapd, capture.backend pcap, output.formats [pcap] / [raw]
+# Tools: pcap, raw      rocecapd, capture.backend pcap, pcap_reader libpcap, formats [pcap] / [raw]
 #        ring-pcap, ring-raw   the same with capture.pcap_reader packet_ring (zero copy)
 #        ringcopy-pcap, ringcopy-raw   packet_ring with zero_copy: false (copies into slots)
 #        tcpdump        tcpdump -i IF -w FILE -B 65536 udp (its defaults otherwise)
 # Extra run-file lines for every rocecapd run: KPB_CAPTURE_EXTRA (under capture:).
-# As root. Prints one line per run, then the table. KEEP_WORKDIR=1 keeps /dev/shm/kpb.PID.
+# As root. Prints one line per run, then the table. KEEP_WORKDIR=1 keeps DIR/kpb.PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
@@ -49,6 +53,7 @@ use_perf=0
 gen_mode=af-packet
 use_rps=0
 quota=""
+out_base=/dev/shm
 while [ $# -gt 0 ]; do
   case $1 in
     --short) rates="2 3 4" seconds=3 repeat=1 ;;
@@ -61,6 +66,7 @@ while [ $# -gt 0 ]; do
     --gen) gen_mode=$2; shift ;;
     --rps) use_rps=1 ;;
     --cpu-quota) quota=$2; shift ;;
+    --out) out_base=$2; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "unknown option $1 (--help)" >&2; exit 2 ;;
     *) break ;;
@@ -87,7 +93,7 @@ netns_require_root
 NETNS_MTU=9000
 NETNS_CMD_TIMEOUT=$((seconds + 120))
 NETNS_MAX_SECONDS=$((($(wc -w <<<"$rates") * $(wc -w <<<"$tools") * repeat) * (seconds + 40) + 120))
-work=/dev/shm/kpb.$$
+work=$out_base/kpb.$$
 mkdir -p "$work"
 netns_up
 netns_on_exit '[ "${KEEP_WORKDIR:-0}" = 1 ] && echo "kept $work" >&2 || rm -rf "$work"'
@@ -224,7 +230,7 @@ run_tcpdump() { # rate round
 run_rocecapd() { # tool rate round
   local tool=$1 d=$work/$1.$2.$3 pid daemon format extra=${KPB_CAPTURE_EXTRA:-}
   case $tool in
-    pcap | raw) format=$tool ;;
+    pcap | raw) format=$tool extra+=$'\n  pcap_reader: libpcap' ;;
     ring-pcap | ring-raw) format=${tool#ring-} extra+=$'\n  pcap_reader: packet_ring' ;;
     ringcopy-pcap | ringcopy-raw)
       format=${tool#ringcopy-} extra+=$'\n  pcap_reader: packet_ring\n  zero_copy: false' ;;
@@ -294,29 +300,33 @@ rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 tools = sys.argv[2].split()
 rates = sorted({float(r[1]) for r in rows})
 loss = collections.defaultdict(list)   # (tool, rate) -> [loss %]
+ach = collections.defaultdict(list)    # (tool, rate) -> [achieved Gb/s]
 verify = collections.defaultdict(list)
 perf = collections.defaultdict(list)
-for t, rate, _, sent, kept, lost, ver, cpu, ins, sc, *_ in rows:
+for t, rate, _, sent, kept, lost, ver, cpu, ins, sc, achieved, *_ in rows:
     sent, lost = int(sent), int(lost)
     loss[t, float(rate)].append(100.0 * max(lost, 0) / sent if sent else 100.0)
     verify[t, float(rate)].append(ver)
     perf[t, float(rate)].append((cpu, ins, sc))
+    ach[t, float(rate)].append(float(achieved))
 def cell(t, r):
     v = loss[t, r]
     s = f"{min(v):.2f}" if min(v) == max(v) else f"{min(v):.2f}-{max(v):.2f}"
     if "FAIL" in verify[t, r]: s += " (verify FAIL)"
+    a = ach[t, r]
+    s += f" @ {min(a):.2f}" if min(a) == max(a) else f" @ {min(a):.2f}-{max(a):.2f}"
     return s
-print("\nloss in % of sent datagrams (range over rounds)")
-print("| tool | " + " | ".join(f"{r:g} Gb/s" for r in rates) + " | loss-free rate |")
+print("\nloss in % of sent datagrams @ achieved Gb/s (ranges over rounds); columns: requested")
+print("| tool | " + " | ".join(f"{r:g} Gb/s" for r in rates) + " | loss-free rate (achieved) |")
 print("|---|" + "---:|" * (len(rates) + 1))
 free = {}
 for t in tools:
     f = 0.0
     for r in rates:
         if max(loss[t, r]) > 0 or "FAIL" in verify[t, r]: break
-        f = r
+        f = max(f, min(ach[t, r]))
     free[t] = f
-    print(f"| {t} | " + " | ".join(cell(t, r) for r in rates) + f" | {f:g} Gb/s |")
+    print(f"| {t} | " + " | ".join(cell(t, r) for r in rates) + f" | {f:.2f} Gb/s |")
 if any(p != ("-", "-", "-") for v in perf.values() for p in v):
     print("\nperf stat, whole process, per captured packet: CPU ns / instructions / syscalls (first round)")
     print("| tool | " + " | ".join(f"{r:g} Gb/s" for r in rates) + " |")
