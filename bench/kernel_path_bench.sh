@@ -133,14 +133,20 @@ def link(ns, ifname):
                                   capture_output=True, text=True).stdout)[0]["stats64"]
     return j["tx"]["dropped"] + j["rx"]["dropped"]
 backlog = sum(int(l.split()[1], 16) for l in open("/proc/net/softnet_stat"))
-print(link(sys.argv[1], sys.argv[2]) + link(sys.argv[3], sys.argv[4]), backlog)
+vm = dict(l.split() for l in open("/proc/vmstat"))
+# steal: ticks the hypervisor ran something else on CPUs 0 and 1 (/proc/stat, 8th field)
+steal = sum(int(l.split()[8]) for l in open("/proc/stat") if l.startswith(("cpu0 ", "cpu1 ")))
+print(link(sys.argv[1], sys.argv[2]) + link(sys.argv[3], sys.argv[4]), backlog,
+      int(vm.get("pgscan_direct", 0)), int(vm.get("pgscan_kswapd", 0)), steal)
 PY
 }
-drops_before() { read -r VETH0 BACKLOG0 < <(path_drops); }
+# Also the host's page reclaim during the run (/proc/vmstat): the output is page cache, and a
+# run that makes the kernel reclaim (direct: in the writer's own writes) costs that tool CPU.
+drops_before() { read -r VETH0 BACKLOG0 DIRECT0 KSWAPD0 STEAL0 < <(path_drops); }
 drops_since() {
-  local v b
-  read -r v b < <(path_drops)
-  echo "veth drops $((v - VETH0)), backlog drops $((b - BACKLOG0))"
+  local v b d k st
+  read -r v b d k st < <(path_drops)
+  echo "veth drops $((v - VETH0)), backlog drops $((b - BACKLOG0)), reclaim scans direct $((d - DIRECT0)) kswapd $((k - KSWAPD0)), steal $((st - STEAL0)) ticks"
 }
 
 groups=$E2E_GROUPS
