@@ -222,7 +222,7 @@ run_tcpdump() { # rate round
   drops_before
   gen "$1" "$d/sent.json"
   sleep 1
-  kill -INT "$pid"
+  kill -INT "$pid" 2>/dev/null || echo "tcpdump was gone before the stop (timeout?)" >&2
   wait "$pid" 2>/dev/null || true
   local path
   path=$(drops_since)
@@ -271,7 +271,7 @@ PY
   drops_before
   gen "$2" "$d/sent.json"
   sleep 1
-  kill -TERM "$daemon"
+  kill -TERM "$daemon" 2>/dev/null || echo "rocecapd was gone before the stop" >&2
   wait "$pid" 2>/dev/null || true
   local sent kept verify=OK path
   path=$(drops_since)
