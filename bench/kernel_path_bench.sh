@@ -227,6 +227,7 @@ run_tcpdump() { # rate round
   local path
   path=$(drops_since)
   kept=$(sed -n 's/^\([0-9]*\) packets\{0,1\} captured$/\1/p' "$d/tcpdump.log")
+  kept=${kept:-0} # no statistics line: it was killed, count it as having kept nothing
   local sent
   sent=$(sent_of "$d/sent.json")
   echo -e "tcpdump\t$1\t$2\t$sent\t$kept\t$((sent - kept))\t-\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")\t$(grep -o '[0-9]* packets\{0,1\} dropped by kernel' "$d/tcpdump.log"), $path" >>"$results"
