@@ -284,7 +284,9 @@ PY
   why=$(python3 -c "import json,sys; i=json.load(open(sys.argv[1]))['interfaces'][0]; print(f\"NIC drops {i['nic_drops']}, ring full {i['ring_full_drops']}\" + (f\", zero copy {i['zero_copy']}\" if i.get('zero_copy') else ''))" "$d/out/e2e/manifest.json" 2>/dev/null || echo "no manifest")
   why+=", $path"
   echo -e "$tool\t$2\t$3\t$sent\t$kept\t$((sent - kept))\t$verify\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")\t$why" >>"$results"
-  [ "${KEEP_WORKDIR:-0}" = 1 ] || rm -rf "$d/out"/e2e/*.pcap "$d/out"/e2e/*.raw 2>/dev/null || true
+  # Every output file once verified (raw files are named *.codif / *.vdif): a ladder of 10 s runs
+  # would otherwise keep tens of GB in /dev/shm (an earlier version ran the host out of memory).
+  [ "${KEEP_WORKDIR:-0}" = 1 ] || find "$d/out" -type f ! -name manifest.json -delete 2>/dev/null || true
 }
 
 echo "kernel path bench: rates [$rates] Gb/s, $seconds s per run, $repeat rounds, tools [$tools]"
