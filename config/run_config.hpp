@@ -68,7 +68,9 @@ struct CaptureSection {
   PollMode poll_mode = PollMode::busy_poll;
   std::string pcap_file;  // pcap-file: the capture to replay (absolute path)
   ReplayPace replay_pace = ReplayPace::fast;
-  PcapReader pcap_reader = PcapReader::libpcap;  // pcap only
+  // pcap only. packet_ring since issue 17's ladder (BENCHMARKS.md, "Kernel path"): less CPU
+  // per packet and a higher loss-free rate than libpcap's reader on the same traffic.
+  PcapReader pcap_reader = PcapReader::packet_ring;
   bool zero_copy = true;  // pcap_reader packet_ring: payload left in the kernel's blocks
 };
 

@@ -91,6 +91,9 @@ TEST(ConfigLoader, MinimalFileGetsDocumentedDefaults) {
   EXPECT_EQ(c.capture.payload_memory, PayloadMemory::automatic);
   EXPECT_EQ(c.capture.poll_mode, PollMode::busy_poll);
   EXPECT_EQ(c.capture.cq_size, 0u);  // not verbs
+  // The live pcap reader since issue 17's ladder (BENCHMARKS.md, "Kernel path").
+  EXPECT_EQ(c.capture.pcap_reader, PcapReader::packet_ring);
+  EXPECT_TRUE(c.capture.zero_copy);
   EXPECT_FALSE(c.capture.interfaces[0].capture_cpu.has_value());
   EXPECT_EQ(c.streams.format, StreamFormat::codif);
   EXPECT_EQ(c.output.formats, std::vector{OutputFormat::raw});

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
+#include <span>
 #include <stdexcept>
 #include <vector>
 
@@ -144,6 +146,31 @@ TEST(GenFrame, BadParametersNameTheOption) {
   p = params();
   p.nbits = 3;  // 65536 bits / (4 * 3 * 2) is not whole
   EXPECT_NE(error_of(p).find("whole number of samples"), std::string::npos) << error_of(p);
+}
+
+uint64_t fnv1a(std::span<const std::byte> b) {
+  uint64_t h = 1469598103934665603ULL;
+  for (std::byte x : b) {
+    h ^= std::to_integer<uint8_t>(x);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+// The payload pattern is a file format: recordings made by one version are checked by
+// `rocecap verify` of another. These hashes were taken from main's fill_pattern before its
+// word store was rewritten for speed; any change to the bytes fails here.
+TEST(PayloadPattern, BytesAreStableAcrossVersions) {
+  std::vector<std::byte> b(8192);
+  fill_pattern(3, 12345, 0, b);
+  EXPECT_EQ(fnv1a(b), 0xc25e0460ef4c1cfcULL);
+  EXPECT_EQ(b[0], std::byte{0x73});
+  EXPECT_EQ(b[1], std::byte{0xe8});
+  std::vector<std::byte> u(1003);  // unaligned start and end
+  fill_pattern(0, 0, 5, u);
+  EXPECT_EQ(fnv1a(u), 0x8735f777719f05d3ULL);
+  for (std::size_t i = 0; i < u.size(); ++i)
+    ASSERT_EQ(std::to_integer<uint8_t>(u[i]), pattern_byte(0, 0, 5 + i)) << i;
 }
 
 }  // namespace

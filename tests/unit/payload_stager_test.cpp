@@ -100,6 +100,35 @@ TEST(PayloadStager, OneCopyPerRunOfConsecutiveSlotsSplitAtWrapAndSizeChange) {
   EXPECT_EQ(s.frames_failed, 0u);
 }
 
+// Slots lent by a zero-copy source (capture/packet/) keep their payload outside the slab: a
+// lent slot never joins a run, so each is copied from where payload() says it is.
+TEST(PayloadStager, LentSlotsAreCopiedFromTheLenderNotTheSlab) {
+  Harness h(1 << 20);
+  h.ring.enable_loans();
+  capture::BlockLoans loans{0};
+  std::vector<Bytes> want;
+  std::vector<StageItem> items;
+  std::vector<Bytes> lender(2);
+  for (SlotId id : {3u, 4u, 5u, 6u}) {
+    if (id == 4 || id == 5) {  // lent: the slab keeps other bytes
+      fill(h.ring, id, 200);
+      Bytes& b = lender[id - 4];
+      b = writers::test::pattern(200, 900 + id);
+      h.ring.lend(id, b.data(), loans);
+      ++loans;
+      want.push_back(b);
+    } else {
+      want.push_back(fill(h.ring, id, 200));
+    }
+    items.push_back({&h.ring, id, id});
+  }
+  h.stage(items);
+  ASSERT_EQ(h.out.size(), items.size());
+  for (std::size_t i = 0; i < items.size(); ++i)
+    EXPECT_EQ(h.out[i].bytes, want[i]) << "slot " << items[i].slot;
+  EXPECT_EQ(h.stager->stats().copies, 4u);  // 3 | 4 | 5 | 6: no run across a lent slot
+}
+
 TEST(PayloadStager, QueuesTheNextBatchBeforeWaitingAndDeliversOnlyAfterCompletion) {
   Harness h(450);  // two 200-byte payloads per batch
   std::vector<StageItem> items;

@@ -1,8 +1,12 @@
 #include "tools/lib/gen_sinks.hpp"
 
 #include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
 #include <net/if.h>
+#include <net/if_arp.h>
 #include <netinet/in.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -12,6 +16,7 @@
 #include <stdexcept>
 
 #include "capture/net/packet.hpp"
+#include "capture/net/udp_builder.hpp"
 #include "tools/lib/udp_frame.hpp"
 
 namespace rocecap::tools {
@@ -66,6 +71,16 @@ int64_t monotonic_ns() noexcept {
   return int64_t{ts.tv_sec} * 1'000'000'000 + ts.tv_nsec;
 }
 
+// Sleeps until start_ns + offset_ns (CLOCK_MONOTONIC). Absolute deadlines: oversleeping one
+// batch does not delay the next, so the average rate is exact. A signal interrupts the sleep
+// (EINTR) and ends the wait when it raised `stop`.
+void sleep_until(int64_t start_ns, int64_t offset_ns, const std::atomic<bool>& stop) {
+  const int64_t t = start_ns + offset_ns;
+  const timespec ts{static_cast<time_t>(t / 1'000'000'000), static_cast<long>(t % 1'000'000'000)};
+  while (!stop.load() && ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
 }  // namespace
 
 Fd::~Fd() {
@@ -87,12 +102,7 @@ UdpSink::UdpSink(const std::vector<uint32_t>& senders, const UdpOptions& options
 }
 
 void UdpSink::wait_until(int64_t offset_ns, const std::atomic<bool>& stop) const {
-  const int64_t t = *start_ns_ + offset_ns;
-  const timespec ts{static_cast<time_t>(t / 1'000'000'000), static_cast<long>(t % 1'000'000'000)};
-  // Absolute deadlines: oversleeping one batch does not delay the next, so the average rate
-  // is exact. A signal interrupts the sleep (EINTR) and ends the wait when it raised `stop`.
-  while (!stop.load() && ::clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-  }
+  sleep_until(*start_ns_, offset_ns, stop);
 }
 
 void UdpSink::deliver(std::span<const OutDatagram> batch, const std::atomic<bool>& stop) {
@@ -141,6 +151,84 @@ void UdpSink::send_all(int fd, std::span<const OutDatagram> batch, uint32_t send
     throw sys_error("send to " + dotted(ntohl(to[done].sin_addr.s_addr)) + ":" +
                         std::to_string(ntohs(to[done].sin_port)),
                     err);
+  }
+}
+
+PacketSink::PacketSink(const std::string& interface, const std::vector<uint32_t>& senders,
+                       uint8_t ttl)
+    : ttl_(ttl), ip_ids_(senders.size(), 0) {
+  if (interface.empty()) throw std::runtime_error("--af-packet needs --interface");
+  const int index = static_cast<int>(::if_nametoindex(interface.c_str()));
+  if (index == 0) throw std::runtime_error("--interface " + interface + ": no such interface");
+  // Protocol 0: a send-only socket, no receive hook on the interface (packet(7)).
+  fd_ = Fd(::socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0));
+  if (fd_.get() < 0) throw sys_error("--af-packet: cannot create an AF_PACKET socket", errno);
+  ifreq ifr{};
+  std::strncpy(ifr.ifr_name, interface.c_str(), IFNAMSIZ - 1);
+  if (::ioctl(fd_.get(), SIOCGIFHWADDR, &ifr) != 0)
+    throw sys_error("--interface " + interface + ": SIOCGIFHWADDR", errno);
+  // Loopback takes Ethernet headers too (drivers/net/loopback.c: eth_header_ops).
+  if (ifr.ifr_hwaddr.sa_family != ARPHRD_ETHER && ifr.ifr_hwaddr.sa_family != ARPHRD_LOOPBACK)
+    throw std::runtime_error("--af-packet: " + interface + " is not an Ethernet interface");
+  std::memcpy(src_mac_.data(), ifr.ifr_hwaddr.sa_data, 6);
+  sockaddr_ll a{};
+  a.sll_family = AF_PACKET;
+  a.sll_ifindex = index;
+  if (::bind(fd_.get(), reinterpret_cast<const sockaddr*>(&a), sizeof a) != 0)
+    throw sys_error("--af-packet: cannot bind to " + interface, errno);
+  // Straight to the driver's xmit, no qdisc (packet(7), PACKET_QDISC_BYPASS): the generator
+  // paces itself, and a full device answers ENOBUFS/EAGAIN, handled as for UdpSink.
+  const int one = 1;
+  set_opt(fd_.get(), SOL_PACKET, PACKET_QDISC_BYPASS, &one, sizeof one, "PACKET_QDISC_BYPASS");
+  const int sndbuf = 16 << 20;  // a batch of 8 KB frames in flight; as root beyond wmem_max
+  if (::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUFFORCE, &sndbuf, sizeof sndbuf) != 0)
+    ::setsockopt(fd_.get(), SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof sndbuf);
+  heads_.resize(kMaxBatch + 2);
+}
+
+void PacketSink::deliver(std::span<const OutDatagram> batch, const std::atomic<bool>& stop) {
+  if (batch.empty()) return;
+  if (!start_ns_) start_ns_ = monotonic_ns() - batch.front().offset_ns;
+  sleep_until(*start_ns_, batch.front().offset_ns, stop);
+  if (heads_.size() < batch.size()) heads_.resize(batch.size());  // set-up size covers a batch
+  iovec iov[2 * (kMaxBatch + 2)];
+  mmsghdr msgs[kMaxBatch + 2];
+  unsigned n = 0;
+  for (const auto& d : batch) {  // one socket: the batch order, so every stream's, is kept
+    if (n == kMaxBatch + 2) break;
+    capture::net::UdpFrameSpec spec;
+    spec.dst_mac = capture::net::multicast_mac(d.dst_ip);
+    if (!capture::net::is_multicast(d.dst_ip)) spec.dst_mac = source_mac(d.dst_ip);
+    spec.src_mac = src_mac_;
+    spec.ttl = ttl_;
+    spec.ip_id = ip_ids_[d.sender]++;
+    spec.src_ip = d.src_ip;
+    spec.dst_ip = d.dst_ip;
+    spec.src_port = PcapSink::source_port(d.sender);
+    spec.dst_port = d.dst_port;
+    (void)capture::net::write_udp_headers(spec, d.payload.size(), heads_[n]);  // UDP sum 0
+    iov[2 * n] = iovec{heads_[n].data(), heads_[n].size()};
+    iov[2 * n + 1] = iovec{const_cast<std::byte*>(d.payload.data()), d.payload.size()};
+    msgs[n] = mmsghdr{};
+    msgs[n].msg_hdr.msg_iov = &iov[2 * n];
+    msgs[n].msg_hdr.msg_iovlen = 2;
+    ++n;
+  }
+  unsigned done = 0;
+  int busy = 0;
+  while (done < n) {
+    const int r = ::sendmmsg(fd_.get(), msgs + done, n - done, 0);
+    if (r > 0) {
+      done += static_cast<unsigned>(r);
+      continue;
+    }
+    const int err = r < 0 ? errno : EIO;
+    if (err == EINTR) continue;
+    if ((err == ENOBUFS || err == EAGAIN) && ++busy < 10000) {
+      ::usleep(50);  // the device is busy: give it a moment, bounded
+      continue;
+    }
+    throw sys_error("--af-packet: send", err);
   }
 }
 

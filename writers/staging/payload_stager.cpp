@@ -21,10 +21,16 @@ std::size_t payload_bytes(const StageItem& it) noexcept {
 }
 
 // Whether `it` extends the run that starts at `first` and holds `rows` rows of `width`.
+// Consecutive slots are one 2D copy only where their payloads are where the stride puts them:
+// a slot lent by a zero-copy source (StreamRing::lend, capture/packet/) has its payload in the
+// kernel's ring block, not in the slab, and a run taken from the slab would copy the slab's
+// stale bytes for it (a triggered dump of packet_ring's lent frames read zeros).
 bool continues(const StageItem& first, std::size_t rows, std::size_t width,
                const StageItem& it) noexcept {
   return it.ring == first.ring && std::size_t{it.slot} == std::size_t{first.slot} + rows &&
-         payload_bytes(it) == width;
+         payload_bytes(it) == width &&
+         it.ring->payload(it.slot).data() ==
+             first.ring->payload(first.slot).data() + rows * first.ring->payload_stride();
 }
 
 }  // namespace
