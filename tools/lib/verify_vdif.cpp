@@ -201,7 +201,7 @@ void verify_vdif_streams(const json& manifest, const GenSummary& summary,
     const uint32_t thread = b.thread_position(g.thread);
     const StreamFiles raw{b, g.antenna, thread, e, "raw"}, hdr{b, g.antenna, thread, e, "vdifhdr"};
     if (r.partial) {
-      if (run.raw && !run.strip_headers) compare_partial_files(v, m, root, raw);
+      if (run.raw && run.fill_gaps && !run.strip_headers) compare_partial_files(v, m, root, raw);
       compare_partial_files(v, m, root, hdr);
       v.checked.push_back("counters not compared: a killed attempt's counters are a snapshot");
     } else {
