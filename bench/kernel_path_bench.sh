@@ -39,8 +39,12 @@
 # Tools: pcap, raw      rocecapd, capture.backend pcap, pcap_reader libpcap, formats [pcap] / [raw]
 #        ring-pcap, ring-raw   the same with capture.pcap_reader packet_ring (zero copy)
 #        ringcopy-pcap, ringcopy-raw   packet_ring with zero_copy: false (copies into slots)
+#        direct-pcap, direct-raw   packet_ring with output.direct_io: true (O_DIRECT through
+#                       io_uring, no page cache; with --out on a disk: tmpfs has no direct I/O
+#                       and writes such files through its page cache as before)
 #        tcpdump        tcpdump -i IF -w FILE -B 65536 udp (its defaults otherwise)
-# Extra run-file lines for every rocecapd run: KPB_CAPTURE_EXTRA (under capture:).
+# Extra run-file lines for every rocecapd run: KPB_CAPTURE_EXTRA (under capture:, each line
+# indented by two spaces); E2E_RING_DEPTH=N sets capture.ring_depth (slots per stream).
 # As root. Prints one line per run, then the table. KEEP_WORKDIR=1 keeps DIR/kpb.PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -206,6 +210,10 @@ print(f"{cpu * 1e6 / n:.0f}" if cpu else "-", f"{ins / n:.0f}" if ins else "-",
 PY
 }
 
+# Between runs: write back what a run left dirty (a buffered run on a disk leaves gigabytes for
+# the flusher), so that no run starts behind the previous tool's writeback.
+settle() { sync; }
+
 run_tcpdump() { # rate round
   local d=$work/tcpdump.$1.$2 pid kept
   mkdir -p "$d"
@@ -232,20 +240,24 @@ run_tcpdump() { # rate round
   sent=$(sent_of "$d/sent.json")
   echo -e "tcpdump\t$1\t$2\t$sent\t$kept\t$((sent - kept))\t-\t$(perf_done "$d/perf.csv" "$kept" | tr ' ' '\t')\t$(achieved "$d/sent.json")\t$(grep -o '[0-9]* packets\{0,1\} dropped by kernel' "$d/tcpdump.log"), $path" >>"$results"
   rm -f "$d/capture.pcap"
+  settle
 }
 
 run_rocecapd() { # tool rate round
-  local tool=$1 d=$work/$1.$2.$3 pid daemon format extra=${KPB_CAPTURE_EXTRA:-}
+  local tool=$1 d=$work/$1.$2.$3 pid daemon format extra=${KPB_CAPTURE_EXTRA:-} output_extra=""
   case $tool in
     pcap | raw) format=$tool extra+=$'\n  pcap_reader: libpcap' ;;
     ring-pcap | ring-raw) format=${tool#ring-} extra+=$'\n  pcap_reader: packet_ring' ;;
     ringcopy-pcap | ringcopy-raw)
       format=${tool#ringcopy-} extra+=$'\n  pcap_reader: packet_ring\n  zero_copy: false' ;;
+    direct-pcap | direct-raw)
+      format=${tool#direct-} extra+=$'\n  pcap_reader: packet_ring' output_extra+=$'\n  direct_io: true' ;;
     *) echo "unknown tool $tool" >&2; return 1 ;;
   esac
   mkdir -p "$d"
   E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$d/out E2E_FORMATS=$format \
-    E2E_DURATION=$((seconds + 60))s E2E_ROTATE=64GiB e2e_config "$d/run.yaml"
+    E2E_DURATION=$((seconds + 60))s E2E_ROTATE=64GiB E2E_EXTRA_OUTPUT=${output_extra#$'\n'} \
+    e2e_config "$d/run.yaml"
   if [ -n "$extra" ]; then
     python3 - "$d/run.yaml" "$extra" <<'PY'
 import sys
@@ -287,11 +299,13 @@ PY
   # Every output file once verified (raw files are named *.codif / *.vdif): a ladder of 10 s runs
   # would otherwise keep tens of GB in /dev/shm (an earlier version ran the host out of memory).
   [ "${KEEP_WORKDIR:-0}" = 1 ] || find "$d/out" -type f ! -name manifest.json -delete 2>/dev/null || true
+  settle
 }
 
 echo "kernel path bench: rates [$rates] Gb/s, $seconds s per run, $repeat rounds, tools [$tools]"
 echo "generator: $gen_mode on CPU 0; receive softirq: $([ "$use_rps" = 1 ] && echo "CPU 1 (RPS)" || echo "sender's CPU 0"); capture tool: CPU 1$([ -n "$quota" ] && echo ", cgroup quota $quota % of a CPU")"
 echo "rocecapd: $ROCECAPD"
+echo "output: $out_base ($(findmnt -no FSTYPE -T "$out_base")); vm.dirty_ratio $(cat /proc/sys/vm/dirty_ratio), dirty_background_ratio $(cat /proc/sys/vm/dirty_background_ratio)"
 echo "tcpdump: $(tcpdump --version 2>&1 | head -1)"
 : >"$results"
 for rate in $rates; do

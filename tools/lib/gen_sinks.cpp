@@ -81,6 +81,29 @@ void sleep_until(int64_t start_ns, int64_t offset_ns, const std::atomic<bool>& s
   }
 }
 
+// sendmmsg until all n messages are sent. A full device queue (ENOBUFS/EAGAIN) is waited out in
+// 50 us steps, at most 10000 of them (half a second), so a wedged interface ends in an error.
+// Returns 0, or the error with `done` at the first message not sent.
+int send_batch(int fd, mmsghdr* msgs, unsigned n, unsigned& done) {
+  int busy = 0;
+  done = 0;
+  while (done < n) {
+    const int r = ::sendmmsg(fd, msgs + done, n - done, 0);
+    if (r > 0) {
+      done += static_cast<unsigned>(r);
+      continue;
+    }
+    const int err = r < 0 ? errno : EIO;
+    if (err == EINTR) continue;
+    if ((err == ENOBUFS || err == EAGAIN) && ++busy < 10000) {
+      ::usleep(50);
+      continue;
+    }
+    return err;
+  }
+  return 0;
+}
+
 }  // namespace
 
 Fd::~Fd() {
@@ -135,19 +158,7 @@ void UdpSink::send_all(int fd, std::span<const OutDatagram> batch, uint32_t send
     ++n;
   }
   unsigned done = 0;
-  int busy = 0;
-  while (done < n) {
-    const int r = ::sendmmsg(fd, msgs + done, n - done, 0);
-    if (r > 0) {
-      done += static_cast<unsigned>(r);
-      continue;
-    }
-    const int err = r < 0 ? errno : EIO;
-    if (err == EINTR) continue;
-    if ((err == ENOBUFS || err == EAGAIN) && ++busy < 10000) {
-      ::usleep(50);  // the device queue is full: give it a moment, bounded
-      continue;
-    }
+  if (const int err = send_batch(fd, msgs, n, done)) {
     throw sys_error("send to " + dotted(ntohl(to[done].sin_addr.s_addr)) + ":" +
                         std::to_string(ntohs(to[done].sin_port)),
                     err);
@@ -215,21 +226,8 @@ void PacketSink::deliver(std::span<const OutDatagram> batch, const std::atomic<b
     ++n;
   }
   unsigned done = 0;
-  int busy = 0;
-  while (done < n) {
-    const int r = ::sendmmsg(fd_.get(), msgs + done, n - done, 0);
-    if (r > 0) {
-      done += static_cast<unsigned>(r);
-      continue;
-    }
-    const int err = r < 0 ? errno : EIO;
-    if (err == EINTR) continue;
-    if ((err == ENOBUFS || err == EAGAIN) && ++busy < 10000) {
-      ::usleep(50);  // the device is busy: give it a moment, bounded
-      continue;
-    }
+  if (const int err = send_batch(fd_.get(), msgs, n, done))
     throw sys_error("--af-packet: send", err);
-  }
 }
 
 PcapSink::PcapSink(const std::string& path, const std::vector<uint32_t>& senders,
