@@ -6,6 +6,8 @@
 #   identical  two rocecapd capture the same traffic (with every impairment `rocecap gen` makes)
 #              side by side: one with the libpcap reader (frames copied into ring slots), one
 #              with the packet ring and zero_copy (payloads written from the kernel's blocks).
+#              A third writes the same with output.direct_io (payloads copied from the blocks
+#              into O_DIRECT staging: the configuration that beats tcpdump on a disk).
 #              Both sockets see the same kernel timestamps, so every raw, codifhdr and pcap file
 #              must be byte-identical; the zero-copy run must also pass run_check.py and
 #              `rocecap verify`, and report its frames as lent.
@@ -61,14 +63,18 @@ if [ "$mode" = identical ]; then
   E2E_PACKETS=$total
   config "$work/copy.yaml" "$work/copy" "  pcap_reader: libpcap"
   config "$work/zero.yaml" "$work/zero" "  pcap_reader: packet_ring"$'\n'"  zero_copy: true"
+  E2E_EXTRA_OUTPUT="  direct_io: true" config "$work/direct.yaml" "$work/direct" \
+    "  pcap_reader: packet_ring"$'\n'"  zero_copy: true"
   start "$work/copy.yaml" "$work/copy.log"
   copy_wrapper=$WRAPPER
   start "$work/zero.yaml" "$work/zero.log"
   zero_wrapper=$WRAPPER
+  start "$work/direct.yaml" "$work/direct.log"
+  direct_wrapper=$WRAPPER
   netns_exec_sender "$ROCECAP" "${E2E_GEN[@]}" --interface "$NETNS_SENDER_IF" --rate 2000 \
     --summary "$work/sent.json" >/dev/null 2>"$work/gen.err" ||
     { echo "FAIL: rocecap gen failed:"; cat "$work/gen.err"; exit 1; }
-  for w in "$copy_wrapper" "$zero_wrapper"; do
+  for w in "$copy_wrapper" "$zero_wrapper" "$direct_wrapper"; do
     e2e_wait_exit "$w" 30 || { echo "FAIL: a rocecapd did not see all $total datagrams"; exit 1; }
     [ "$E2E_RC" = 0 ] || { echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
   done
@@ -77,12 +83,17 @@ if [ "$mode" = identical ]; then
     name=$(basename "$f")
     case $name in manifest.json | *.log) continue ;; esac
     cmp "$f" "$work/zero/e2e/$name" || { echo "FAIL: $name differs between the readers"; exit 1; }
+    cmp "$f" "$work/direct/e2e/$name" || { echo "FAIL: $name differs with direct_io"; exit 1; }
     compared=$((compared + 1))
   done
-  n_zero=$(find "$work/zero/e2e" -type f ! -name manifest.json ! -name '*.log' ! -name '.*' | wc -l)
-  [ "$compared" -ge 13 ] && [ "$compared" = "$n_zero" ] ||
-    { echo "FAIL: compared $compared files, the zero-copy run has $n_zero"; ls -l "$work"/*/e2e; exit 1; }
-  echo "identical: $compared files byte-identical (raw, codifhdr, pcap)"
+  for run in zero direct; do
+    n=$(find "$work/$run/e2e" -type f ! -name manifest.json ! -name '*.log' ! -name '.*' | wc -l)
+    [ "$compared" -ge 13 ] && [ "$compared" = "$n" ] ||
+      { echo "FAIL: compared $compared files, the $run run has $n"; ls -l "$work"/*/e2e; exit 1; }
+  done
+  grep -q "output writes: .* O_DIRECT \(io_uring\|write()\)" "$work/direct.log" ||
+    { echo "FAIL: the direct_io run does not say it writes O_DIRECT:"; grep "output writes" "$work/direct.log"; exit 1; }
+  echo "identical: $compared files byte-identical (raw, codifhdr, pcap; buffered and direct_io)"
   m=$work/zero/e2e/manifest.json
   lent=$(field "$m" "m['interfaces'][0]['zero_copy']['lent_frames']")
   placed=$(field "$m" "sum(s['packets'] + s['duplicate'] + s['late_dropped'] for s in m['streams'])")
