@@ -16,13 +16,14 @@ constexpr const char* kExitCodes =
     "     manifest complete (frames a full disk kept out are counted there as write_error)\n"
     "  1  bad command line\n"
     "  2  the run file has problems (every one is printed as file:line:column: key: what)\n"
-    "  3  could not start (interface, replay file, output directory, permissions, or the run\n"
-    "     directory is locked by another rocecapd, whose PID is named); nothing is left\n"
-    "     behind: a run directory this start created is removed again\n"
+    "  3  could not start (interface, replay file, output directory, permissions); nothing is\n"
+    "     left behind: a run directory this start created is removed again\n"
     "  4  a capture loop failed during the run (files written so far are valid)\n"
     "  5  storage lost: the run could not be recorded as asked (run directory removed or\n"
     "     replaced, a file deleted, EIO from the disk, or the final manifest not written);\n"
     "     the run stops at once; what the manifest could record says why\n"
+    "  6  the run directory is in use: another rocecapd (or `rocecap recover`) holds its lock,\n"
+    "     its PID is named; nothing was changed\n"
     "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files. A second\n"
     "SIGINT/SIGTERM while the run drains (e.g. from `timeout`, which also signals its process\n"
     "group) is ignored: the drain is bounded (about 100 ms per capture loop, then the writers\n"
@@ -31,7 +32,7 @@ constexpr const char* kExitCodes =
     "finished run started again), rocecapd recovers it like `rocecap recover` and continues\n"
     "it as the next attempt: each writer's files continue its sequence numbers, the\n"
     "manifest keeps every attempt (\"attempts\"). A second rocecapd on the same run\n"
-    "directory exits 3 naming the first one's PID.";
+    "directory exits 6 naming the first one's PID.";
 
 }  // namespace
 

@@ -40,8 +40,8 @@ RunDirLock::RunDirLock(const std::filesystem::path& run_dir, const std::string& 
     ::close(fd_);
     fd_ = -1;
     if (err == EWOULDBLOCK) {
-      throw std::runtime_error("run directory " + run_dir.string() + " is in use by " + holder +
-                               " (lock " + path_.string() + "); one process per run");
+      throw RunDirInUse("run directory " + run_dir.string() + " is in use by " + holder +
+                        " (lock " + path_.string() + "); one process per run");
     }
     throw std::runtime_error("cannot lock " + path_.string() + ": " + std::strerror(err));
   }

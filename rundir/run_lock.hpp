@@ -11,16 +11,25 @@
 #pragma once
 
 #include <filesystem>
+#include <stdexcept>
 #include <string>
 
 namespace rocecap::rundir {
 
 inline constexpr const char* kLockFileName = ".rocecapd.lock";
 
+// Another process holds the run directory's lock (the message names its PID): a caller can
+// tell this from other start-up failures (rocecapd exits 6 for it, which systemd does not
+// retry every few seconds).
+class RunDirInUse : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 class RunDirLock {
  public:
-  // Creates the lock file (mode 0640) and takes the lock without waiting. Throws
-  // std::runtime_error naming the holder's PID when another process holds it, or the error.
+  // Creates the lock file (mode 0640) and takes the lock without waiting. Throws RunDirInUse
+  // naming the holder's PID when another process holds it, std::runtime_error on other errors.
   // `who` ("rocecapd", "rocecap recover") is written after the PID.
   RunDirLock(const std::filesystem::path& run_dir, const std::string& who);
   ~RunDirLock();

@@ -20,6 +20,7 @@
 #include "daemon/lib/trigger_socket.hpp"
 #include "daemon/lib/writer_loop.hpp"
 #include "daemon/lib/writer_pool.hpp"
+#include "rundir/run_lock.hpp"
 #include "writers/uring_queue.hpp"
 
 #ifndef ROCECAP_VERSION
@@ -247,12 +248,13 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
     dumps = start_dumps(*rt, metrics.get(), log);
   } catch (const std::exception& e) {
+    const bool in_use = dynamic_cast<const rundir::RunDirInUse*>(&e) != nullptr;
     log.critical("cannot start: {}", e.what());
     metrics.reset();
     dumps = Dumps{};
     rt.reset();
     abandon_attempt(dir);
-    return kExitStartup;
+    return in_use ? kExitRunInUse : kExitStartup;
   }
   if (metrics)
     log.info("metrics on http://{}:{}/metrics",

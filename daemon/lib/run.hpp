@@ -22,6 +22,10 @@ inline constexpr int kExitCaptureFailed = 4;  // a capture loop failed during th
 // file was deleted, the storage answered EIO (or EROFS, ENOENT...), or the final manifest could
 // not be written. Restarting would not help (systemd: RestartPreventExitStatus).
 inline constexpr int kExitStorageLost = 5;
+// The run directory is locked by another process (its PID in the log): a manual run, or a
+// second unit on the same run file. Not retried by systemd (a retry every RestartSec would
+// only log the same refusal until the holder ends, then continue its run unasked).
+inline constexpr int kExitRunInUse = 6;
 
 struct RunOptions {
   std::shared_ptr<spdlog::logger> log;

@@ -3,7 +3,7 @@
 #
 # rocecapd replays `rocecap gen --pcap` at the recorded pace (6 s of traffic), so it is mid-run
 # when it gets SIGKILL. Checked, with real rocecapd processes:
-#   lock     a second rocecapd on the same run directory exits 3 naming the first one's PID;
+#   lock     a second rocecapd on the same run directory exits 6 naming the first one's PID;
 #   recover  `rocecap recover` cuts every file to whole frames/records: capinfos and tshark read
 #            the pcap files, raw files are whole frames, codifhdr files whole headers, the
 #            manifest lists every file on disk with its size (state "recovered"), and
@@ -59,7 +59,7 @@ first=$E2E_PID
 pids+=("$first")
 rc=0
 timeout 30 "$ROCECAPD" --config "$work/run.yaml" 2>"$work/second.log" || rc=$?
-[ "$rc" = 3 ] || fail "a second rocecapd on the same run directory exited $rc, expected 3: $(cat "$work/second.log")"
+[ "$rc" = 6 ] || fail "a second rocecapd on the same run directory exited $rc, expected 6: $(cat "$work/second.log")"
 grep -q "in use by PID $first" "$work/second.log" ||
   fail "the refused rocecapd does not name PID $first: $(cat "$work/second.log")"
 echo "second rocecapd refused: $(grep -o 'run directory.*' "$work/second.log")"

@@ -34,7 +34,7 @@ fi
 grep "Overall exposure" "$work/security.txt"
 for key in Type=notify WatchdogSec= Restart=on-failure User=rocecap \
   "AmbientCapabilities=CAP_NET_RAW CAP_IPC_LOCK" LimitMEMLOCK=infinity StateDirectory= \
-  RuntimeDirectory= ReadWritePaths= "RestartPreventExitStatus=1 2 5"; do
+  RuntimeDirectory= ReadWritePaths= "RestartPreventExitStatus=1 2 5 6"; do
   grep -q "^$key" "$work/rocecapd@.service" || { echo "FAIL: $key missing from the unit"; exit 1; }
 done
 for key in PrivateDevices PrivateUsers; do
