@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <memory>
+#include <numeric>
 #include <tuple>
 
 #include "config/schema.hpp"
@@ -144,6 +145,20 @@ LoadResult load_string(std::string_view text, const std::string& file_name,
                    });
   if (result.problems.empty()) result.config = std::move(cfg);
   return result;
+}
+
+HostChecks snapshot_host() {
+  HostChecks host;
+  host.check_filesystem = false;
+  host.check_interfaces = false;
+  host.check_memory = false;
+  host.usable_cpus = std::vector<unsigned>(4096);  // any CPU the capture host may have had
+  std::iota(host.usable_cpus->begin(), host.usable_cpus->end(), 0u);
+  return host;
+}
+
+LoadResult load_snapshot(std::string_view text, const std::string& file_name) {
+  return load_string(text, file_name, snapshot_host());
 }
 
 LoadResult load_file(const std::string& path, const HostChecks& host) {

@@ -55,4 +55,12 @@ LoadResult load_file(const std::string& path, const HostChecks& host);
 LoadResult load_string(std::string_view text, const std::string& file_name,
                        const HostChecks& host = {});
 
+// A run file recorded on the capture host (a manifest's snapshot, read back by recover, verify
+// and inspect): checked for itself, never against this host, whose file systems, interfaces,
+// CPUs, memory and memlock limit need not be the capture host's. Without this a verbs run
+// whose rings exceed an ordinary user's memlock limit, or a run from a bigger host, would not
+// load on the machine that checks its files.
+HostChecks snapshot_host();
+LoadResult load_snapshot(std::string_view text, const std::string& file_name);
+
 }  // namespace rocecap::config

@@ -77,6 +77,15 @@ void note_frame(FileScan& s, const Header& h, const Timing& t) {
   if (h.invalid) ++s.flagged_invalid;
 }
 
+// Whether a frame of `stride` bytes at `at` runs past the end of the file (the scan stops
+// there, saying so).
+bool cut_short(FileScan& s, uint64_t at, uint64_t stride) {
+  if (at + stride <= s.bytes_on_disk) return false;
+  s.stop = "a frame cut short at byte " + std::to_string(at) + " (" +
+           std::to_string(s.bytes_on_disk - at) + " of " + std::to_string(stride) + " bytes)";
+  return true;
+}
+
 // Raw CODIF (stride = the frame size of the first header) or codifhdr (stride 64).
 void walk_codif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only) {
   uint64_t at = 0, frame_bytes = 0;
@@ -102,11 +111,7 @@ void walk_codif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only)
       break;
     }
     const uint64_t stride = headers_only ? capture::codif::kHeaderBytes : frame_bytes;
-    if (at + stride > s.bytes_on_disk) {
-      s.stop = "a frame cut short at byte " + std::to_string(at) + " (" +
-               std::to_string(s.bytes_on_disk - at) + " of " + std::to_string(stride) + " bytes)";
-      break;
-    }
+    if (cut_short(s, at, stride)) break;
     note_frame(s, h, t);
     at += stride;
   }
@@ -148,11 +153,7 @@ void walk_vdif(Reader& r, FileScan& s, const ScanOptions& o, bool headers_only) 
       break;
     }
     const uint64_t stride = headers_only ? s.header_bytes : s.frame_bytes;
-    if (at + stride > s.bytes_on_disk) {
-      s.stop = "a frame cut short at byte " + std::to_string(at) + " (" +
-               std::to_string(s.bytes_on_disk - at) + " of " + std::to_string(stride) + " bytes)";
-      break;
-    }
+    if (cut_short(s, at, stride)) break;
     note_frame(s, h, t);
     at += stride;
   }

@@ -6,7 +6,6 @@
 #include <ctime>
 #include <fstream>
 #include <map>
-#include <numeric>
 #include <optional>
 #include <stdexcept>
 
@@ -533,11 +532,7 @@ config::RunConfig config_from_manifest(const json& manifest) {
   const std::string text =
       manifest.contains("config") ? manifest["config"].value("text", "") : std::string();
   if (text.empty()) throw std::runtime_error("the manifest carries no run file (config.text)");
-  config::HostChecks host;
-  host.check_filesystem = false;
-  host.usable_cpus = std::vector<unsigned>(4096);
-  std::iota(host.usable_cpus->begin(), host.usable_cpus->end(), 0u);
-  config::LoadResult r = config::load_string(text, "manifest config", host);
+  config::LoadResult r = config::load_snapshot(text, "manifest config");
   if (!r.ok()) {
     throw std::runtime_error("the manifest's run file does not load: " +
                              config::format_problem(r.problems.front()));

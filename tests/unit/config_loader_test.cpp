@@ -601,6 +601,19 @@ TEST_F(RingMemory, VerbsRingsBeyondTheMemlockLimitNeedCapIpcLock) {
   EXPECT_TRUE(load("ring_depth: 1024", "ring_depth: 1024").ok());
 }
 
+// recover, verify and inspect read the run file back from the manifest, maybe as an ordinary
+// user or on a smaller host: the capture host's memory and memlock limit are not checked here.
+TEST_F(RingMemory, ASnapshotLoadsWhereItsRingsWouldNotFit) {
+  fake_proc("1048576", "65536", "0000000000000000");  // 1 GiB available, 64 KiB memlock
+  const std::string big =
+      patched("  ring_depth: 1024\n", "  ring_depth: 32768\n  payload_memory: host\n");
+  EXPECT_FALSE(load("  ring_depth: 1024\n", "  ring_depth: 32768\n  payload_memory: host\n").ok());
+  HostChecks snapshot = snapshot_host();
+  snapshot.proc_root = dir_.string();
+  const LoadResult r = load_string(big, "manifest config", snapshot);
+  EXPECT_TRUE(r.ok()) << all_problems(r);
+}
+
 TEST_F(RingMemory, UnreadableFactsAreNotChecked) {
   HostChecks host = fixed_host();
   host.check_memory = true;

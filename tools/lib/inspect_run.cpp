@@ -1,7 +1,6 @@
 #include "tools/lib/inspect_run.hpp"
 
 #include <fstream>
-#include <numeric>
 #include <stdexcept>
 
 #include "config/loader.hpp"
@@ -34,12 +33,7 @@ RawKind raw_kind(const json& m) {
   RawKind k;
   const std::string text = m.contains("config") ? m["config"].value("text", "") : "";
   if (text.empty()) return k;
-  config::HostChecks host;
-  host.check_filesystem = false;
-  host.check_interfaces = false;  // the capture host's, not this one's
-  host.usable_cpus = std::vector<unsigned>(4096);
-  std::iota(host.usable_cpus->begin(), host.usable_cpus->end(), 0u);
-  const config::LoadResult r = config::load_string(text, "manifest config", host);
+  const config::LoadResult r = config::load_snapshot(text, "manifest config");
   if (!r.ok()) return k;
   k.vdif = r.config->streams.format == config::StreamFormat::vdif;
   k.frames_per_second = r.config->streams.frames_per_second;

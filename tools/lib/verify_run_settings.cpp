@@ -1,6 +1,5 @@
 #include "tools/lib/verify_run_settings.hpp"
 
-#include <numeric>
 #include <vector>
 
 #include "config/loader.hpp"
@@ -13,12 +12,7 @@ RunSettings settings_from_config_text(const std::string& text) {
     s.note = "the manifest has no config snapshot: default output settings assumed";
     return s;
   }
-  config::HostChecks host;
-  host.check_filesystem = false;
-  host.check_interfaces = false;  // the capture host's interfaces, not this one's
-  host.usable_cpus = std::vector<unsigned>(4096);
-  std::iota(host.usable_cpus->begin(), host.usable_cpus->end(), 0u);
-  const config::LoadResult r = config::load_string(text, "manifest config", host);
+  const config::LoadResult r = config::load_snapshot(text, "manifest config");
   if (!r.ok()) {
     s.note = "the manifest's config snapshot does not load (" +
              config::format_problem(r.problems.front()) + "): default output settings assumed";
