@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 
 #include "config/units.hpp"
 #include "daemon/lib/atomic_file.hpp"
@@ -41,12 +42,28 @@ struct StreamClock {
     if (rel <= 0) return 0;
     return static_cast<uint64_t>(rel * t.frames_per_period / period_ns());
   }
-  int64_t unix_ns(const TriggerTime& tt) const {
-    if (!tt.codif) return tt.unix_ns;
+  // A CODIF time in Unix ns; what is wrong with it (refused bad_window), or empty.
+  std::string unix_ns(const TriggerTime& tt, const char* key, int64_t& out) const {
+    if (!tt.codif) {
+      out = tt.unix_ns;
+      return {};
+    }
+    if (tt.frame >= t.frames_per_period) {
+      return fmt::format("'{}': frame {} is not below the stream's {} frames per period", key,
+                         tt.frame, t.frames_per_period);
+    }
     const i128 base =
         (i128{codif::epoch_unix_seconds(static_cast<uint8_t>(tt.epoch))} + tt.seconds) *
         1'000'000'000;
-    return static_cast<int64_t>(base + i128(tt.frame) * period_ns() / t.frames_per_period);
+    const i128 ns = base + i128(tt.frame) * period_ns() / t.frames_per_period;
+    if (ns > std::numeric_limits<int64_t>::max()) {
+      return fmt::format(
+          "'{}': CODIF epoch {} + {} s + frame {} is beyond what Unix "
+          "nanoseconds hold: no frame number can name it",
+          key, tt.epoch, tt.seconds, tt.frame);
+    }
+    out = static_cast<int64_t>(ns);
+    return {};
   }
 };
 
@@ -98,21 +115,28 @@ std::size_t reason_index(const std::string& reason) {
   return 0;
 }
 
-// A CODIF-time window as Unix ns, with the timing of the newest frame `s` retains (pinned
-// while it is read); false when the stream has no frame yet.
-bool codif_window(const DumpStream& s, const TriggerRequest& r, int64_t& start, int64_t& end) {
+// The timing of the newest frame `s` retains (pinned while it is read); false when the stream
+// has no frame yet.
+bool newest_clock(const DumpStream& s, StreamClock& clock) {
   capture::Retention& ret = *s.retention;
   uint64_t pinned = 0;
   const auto pin = ret.pin(ret.range().head, pinned);
   if (!pin) return false;
   const uint64_t tail = ret.range().tail;
-  StreamClock clock;
   const bool ok = pinned < tail && read_clock(ret, s.syncs, tail - 1, clock);
   ret.unpin(*pin);
-  if (!ok) return false;
-  start = clock.unix_ns(r.start);
-  end = clock.unix_ns(r.end);
-  return true;
+  return ok;
+}
+
+// A CODIF-time window as Unix ns, with the timing of stream `s`; false when the stream has no
+// frame yet. `why`: a time that stream's frames cannot have (refused bad_window).
+bool codif_window(const DumpStream& s, const TriggerRequest& r, int64_t& start, int64_t& end,
+                  std::string& why) {
+  StreamClock clock;
+  if (!newest_clock(s, clock)) return false;
+  why = clock.unix_ns(r.start, "start", start);
+  if (why.empty()) why = clock.unix_ns(r.end, "end", end);
+  return why.empty();
 }
 
 // The number after the highest of the dump directories already in `dumps` ("0007" or
@@ -276,6 +300,29 @@ std::string DumpService::select(const TriggerRequest& r, std::vector<std::size_t
   return {};
 }
 
+std::string DumpService::stream_name(std::size_t i) const {
+  const config::StreamRef& ref = streams_[i].ref;
+  const auto& g = config_.capture.interfaces[ref.interface].groups[ref.group];
+  return fmt::format("{}:{} {}", config::format_ipv4(g.address), g.port,
+                     config_.streams.antennas[ref.antenna].name);
+}
+
+// Frame 0 of a stream is its CODIF reference epoch: a window that starts before it has no
+// frame numbers there (it would have been answered as frame 0, "overwritten").
+std::string DumpService::before_an_epoch(const std::vector<std::size_t>& chosen,
+                                         int64_t start_ns) const {
+  for (std::size_t i : chosen) {
+    StreamClock clock;
+    if (!newest_clock(streams_[i], clock) || i128{start_ns} >= clock.epoch_ns()) continue;
+    return fmt::format(
+        "'start' ({}) is before the CODIF reference epoch {} ({}) of stream {}: "
+        "no frame number can name it",
+        format_utc_ns(start_ns), clock.h.epoch,
+        format_utc_ns(static_cast<int64_t>(clock.epoch_ns())), stream_name(i));
+  }
+  return {};
+}
+
 void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req) {
   StreamPlan& p = job.streams.emplace_back();
   p.stream = i;
@@ -300,7 +347,17 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
     return;
   }
   p.known = true;
-  const int64_t start = clock.unix_ns(req.start), end = clock.unix_ns(req.end);
+  int64_t start = req.start.unix_ns, end = req.end.unix_ns;
+  // Checked by handle() with the first chosen stream's timing; this stream's is the same
+  // (one run file, one frame rate) or the window is cut to what it can name.
+  if (!clock.unix_ns(req.start, "start", start).empty() ||
+      !clock.unix_ns(req.end, "end", end).empty() || i128{start} < clock.epoch_ns()) {
+    p.note = "the window cannot be named in this stream's frame numbers";
+    ret.unpin(*pin);
+    p.pinned = false;
+    p.known = false;
+    return;
+  }
   p.window_first = clock.index_at(start);
   p.window_last = clock.index_at(end - 1);
   const capture::StreamRing& ring = ret.ring();
@@ -352,9 +409,10 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
 }
 
 json DumpService::handle(std::string_view body_view, bool http, const std::string& bearer) {
-  const std::string body(body_view);
+  // What is stored (dump.json, the trigger log): never the token.
+  const std::string body = redact_request(body_view);
   counters_.received.fetch_add(1);
-  TriggerParse parsed = parse_trigger_request(body);
+  TriggerParse parsed = parse_trigger_request(body_view);
   if (auto* e = std::get_if<TriggerError>(&parsed)) return refuse(e->reason, e->message, body);
   TriggerRequest& req = std::get<TriggerRequest>(parsed);
   if (http && !token_.empty() && req.token.value_or("") != token_ && bearer != token_) {
@@ -374,8 +432,11 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
     return refuse("unknown_group", "the antennas and groups name no stream", body);
   int64_t start_ns = req.start.unix_ns, end_ns = req.end.unix_ns;
   // CODIF frame time: converted with the first chosen stream's timing (when it has frames).
+  std::string why;
   const bool known = (!req.start.codif && !req.end.codif) ||
-                     codif_window(streams_[chosen.front()], req, start_ns, end_ns);
+                     codif_window(streams_[chosen.front()], req, start_ns, end_ns, why);
+  if (why.empty() && known) why = before_an_epoch(chosen, start_ns);
+  if (!why.empty()) return refuse("bad_window", why, body);
   if (known && end_ns <= start_ns) {
     return refuse("bad_window", "end is not after start: the window is empty", body);
   }
@@ -386,6 +447,18 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
                               config::format_duration(std::chrono::nanoseconds(end_ns - start_ns)),
                               config::format_duration(config_.retention.retain)),
                   body);
+  }
+  // Nothing of a window that starts beyond max_future could be retained in time: refused, so
+  // that a far future (or a mistyped year) is never answered as a dump.
+  const int64_t ahead = options_.now_ns() + config_.retention.max_future.count();
+  if (known && start_ns > ahead) {
+    return refuse(
+        "too_far_ahead",
+        fmt::format("the window starts at {}, more than retention.max_future ({}) "
+                    "from now ({}): ask again when it is closer",
+                    format_utc_ns(start_ns), config::format_duration(config_.retention.max_future),
+                    format_utc_ns(options_.now_ns())),
+        body);
   }
   std::lock_guard lock(mu_);
   if (queue_.size() >= options_.max_queued) {

@@ -42,9 +42,9 @@ struct DumpCounters {
   std::atomic<uint64_t> received{0}, served{0}, bytes{0}, frames_not_retained{0}, fill_frames{0};
   std::atomic<uint64_t> duration_ns{0};  // summed over served dumps
   std::atomic<uint64_t> queued{0};       // accepted, not yet written
-  static constexpr const char* kReasons[] = {"malformed",       "bad_window",    "bad_label",
-                                             "unknown_antenna", "unknown_group", "too_long",
-                                             "unauthorized",    "busy",          "not_running"};
+  static constexpr const char* kReasons[] = {
+      "malformed", "bad_window",   "bad_label", "unknown_antenna", "unknown_group",
+      "too_long",  "unauthorized", "busy",      "not_running",     "too_far_ahead"};
   static constexpr std::size_t kReasonCount = std::size(kReasons);
   std::atomic<uint64_t> refused[kReasonCount]{};
 };
@@ -84,6 +84,8 @@ class DumpService {
   nlohmann::json refuse(const std::string& reason, const std::string& message,
                         const std::string& body);
   std::string select(const TriggerRequest& r, std::vector<std::size_t>& chosen) const;
+  std::string stream_name(std::size_t stream) const;
+  std::string before_an_epoch(const std::vector<std::size_t>& chosen, int64_t start_ns) const;
   void plan_stream(Job& job, std::size_t stream, const TriggerRequest& r);
   nlohmann::json answer(const Job& job) const;
   void run();
