@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <limits>
 
@@ -157,6 +158,29 @@ uint64_t first_free_dump_id(const std::filesystem::path& dumps) {
   return highest + 1;
 }
 
+// The run file's output directories, for a service not given the run's OutputTargets (tests).
+std::shared_ptr<writers::OutputTargets> own_targets(const config::RunConfig& c) {
+  std::vector<std::filesystem::path> dirs(c.output.directories.begin(), c.output.directories.end());
+  if (dirs.empty()) dirs.emplace_back(c.output.directory);
+  return std::make_shared<writers::OutputTargets>(std::move(dirs));
+}
+
+// The errors that say a target is full or failing (as RotatingFile reads them): another target
+// may take the dump.
+bool target_fault(int err) noexcept {
+  return err == ENOSPC || err == EDQUOT || err == EFBIG || writers::is_storage_loss(err);
+}
+
+// Frames of the window a stream's dump does not hold: not arrived, or lost to write errors.
+uint64_t frames_not_written(const writers::StreamDumpResult& res) {
+  uint64_t n = res.not_written ? res.not_written->second - res.not_written->first + 1 : 0;
+  if (!res.write_loss.empty()) {
+    const writers::WriteLoss& l = res.write_loss.front().second;
+    n += l.frames + l.fills;
+  }
+  return n;
+}
+
 }  // namespace
 
 struct DumpService::StreamPlan {
@@ -172,19 +196,26 @@ struct DumpService::StreamPlan {
   std::size_t pin = 0;
   uint64_t from_pos = 0;
   int64_t wait_until_ns = 0;
-  writers::DumpFiles files;
+  writers::DumpFiles files;  // file names in the dump's directory
   writers::StreamDumpResult result;
 };
 
 struct DumpService::Job {
   uint64_t id = 0;
   std::string label, body, received;
+  std::string name;  // of its directory: 0007 or 0007-label
   int64_t start_ns = 0, end_ns = 0;
+  std::size_t target = 0;  // output target of its directory
+  bool placed = false;     // `expected` bytes reserved on `target` (OutputTargets::place)
+  uint64_t expected = 0;
   std::filesystem::path dir;
   std::vector<StreamPlan> streams;
   std::string state = "queued";
   double duration_s = 0;
   std::string written;
+  std::string error;                // why it failed; empty: written whole
+  json retries = json::array();     // targets that failed under it: {directory, error}
+  std::filesystem::path dump_json;  // where dump.json went; empty: nowhere
 };
 
 DumpService::DumpService(const config::RunConfig& config, std::filesystem::path run_dir,
@@ -193,8 +224,10 @@ DumpService::DumpService(const config::RunConfig& config, std::filesystem::path 
       run_dir_(std::move(run_dir)),
       streams_(std::move(streams)),
       options_(std::move(options)),
-      next_id_(first_free_dump_id(run_dir_ / "dumps")) {
+      targets_(options_.targets ? options_.targets : own_targets(config)) {
   if (!options_.now_ns) options_.now_ns = wall_now_ns;
+  for (std::size_t t = 0; t < targets_->size(); ++t)
+    next_id_ = std::max(next_id_, first_free_dump_id(dump_root(t)));
   if (!config.retention.http_token_file.empty()) {
     std::FILE* f = std::fopen(config.retention.http_token_file.c_str(), "rb");
     if (f == nullptr) {
@@ -401,7 +434,7 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
   const std::string stem = fmt::format("{}_{}_{}_{}", itf.name, config::format_ipv4(g.address),
                                        g.port, config_.streams.antennas[ref.antenna].name);
   for (config::OutputFormat f : config_.retention.formats) {
-    const std::filesystem::path path = job.dir / (stem + "." + extension(f));
+    const std::filesystem::path path = stem + "." + extension(f);
     if (f == config::OutputFormat::raw) p.files.raw = path;
     if (f == config::OutputFormat::codifhdr) p.files.codifhdr = path;
     if (f == config::OutputFormat::pcap) p.files.pcap = path;
@@ -474,10 +507,11 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
   job->received = format_utc_ns(options_.now_ns());
   job->start_ns = req.start.unix_ns;
   job->end_ns = req.end.unix_ns;
-  job->dir = run_dir_ / "dumps" /
-             (fmt::format("{:04}", job->id) + (req.label.empty() ? "" : "-" + req.label));
+  job->name = fmt::format("{:04}", job->id) + (req.label.empty() ? "" : "-" + req.label);
   for (std::size_t i : chosen)
     plan_stream(*job, i, req);
+  job->expected = expected_bytes(*job);
+  place(*job);
   uint64_t not_retained = 0;
   for (const StreamPlan& p : job->streams) {
     for (const json& r : p.not_retained)
@@ -509,7 +543,7 @@ json DumpService::answer(const Job& job) const {
     if (!p.note.empty()) s["note"] = p.note;
     json files = json::array();
     for (const auto* f : {&p.files.raw, &p.files.codifhdr, &p.files.pcap}) {
-      if (!f->empty()) files.push_back(f->string());
+      if (!f->empty()) files.push_back((job.dir / *f).string());
     }
     s["files"] = files;
     streams.push_back(s);
@@ -541,96 +575,296 @@ void DumpService::run() {
     {
       std::lock_guard lock(mu_);
       busy_ = false;
-      job->state = "written";
+      job->state = job->error.empty() ? "written" : "failed";
     }
     cv_.notify_all();
   }
+}
+
+std::filesystem::path DumpService::dump_root(std::size_t target) const {
+  return targets_->directory(target) / run_dir_.filename() / "dumps";
+}
+
+// What a dump may write: its frames in every format, about a slot's bytes each.
+uint64_t DumpService::expected_bytes(const Job& job) const {
+  uint64_t n = 0;
+  for (const StreamPlan& p : job.streams) {
+    if (!p.serve) continue;
+    const capture::StreamRing& ring = streams_[p.stream].retention->ring();
+    n += (p.last - p.first + 1) * (ring.payload_stride() + ring.header_stride());
+  }
+  return n * std::max<std::size_t>(config_.retention.formats.size(), 1);
+}
+
+// The dump's directory: on the output target with the most room for it (OutputTargets::place,
+// as the run's files), or the run directory's target when none is in rotation now (it is tried
+// again when the dump is written). Under mu_, or before the job is shared.
+void DumpService::place(Job& job) {
+  const std::optional<std::size_t> t = targets_->place(job.expected);
+  job.placed = t.has_value();
+  job.target = t.value_or(0);
+  job.dir = dump_root(job.target) / job.name;
+}
+
+void DumpService::release(Job& job, uint64_t bytes) {
+  if (job.placed) targets_->file_closed(job.target, job.expected, bytes);
+  job.placed = false;
+}
+
+// One pass over the job's streams on its target. The first error that says the target is full
+// or failing, when `stop_at_fault` (another target may take the dump), ends the pass: its
+// errno, else 0.
+int DumpService::write_streams(Job& job, writers::StreamDumper& dumper, bool stop_at_fault) {
+  for (StreamPlan& p : job.streams) {
+    p.result = {};
+    if (!p.serve) continue;
+    writers::StreamDumpRequest r;
+    r.retention = streams_[p.stream].retention;
+    r.pin = p.pin;
+    r.from_pos = p.from_pos;
+    r.first_index = p.first;
+    r.last_index = p.last;
+    r.wait_until_ns = p.wait_until_ns;
+    r.syncs = streams_[p.stream].syncs;
+    r.now_ns = options_.now_ns;
+    r.hold_pin = stop_at_fault;
+    const writers::Status placed = place_files(job, p.files, r.files);
+    if (placed.ok()) p.result = dumper.run(r, stop_);
+    if (!placed.ok()) {
+      p.result.error_code = placed.code();
+      p.result.errors.push_back(placed.message());
+      p.result.not_written = {p.first, p.last};
+      p.result.not_written_reason = "dump directory: " + placed.message();
+    }
+    if (!stop_at_fault && p.pinned) {  // written: its slots go back to capture now
+      streams_[p.stream].retention->unpin(p.pin);
+      p.pinned = false;
+    }
+    if (stop_at_fault && target_fault(p.result.error_code)) {
+      skip_from(job, &p - job.streams.data() + 1,
+                "not written: the output target failed under an earlier stream");
+      return p.result.error_code;
+    }
+  }
+  return 0;
+}
+
+// Streams `first`.. of the job are not written (on this target), for `why`.
+void DumpService::skip_from(Job& job, std::size_t first, const std::string& why) {
+  for (std::size_t k = first; k < job.streams.size(); ++k) {
+    StreamPlan& p = job.streams[k];
+    if (!p.serve) continue;
+    p.result = {};
+    p.result.not_written = {p.first, p.last};
+    p.result.not_written_reason = why;
+  }
+}
+
+// The dump's files in its directory, which is created (contained in its target) on the way.
+writers::Status DumpService::place_files(const Job& job, const writers::DumpFiles& names,
+                                         writers::DumpFiles& out) const {
+  const std::filesystem::path target = targets_->directory(job.target);
+  const std::filesystem::path rel = job.dir.lexically_relative(target);
+  for (auto [name, path] :
+       {std::pair{&names.raw, &out.raw}, std::pair{&names.codifhdr, &out.codifhdr},
+        std::pair{&names.pcap, &out.pcap}}) {
+    if (name->empty()) continue;
+    if (writers::Status s = writers::place_in_directory(target, (rel / *name).string(), *path); !s)
+      return s;
+  }
+  return {};
+}
+
+// Target `job.target` failed under the dump (errno `err`): out of rotation, and the dump placed
+// on another target, its files on the failed one removed. False when no other target is in
+// rotation: the dump stays where it is, with what it could write there.
+bool DumpService::move_elsewhere(Job& job, int err) {
+  std::string why;
+  for (const StreamPlan& p : job.streams) {
+    if (why.empty() && !p.result.errors.empty()) why = p.result.errors.front();
+  }
+  targets_->take_out(job.target, err, why);
+  std::lock_guard lock(mu_);
+  const std::optional<std::size_t> t = targets_->place(job.expected);
+  if (!t) return false;
+  for (const StreamPlan& p : job.streams) {
+    for (const writers::FileRecord& f : p.result.files) {
+      std::error_code ec;
+      std::filesystem::remove(f.path, ec);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove(job.dir, ec);  // only when empty: nothing else of it is there
+  job.retries.push_back({{"directory", job.dir.string()}, {"error", why}});
+  if (options_.log) {
+    options_.log(DumpLogLevel::warn,
+                 fmt::format("dump {}: output target {} failed ({}); writing it again on {}",
+                             job.name, targets_->directory(job.target).string(), why,
+                             targets_->directory(*t).string()));
+  }
+  release(job, 0);
+  job.placed = true;
+  job.target = *t;
+  job.dir = dump_root(*t) / job.name;
+  return true;
 }
 
 void DumpService::write_job(Job& job) {
   const auto t0 = std::chrono::steady_clock::now();
   writers::RateLimiter rate(config_.retention.write_rate);
   writers::StreamDumper dumper(*own_stager_, rate);
-  std::string dir_error;
-  if (const writers::Status s = writers::make_directories(job.dir); !s.ok()) {
-    dir_error = s.message();
+  // With several targets every stream's frames stay pinned until the dump is written whole,
+  // so that a target failing under it can be replaced by another without losing a frame.
+  const bool can_move = targets_->size() > 1;
+  {
+    std::lock_guard lock(mu_);
+    if (!job.placed || !targets_->in_rotation(job.target)) {
+      release(job, 0);
+      place(job);
+    }
   }
-  uint64_t bytes = 0, not_written = 0, fills = 0;
+  std::string no_target;
+  for (std::size_t tries = 0; tries <= targets_->size(); ++tries) {
+    if (!job.placed && targets_->size() > 1) {
+      no_target = "no output target in rotation (every target full or failed)";
+      skip_from(job, 0, no_target);
+      break;
+    }
+    const int err = write_streams(job, dumper, can_move);
+    if (err == 0 || !move_elsewhere(job, err)) break;
+  }
+  for (StreamPlan& p : job.streams) {
+    if (p.pinned) streams_[p.stream].retention->unpin(p.pin);
+  }
+  finish_job(job, std::chrono::steady_clock::now() - t0, no_target);
+}
+
+// One stream's outcome in dump.json (on top of its answer).
+json DumpService::stream_outcome(const StreamPlan& p, json s) const {
+  const writers::StreamDumpResult& res = p.result;
+  s["frames"] = res.frames;
+  s["fill_frames"] = res.fill_frames;
+  s["bytes"] = res.bytes;
+  json gaps = json::array();
+  for (const auto& g : res.gaps) {
+    gaps.push_back({{"first_frame", g.first_index},
+                    {"frames", g.count},
+                    {"first_time", format_utc_ns(g.first_time_ns)}});
+  }
+  s["gaps"] = gaps;
+  if (res.not_written) {
+    const auto [a, b] = *res.not_written;
+    s["not_written"] = range_json(a, b, res.not_written_reason);
+  }
+  if (!res.write_loss.empty()) {
+    json lost = json::object();
+    for (const auto& [format, l] : res.write_loss) {
+      json g = json::array();
+      for (const auto& [first, count] : l.gaps)
+        g.push_back({first, count});
+      lost[format] = {{"frames", l.frames},
+                      {"fill_frames", l.fills},
+                      {"gaps", g},
+                      {"gaps_not_listed", l.gaps_not_listed}};
+    }
+    s["write_error_lost"] = lost;
+  }
+  json files = json::array();
+  for (const auto& f : res.files) {
+    files.push_back({{"path", f.path.string()}, {"bytes", f.bytes}, {"frames", f.records}});
+  }
+  s["files"] = files;
+  s["errors"] = res.errors;
+  return s;
+}
+
+// dump.json in the dump's directory or, when that cannot be written (its disk is full), in the
+// same place on another target, so that the reason is on disk somewhere; empty: nowhere.
+std::filesystem::path DumpService::save_dump_json(const Job& job, const json& m,
+                                                  std::string& error) const {
+  const std::string text = m.dump(2) + "\n";
+  std::vector<std::filesystem::path> dirs{job.dir};
+  for (std::size_t t = 0; t < targets_->size(); ++t) {
+    if (t != job.target) dirs.push_back(dump_root(t) / job.name);
+  }
+  for (const std::filesystem::path& d : dirs) {
+    const writers::Status made = writers::make_directories(d);
+    const std::string err =
+        made.ok() ? replace_file_atomically((d / "dump.json").string(), text) : made.message();
+    if (err.empty()) return d / "dump.json";
+    if (error.empty()) error = err;
+  }
+  return {};
+}
+
+void DumpService::finish_job(Job& job, std::chrono::steady_clock::duration took,
+                             const std::string& no_target) {
+  const double secs = std::chrono::duration<double>(took).count();
+  uint64_t bytes = 0, not_written = 0, fills = 0, frames = 0;
+  std::string error = no_target;
   json streams = answer(job).at("streams");
   for (std::size_t k = 0; k < job.streams.size(); ++k) {
-    StreamPlan& p = job.streams[k];
-    if (p.serve && dir_error.empty()) {
-      writers::StreamDumpRequest r;
-      r.retention = streams_[p.stream].retention;
-      r.pin = p.pin;
-      r.from_pos = p.from_pos;
-      r.first_index = p.first;
-      r.last_index = p.last;
-      r.wait_until_ns = p.wait_until_ns;
-      r.syncs = streams_[p.stream].syncs;
-      r.files = p.files;
-      r.now_ns = options_.now_ns;
-      p.result = dumper.run(r, stop_);
-    }
-    if (p.pinned) streams_[p.stream].retention->unpin(p.pin);
-    json& s = streams[k];
+    const StreamPlan& p = job.streams[k];
+    streams[k] = stream_outcome(p, streams[k]);
     const writers::StreamDumpResult& res = p.result;
-    s["frames"] = res.frames;
-    s["fill_frames"] = res.fill_frames;
-    s["bytes"] = res.bytes;
-    json gaps = json::array();
-    for (const auto& g : res.gaps) {
-      gaps.push_back({{"first_frame", g.first_index},
-                      {"frames", g.count},
-                      {"first_time", format_utc_ns(g.first_time_ns)}});
+    if (error.empty() && (!res.errors.empty() || !res.write_loss.empty())) {
+      error = stream_name(p.stream) + ": " +
+              (res.errors.empty() ? "records lost to write errors" : res.errors.front());
     }
-    s["gaps"] = gaps;
-    if (res.not_written) {
-      const auto [a, b] = *res.not_written;
-      s["not_written"] = range_json(a, b, res.not_written_reason);
-      not_written += b - a + 1;
-    } else if (p.serve && !dir_error.empty()) {
-      s["not_written"] = range_json(p.first, p.last, "dump directory: " + dir_error);
-      not_written += p.last - p.first + 1;
-    }
-    json files = json::array();
-    for (const auto& f : res.files) {
-      files.push_back({{"path", f.path.string()}, {"bytes", f.bytes}, {"frames", f.records}});
-    }
-    s["files"] = files;
-    s["errors"] = res.errors;
     bytes += res.bytes;
     fills += res.fill_frames;
+    frames += res.frames;
+    not_written += frames_not_written(res);
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json m{{"dump", job.id},
          {"label", job.label},
          {"run", config_.run.name},
+         {"state", error.empty() ? "written" : "failed"},
          {"received", job.received},
          {"written", format_utc_ns(options_.now_ns())},
          {"duration_seconds", secs},
          {"request", json::parse(job.body, nullptr, false)},
          {"formats", json::array()},
          {"write_rate_bytes_per_second", config_.retention.write_rate},
+         {"directory", job.dir.string()},
+         {"retries", job.retries},
          {"streams", streams}};
   for (config::OutputFormat f : config_.retention.formats)
     m["formats"].push_back(std::string(config::to_string(f)));
-  if (!dir_error.empty()) m["error"] = dir_error;
-  if (dir_error.empty()) {
-    const std::string err =
-        replace_file_atomically((job.dir / "dump.json").string(), m.dump(2) + "\n");
-    if (!err.empty()) m["error"] = err;
-  }
+  if (!error.empty()) m["error"] = error;
+  std::string json_error;
+  const std::filesystem::path saved = save_dump_json(job, m, json_error);
+  if (saved.empty() && error.empty()) error = "dump.json not written: " + json_error;
   {
     std::lock_guard lock(mu_);
+    release(job, bytes);
     job.duration_s = secs;
     job.written = m.at("written");
+    job.error = error;
+    job.dump_json = saved;
   }
   counters_.bytes.fetch_add(bytes);
   counters_.fill_frames.fetch_add(fills);
   counters_.frames_not_retained.fetch_add(not_written);
   counters_.duration_ns.fetch_add(static_cast<uint64_t>(secs * 1e9));
-  counters_.served.fetch_add(1);
+  (error.empty() ? counters_.served : counters_.failed).fetch_add(1);
+  log_outcome(job, frames, fills, bytes, saved, json_error);
+}
+
+void DumpService::log_outcome(const Job& job, uint64_t frames, uint64_t fills, uint64_t bytes,
+                              const std::filesystem::path& saved,
+                              const std::string& json_error) const {
+  if (!options_.log) return;
+  const std::string where =
+      saved.empty() ? "dump.json not written (" + json_error + ")" : saved.string();
+  if (job.error.empty()) {
+    options_.log(DumpLogLevel::info,
+                 fmt::format("dump {} written: {} frames and {} fill frames, {} bytes; {}",
+                             job.name, frames, fills, bytes, where));
+  } else {
+    options_.log(DumpLogLevel::error,
+                 fmt::format("dump {} failed: {}; {}", job.name, job.error, where));
+  }
 }
 
 json DumpService::trigger_log() const {
@@ -639,8 +873,13 @@ json DumpService::trigger_log() const {
   for (const auto& job : log_) {
     json a = answer(*job);
     a["received"] = job->received;
-    if (!job->written.empty()) a["written"] = job->written;
+    if (!job->written.empty()) {
+      a["written"] = job->written;
+      a["manifest"] = job->dump_json.empty() ? json(nullptr) : json(job->dump_json.string());
+    }
     a["duration_seconds"] = job->duration_s;
+    if (!job->error.empty()) a["error"] = job->error;
+    if (!job->retries.empty()) a["retries"] = job->retries;
     out.push_back(a);
   }
   for (const json& r : refused_log_)

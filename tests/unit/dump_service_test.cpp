@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -27,6 +28,8 @@
 #include "test_frames.hpp"
 #include "writer_test_util.hpp"
 #include "writers/capture_writer.hpp"
+#include "writers/fault_injection.hpp"
+#include "writers/output_targets.hpp"
 
 namespace rocecap::daemon {
 namespace {
@@ -533,6 +536,114 @@ TEST(DumpService, ADuplicateKeyIsRefusedNamingIt) {
   }
   rig.dumps->wait_idle();
   EXPECT_FALSE(std::filesystem::exists(rig.tmp.path() / "t" / "dumps"));
+}
+
+// Issue 23, item 2: a dump whose files cannot be written (the disk fails: EIO from the fault
+// seam, as a full disk gives ENOSPC in integration_rocecapd_dump_disk_full) is "failed" with
+// the reason in the trigger log, in dump.json, in the log and in a counter; the frames it
+// could not write are listed, and no file claims data it does not hold.
+struct FaultGuard {
+  explicit FaultGuard(const std::filesystem::path& dir, uint64_t after_bytes) {
+    writers::fault::Spec spec;
+    spec.directory = dir;
+    spec.after_bytes = after_bytes;
+    writers::fault::install(spec);
+  }
+  ~FaultGuard() { writers::fault::clear(); }
+};
+
+TEST(DumpService, ADumpThatCannotBeWrittenIsFailedWithTheReason) {
+  Rig rig;
+  std::vector<std::pair<bool, std::string>> logged;
+  std::mutex log_mu;
+  rig.dumps.reset();
+  DumpServiceOptions o;
+  o.now_ns = [&rig] { return rig.now.load(); };
+  o.log = [&](DumpLogLevel level, const std::string& line) {
+    std::lock_guard lock(log_mu);
+    logged.emplace_back(level == DumpLogLevel::error, line);
+  };
+  std::vector<DumpStream> streams;
+  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults()});
+  rig.dumps = std::make_unique<DumpService>(rig.cfg, rig.tmp.path() / "t", std::move(streams), o);
+  rig.feed(800, 1199);
+  const FaultGuard fault(rig.tmp.path() / "t" / "dumps", 0);
+  const json a = rig.trigger(1000, 1030, ", \"label\": \"full\"");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  rig.dumps->wait_idle();
+  const json log = rig.dumps->trigger_log();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].value("state", ""), "failed") << log.dump();
+  EXPECT_NE(log[0].value("error", "").find("Input/output error"), std::string::npos) << log.dump();
+  EXPECT_EQ(rig.dumps->counters().failed.load(), 1u);
+  EXPECT_EQ(rig.dumps->counters().served.load(), 0u);
+  const std::filesystem::path dir = rig.tmp.path() / "t" / "dumps" / "0001-full";
+  const json m = json::parse(read_text(dir / "dump.json"));
+  EXPECT_EQ(m.value("state", ""), "failed");
+  const json& st = m.at("streams")[0];
+  EXPECT_EQ(st.at("frames"), 0) << st.dump();
+  EXPECT_EQ(st.at("write_error_lost").at("raw").at("frames"), 30) << st.dump();
+  EXPECT_EQ(st.at("write_error_lost").at("codifhdr").at("frames"), 30) << st.dump();
+  for (const json& f : st.at("files")) {
+    EXPECT_EQ(std::filesystem::file_size(f.at("path").get<std::string>()),
+              f.at("bytes").get<uint64_t>());
+  }
+  std::lock_guard lock(log_mu);
+  const bool said = std::any_of(logged.begin(), logged.end(), [](const auto& l) {
+    return l.first && l.second.find("dump 0001-full failed") != std::string::npos &&
+           l.second.find("Input/output error") != std::string::npos;
+  });
+  EXPECT_TRUE(said) << "no error logged for the failed dump";
+}
+
+// With several output targets a dump whose target fails is written again, whole, on another
+// one: its frames stay pinned until it is written, the failed target leaves rotation.
+TEST(DumpService, ADumpWhoseTargetFailsIsWrittenWholeOnAnother) {
+  Rig rig;
+  rig.dumps.reset();
+  const std::filesystem::path a = rig.tmp.path() / "a", b = rig.tmp.path() / "b";
+  std::filesystem::create_directories(a / "t");
+  std::filesystem::create_directories(b / "t");
+  rig.cfg.output.directory = a.string();
+  rig.cfg.output.directories = {a.string(), b.string()};
+  writers::TargetOptions to;
+  to.free_bytes = [&](const std::filesystem::path& d) -> std::optional<uint64_t> {
+    return d == a ? uint64_t{100} << 30 : uint64_t{50} << 30;  // a is chosen first
+  };
+  DumpServiceOptions o;
+  o.now_ns = [&rig] { return rig.now.load(); };
+  o.targets =
+      std::make_shared<writers::OutputTargets>(std::vector<std::filesystem::path>{a, b}, to);
+  std::vector<DumpStream> streams;
+  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults()});
+  streams.push_back({{0, 0, 1}, rig.b.retention.get(), codif::SyncSet::defaults()});
+  rig.dumps = std::make_unique<DumpService>(rig.cfg, a / "t", std::move(streams), o);
+  rig.dropped = {1005};
+  rig.feed(800, 1199);
+  const FaultGuard fault(a, 0);
+  const json r = rig.trigger(1000, 1030);
+  ASSERT_TRUE(r.at("ok").get<bool>()) << r.dump();
+  EXPECT_EQ(r.at("directory"), (a / "t" / "dumps" / "0001").string());
+  rig.feed(1200, 1400);  // traffic goes on: the pins must hold the window for the retry
+  rig.dumps->wait_idle();
+  const json log = rig.dumps->trigger_log();
+  EXPECT_EQ(log[0].value("state", ""), "written") << log.dump();
+  EXPECT_EQ(log[0].value("directory", ""), (b / "t" / "dumps" / "0001").string()) << log.dump();
+  ASSERT_EQ(log[0].at("retries").size(), 1u) << log.dump();
+  EXPECT_NE(log[0].at("retries")[0].value("error", "").find("Input/output error"),
+            std::string::npos);
+  const std::filesystem::path dir = b / "t" / "dumps" / "0001";
+  for (const char* ant : {"a", "b"}) {
+    const std::string name = std::string("eth0_239.17.0.1_36001_") + ant + ".codif";
+    EXPECT_EQ(writers::test::read_file(dir / name), expected_raw(1000, 1029, rig.dropped));
+    EXPECT_FALSE(std::filesystem::exists(a / "t" / "dumps" / "0001" / name));
+  }
+  const json m = json::parse(read_text(dir / "dump.json"));
+  EXPECT_EQ(m.value("state", ""), "written");
+  EXPECT_EQ(m.at("streams")[1].at("frames"), 29);
+  EXPECT_FALSE(o.targets->in_rotation(0));
+  EXPECT_EQ(rig.dumps->counters().served.load(), 1u);
+  EXPECT_EQ(rig.dumps->counters().failed.load(), 0u);
 }
 
 // GPU retention: the payload slots are GPU memory (as the verbs backend scatters them there);
