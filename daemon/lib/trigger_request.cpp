@@ -249,8 +249,8 @@ std::string redact_request(std::string_view body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return redact_text(std::string(body));
   // An unknown key's value too: a misspelt "token" ("tokne", "auth") holds the same secret.
-  for (auto& [key, value] : j.items()) {
-    if (key == "token" || !known_key(key)) value = "(redacted)";
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.key() == "token" || !known_key(it.key())) *it = "(redacted)";
   }
   return j.dump();
 }
