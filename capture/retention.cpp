@@ -25,6 +25,9 @@ uint64_t Retention::lowest_pin() const noexcept {
 }
 
 void Retention::retain(std::span<const SlotId> ids) noexcept {
+  // Retained slots are held for seconds, far beyond the lending bound: lent ones give their
+  // kernel blocks back now (StreamRing::take_home), before a dump can see them.
+  ring_.take_home(ids);
   std::size_t n = 0;
   {
     std::lock_guard lock(mu_);

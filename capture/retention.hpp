@@ -3,7 +3,10 @@
 //
 // The writer thread hands every slot it has finished with to retain() instead of releasing it.
 // The slots are kept in a FIFO in the order the sequencer delivered them (time order within a
-// segment); once more than `keep` are held the oldest go back to the ring's free queue.
+// segment); once more than `keep` are held the oldest go back to the ring's free queue. A slot
+// whose payload a zero-copy source lent (a kernel ring block, capture/packet/) has it copied into
+// its own payload slot first and its loan ended (StreamRing::take_home): retention holds slots
+// for seconds, the kernel ring covers about 2 s of blocks, and held blocks stop capture.
 // Positions in the FIFO are absolute (0, 1, 2, ... since the start), so a dump names the frames
 // it reads by position and a position never changes meaning.
 //

@@ -1,6 +1,8 @@
 #include "capture/stream_ring.hpp"
 
+#include <algorithm>
 #include <bit>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 
@@ -82,7 +84,20 @@ std::size_t StreamRing::take_free(std::span<SlotId> out) noexcept {
 }
 
 void StreamRing::enable_loans() {
+  if (payload_kind() != memory::MemoryKind::host)
+    throw std::logic_error("ring: payload slots in GPU memory cannot be lent");
   if (!loans_) loans_ = std::make_unique<Loan[]>(slots_);
+}
+
+void StreamRing::take_home(std::span<const SlotId> ids) noexcept {
+  if (!loans_) return;
+  for (const SlotId id : ids) {
+    const Loan& l = loans_[id];
+    if (l.count == nullptr) continue;
+    const std::size_t n = std::min<std::size_t>(meta_[id].payload_bytes, payload_stride_);
+    std::memcpy(payload_base_ + std::size_t{id} * payload_stride_, l.bytes, n);
+    end_loan(id);
+  }
 }
 
 void StreamRing::give_back(SlotId id) noexcept {

@@ -127,7 +127,9 @@ class StreamRing {
   }
 
   // ---- loans: a slot's payload left where a zero-copy source received it ----
-  // Start-up, before the threads run: makes lend() usable (one pointer pair per slot).
+  // Start-up, before the threads run: makes lend() usable (one pointer pair per slot). Host
+  // payload memory only (a lent payload is read by host code, and take_home() copies into the
+  // slab with memcpy): throws std::logic_error on a GPU ring.
   void enable_loans();
   // Producer, on a taken slot: until the slot is released (consumer) or given back
   // (producer), payload(id) is `bytes`, which the lender keeps valid while `loans` is not
@@ -137,6 +139,13 @@ class StreamRing {
     loans_[id] = Loan{bytes, &loans};
   }
   bool loans_enabled() const noexcept { return loans_ != nullptr; }
+  // Consumer, on slots it keeps beyond the lending bound (capture/retention.hpp keeps them for
+  // seconds): each lent slot's payload is copied into its own payload slot and its loan ended,
+  // so the lender's block goes back at once instead of when the slot is released. Without it
+  // retained slots held the kernel ring's blocks until the ring was full of them and capture
+  // stopped. The payload slab has a slot for every id, and is host memory wherever slots are
+  // lent (enable_loans), so the copy is a memcpy of the frame's payload_bytes.
+  void take_home(std::span<const SlotId> ids) noexcept;
   SlotMeta& meta(SlotId id) noexcept { return meta_[id]; }
   const SlotMeta& meta(SlotId id) const noexcept { return meta_[id]; }
 

@@ -13,7 +13,8 @@ namespace {
 constexpr const char* kExitCodes =
     "Exit codes:\n"
     "  0  the run ended (duration, packet count, end of replay, SIGINT or SIGTERM); files and\n"
-    "     manifest complete (frames a full disk kept out are counted there as write_error)\n"
+    "     manifest complete (frames a full disk kept out are counted there as write_error,\n"
+    "     triggered dumps that could not be written are \"failed\" in its triggers)\n"
     "  1  bad command line\n"
     "  2  the run file has problems (every one is printed as file:line:column: key: what)\n"
     "  3  could not start (interface, replay file, output directory, permissions); nothing is\n"

@@ -27,9 +27,13 @@ int64_t unix_now_ns() {
       .count();
 }
 
-PathMaker fixed_path(const std::filesystem::path& p) {
-  return [p](uint64_t, std::filesystem::path& out) {
-    out = p;
+// File `seq` of one dump file: the path itself, then (after a write error, when the writer
+// retries in a new file) <stem>.<seq><ext> beside it, never the broken file again.
+PathMaker numbered_path(const std::filesystem::path& p) {
+  return [p](uint64_t seq, std::filesystem::path& out) {
+    out = seq == 0 ? p
+                   : p.parent_path() /
+                         (p.stem().string() + "." + std::to_string(seq) + p.extension().string());
     return Status();
   };
 }
@@ -76,9 +80,9 @@ class Sink {
  public:
   Sink(const StreamDumpRequest& r, StreamDumpResult& out, RateLimiter& rate)
       : r_(r), out_(out), rate_(rate), next_(r.first_index) {
-    if (!r.files.raw.empty()) raw_.emplace(fixed_path(r.files.raw), one_file());
-    if (!r.files.codifhdr.empty()) hdr_.emplace(fixed_path(r.files.codifhdr), one_file());
-    if (!r.files.pcap.empty()) pcap_.emplace(fixed_path(r.files.pcap), one_file());
+    if (!r.files.raw.empty()) raw_.emplace(numbered_path(r.files.raw), one_file());
+    if (!r.files.codifhdr.empty()) hdr_.emplace(numbered_path(r.files.codifhdr), one_file());
+    if (!r.files.pcap.empty()) pcap_.emplace(numbered_path(r.files.pcap), one_file());
   }
 
   bool done() const noexcept { return next_ > r_.last_index; }
@@ -108,6 +112,7 @@ class Sink {
       bytes += codif::kHeaderBytes;
     }
     if (pcap_) {
+      pcap_->set_next_index(m.frame_index);  // write-error losses are listed by frame index
       const auto hs = std::span<const std::byte>(ring.header(id)).first(m.header_bytes);
       check(pcap_->write_packet(m.timestamp_ns, hs, payload, m.wire_bytes));
       bytes += m.wire_bytes;
@@ -125,9 +130,16 @@ class Sink {
   }
 
   void close() {
-    if (raw_) finish(*raw_);
-    if (hdr_) finish(*hdr_);
-    if (pcap_) finish(*pcap_);
+    if (raw_) finish(*raw_, "raw");
+    if (hdr_) finish(*hdr_, "codifhdr");
+    if (pcap_) finish(*pcap_, "pcap");
+    // What the files hold, not what was handed to them: the first format's losses come off.
+    const char* first = raw_ ? "raw" : hdr_ ? "codifhdr" : "pcap";
+    if (!out_.write_loss.empty() && out_.write_loss.front().first == first) {
+      const WriteLoss& l = out_.write_loss.front().second;
+      out_.frames -= std::min(out_.frames, l.frames);
+      out_.fill_frames -= std::min(out_.fill_frames, l.fills);
+    }
   }
 
  private:
@@ -158,16 +170,23 @@ class Sink {
   }
 
   void check(const Status& s) {
-    if (!s.ok()) out_.errors.push_back(s.path().string() + ": " + s.message());
+    if (s.ok()) return;
+    if (out_.error_code == 0) out_.error_code = s.code();
+    // Writers' messages name their file already ("write <path>: <strerror>").
+    const std::string path = s.path().string();
+    const bool named = path.empty() || s.message().find(path) != std::string::npos;
+    out_.errors.push_back(named ? s.message() : path + ": " + s.message());
   }
 
   template <class W>
-  void finish(W& w) {
+  void finish(W& w, const char* format) {
     check(w.close());
     for (const FileRecord& f : w.files()) {
       out_.bytes += f.bytes;
       out_.files.push_back(f);
     }
+    const WriteLoss& l = w.stats().write_loss;
+    if (l.frames + l.fills != 0) out_.write_loss.emplace_back(format, l);
   }
 
   const StreamDumpRequest& r_;
@@ -222,7 +241,7 @@ StreamDumpResult StreamDumper::run(const StreamDumpRequest& r, const std::atomic
                     });
       if (copy_failed)
         sink.give_up("payload copy out of the ring failed: " + stager_.engine().last_error());
-      ret.move_pin(r.pin, pos);
+      if (!r.hold_pin) ret.move_pin(r.pin, pos);
       continue;
     }
     if (stop.load(std::memory_order_relaxed)) {

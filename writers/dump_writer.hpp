@@ -54,6 +54,9 @@ struct StreamDumpRequest {
   std::function<int64_t()> now_ns;  // that wall clock; empty: CLOCK_REALTIME
   capture::codif::SyncSet syncs = capture::codif::SyncSet::defaults();
   DumpFiles files;
+  // Keep the pin at from_pos instead of moving it past each batch: the caller may have to write
+  // the same frames again on another output target if this one fails.
+  bool hold_pin = false;
 };
 
 struct StreamDumpResult {
@@ -65,6 +68,10 @@ struct StreamDumpResult {
   std::optional<std::pair<uint64_t, uint64_t>> not_written;
   std::string not_written_reason;
   std::vector<std::string> errors;  // write errors (path: message)
+  int error_code = 0;               // errno of the first of them; 0: none
+  // Per format ("raw", "codifhdr", "pcap") that lost records to write errors: what its files
+  // lack. `frames` and `fill_frames` above count what the first format's files hold.
+  std::vector<std::pair<std::string, WriteLoss>> write_loss;
   std::vector<FileRecord> files;
 };
 

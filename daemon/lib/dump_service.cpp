@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
+#include <limits>
 
 #include "config/units.hpp"
 #include "daemon/lib/atomic_file.hpp"
@@ -41,12 +43,28 @@ struct StreamClock {
     if (rel <= 0) return 0;
     return static_cast<uint64_t>(rel * t.frames_per_period / period_ns());
   }
-  int64_t unix_ns(const TriggerTime& tt) const {
-    if (!tt.codif) return tt.unix_ns;
+  // A CODIF time in Unix ns; what is wrong with it (refused bad_window), or empty.
+  std::string unix_ns(const TriggerTime& tt, const char* key, int64_t& out) const {
+    if (!tt.codif) {
+      out = tt.unix_ns;
+      return {};
+    }
+    if (tt.frame >= t.frames_per_period) {
+      return fmt::format("'{}': frame {} is not below the stream's {} frames per period", key,
+                         tt.frame, t.frames_per_period);
+    }
     const i128 base =
         (i128{codif::epoch_unix_seconds(static_cast<uint8_t>(tt.epoch))} + tt.seconds) *
         1'000'000'000;
-    return static_cast<int64_t>(base + i128(tt.frame) * period_ns() / t.frames_per_period);
+    const i128 ns = base + i128(tt.frame) * period_ns() / t.frames_per_period;
+    if (ns > std::numeric_limits<int64_t>::max()) {
+      return fmt::format(
+          "'{}': CODIF epoch {} + {} s + frame {} is beyond what Unix "
+          "nanoseconds hold: no frame number can name it",
+          key, tt.epoch, tt.seconds, tt.frame);
+    }
+    out = static_cast<int64_t>(ns);
+    return {};
   }
 };
 
@@ -98,21 +116,28 @@ std::size_t reason_index(const std::string& reason) {
   return 0;
 }
 
-// A CODIF-time window as Unix ns, with the timing of the newest frame `s` retains (pinned
-// while it is read); false when the stream has no frame yet.
-bool codif_window(const DumpStream& s, const TriggerRequest& r, int64_t& start, int64_t& end) {
+// The timing of the newest frame `s` retains (pinned while it is read); false when the stream
+// has no frame yet.
+bool newest_clock(const DumpStream& s, StreamClock& clock) {
   capture::Retention& ret = *s.retention;
   uint64_t pinned = 0;
   const auto pin = ret.pin(ret.range().head, pinned);
   if (!pin) return false;
   const uint64_t tail = ret.range().tail;
-  StreamClock clock;
   const bool ok = pinned < tail && read_clock(ret, s.syncs, tail - 1, clock);
   ret.unpin(*pin);
-  if (!ok) return false;
-  start = clock.unix_ns(r.start);
-  end = clock.unix_ns(r.end);
-  return true;
+  return ok;
+}
+
+// A CODIF-time window as Unix ns, with the timing of stream `s`; false when the stream has no
+// frame yet. `why`: a time that stream's frames cannot have (refused bad_window).
+bool codif_window(const DumpStream& s, const TriggerRequest& r, int64_t& start, int64_t& end,
+                  std::string& why) {
+  StreamClock clock;
+  if (!newest_clock(s, clock)) return false;
+  why = clock.unix_ns(r.start, "start", start);
+  if (why.empty()) why = clock.unix_ns(r.end, "end", end);
+  return why.empty();
 }
 
 // The number after the highest of the dump directories already in `dumps` ("0007" or
@@ -133,6 +158,29 @@ uint64_t first_free_dump_id(const std::filesystem::path& dumps) {
   return highest + 1;
 }
 
+// The run file's output directories, for a service not given the run's OutputTargets (tests).
+std::shared_ptr<writers::OutputTargets> own_targets(const config::RunConfig& c) {
+  std::vector<std::filesystem::path> dirs(c.output.directories.begin(), c.output.directories.end());
+  if (dirs.empty()) dirs.emplace_back(c.output.directory);
+  return std::make_shared<writers::OutputTargets>(std::move(dirs));
+}
+
+// The errors that say a target is full or failing (as RotatingFile reads them): another target
+// may take the dump.
+bool target_fault(int err) noexcept {
+  return err == ENOSPC || err == EDQUOT || err == EFBIG || writers::is_storage_loss(err);
+}
+
+// Frames of the window a stream's dump does not hold: not arrived, or lost to write errors.
+uint64_t frames_not_written(const writers::StreamDumpResult& res) {
+  uint64_t n = res.not_written ? res.not_written->second - res.not_written->first + 1 : 0;
+  if (!res.write_loss.empty()) {
+    const writers::WriteLoss& l = res.write_loss.front().second;
+    n += l.frames + l.fills;
+  }
+  return n;
+}
+
 }  // namespace
 
 struct DumpService::StreamPlan {
@@ -148,19 +196,26 @@ struct DumpService::StreamPlan {
   std::size_t pin = 0;
   uint64_t from_pos = 0;
   int64_t wait_until_ns = 0;
-  writers::DumpFiles files;
+  writers::DumpFiles files;  // file names in the dump's directory
   writers::StreamDumpResult result;
 };
 
 struct DumpService::Job {
   uint64_t id = 0;
   std::string label, body, received;
+  std::string name;  // of its directory: 0007 or 0007-label
   int64_t start_ns = 0, end_ns = 0;
+  std::size_t target = 0;  // output target of its directory
+  bool placed = false;     // `expected` bytes reserved on `target` (OutputTargets::place)
+  uint64_t expected = 0;
   std::filesystem::path dir;
   std::vector<StreamPlan> streams;
   std::string state = "queued";
   double duration_s = 0;
   std::string written;
+  std::string error;                // why it failed; empty: written whole
+  json retries = json::array();     // targets that failed under it: {directory, error}
+  std::filesystem::path dump_json;  // where dump.json went; empty: nowhere
 };
 
 DumpService::DumpService(const config::RunConfig& config, std::filesystem::path run_dir,
@@ -169,8 +224,10 @@ DumpService::DumpService(const config::RunConfig& config, std::filesystem::path 
       run_dir_(std::move(run_dir)),
       streams_(std::move(streams)),
       options_(std::move(options)),
-      next_id_(first_free_dump_id(run_dir_ / "dumps")) {
+      targets_(options_.targets ? options_.targets : own_targets(config)) {
   if (!options_.now_ns) options_.now_ns = wall_now_ns;
+  for (std::size_t t = 0; t < targets_->size(); ++t)
+    next_id_ = std::max(next_id_, first_free_dump_id(dump_root(t)));
   if (!config.retention.http_token_file.empty()) {
     std::FILE* f = std::fopen(config.retention.http_token_file.c_str(), "rb");
     if (f == nullptr) {
@@ -276,6 +333,29 @@ std::string DumpService::select(const TriggerRequest& r, std::vector<std::size_t
   return {};
 }
 
+std::string DumpService::stream_name(std::size_t i) const {
+  const config::StreamRef& ref = streams_[i].ref;
+  const auto& g = config_.capture.interfaces[ref.interface].groups[ref.group];
+  return fmt::format("{}:{} {}", config::format_ipv4(g.address), g.port,
+                     config_.streams.antennas[ref.antenna].name);
+}
+
+// Frame 0 of a stream is its CODIF reference epoch: a window that starts before it has no
+// frame numbers there (it would have been answered as frame 0, "overwritten").
+std::string DumpService::before_an_epoch(const std::vector<std::size_t>& chosen,
+                                         int64_t start_ns) const {
+  for (std::size_t i : chosen) {
+    StreamClock clock;
+    if (!newest_clock(streams_[i], clock) || i128{start_ns} >= clock.epoch_ns()) continue;
+    return fmt::format(
+        "'start' ({}) is before the CODIF reference epoch {} ({}) of stream {}: "
+        "no frame number can name it",
+        format_utc_ns(start_ns), clock.h.epoch,
+        format_utc_ns(static_cast<int64_t>(clock.epoch_ns())), stream_name(i));
+  }
+  return {};
+}
+
 void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req) {
   StreamPlan& p = job.streams.emplace_back();
   p.stream = i;
@@ -300,7 +380,17 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
     return;
   }
   p.known = true;
-  const int64_t start = clock.unix_ns(req.start), end = clock.unix_ns(req.end);
+  int64_t start = req.start.unix_ns, end = req.end.unix_ns;
+  // Checked by handle() with the first chosen stream's timing; this stream's is the same
+  // (one run file, one frame rate) or the window is cut to what it can name.
+  if (!clock.unix_ns(req.start, "start", start).empty() ||
+      !clock.unix_ns(req.end, "end", end).empty() || i128{start} < clock.epoch_ns()) {
+    p.note = "the window cannot be named in this stream's frame numbers";
+    ret.unpin(*pin);
+    p.pinned = false;
+    p.known = false;
+    return;
+  }
   p.window_first = clock.index_at(start);
   p.window_last = clock.index_at(end - 1);
   const capture::StreamRing& ring = ret.ring();
@@ -344,7 +434,7 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
   const std::string stem = fmt::format("{}_{}_{}_{}", itf.name, config::format_ipv4(g.address),
                                        g.port, config_.streams.antennas[ref.antenna].name);
   for (config::OutputFormat f : config_.retention.formats) {
-    const std::filesystem::path path = job.dir / (stem + "." + extension(f));
+    const std::filesystem::path path = stem + "." + extension(f);
     if (f == config::OutputFormat::raw) p.files.raw = path;
     if (f == config::OutputFormat::codifhdr) p.files.codifhdr = path;
     if (f == config::OutputFormat::pcap) p.files.pcap = path;
@@ -352,9 +442,10 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
 }
 
 json DumpService::handle(std::string_view body_view, bool http, const std::string& bearer) {
-  const std::string body(body_view);
+  // What is stored (dump.json, the trigger log): never the token.
+  const std::string body = redact_request(body_view);
   counters_.received.fetch_add(1);
-  TriggerParse parsed = parse_trigger_request(body);
+  TriggerParse parsed = parse_trigger_request(body_view);
   if (auto* e = std::get_if<TriggerError>(&parsed)) return refuse(e->reason, e->message, body);
   TriggerRequest& req = std::get<TriggerRequest>(parsed);
   if (http && !token_.empty() && req.token.value_or("") != token_ && bearer != token_) {
@@ -374,8 +465,11 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
     return refuse("unknown_group", "the antennas and groups name no stream", body);
   int64_t start_ns = req.start.unix_ns, end_ns = req.end.unix_ns;
   // CODIF frame time: converted with the first chosen stream's timing (when it has frames).
+  std::string why;
   const bool known = (!req.start.codif && !req.end.codif) ||
-                     codif_window(streams_[chosen.front()], req, start_ns, end_ns);
+                     codif_window(streams_[chosen.front()], req, start_ns, end_ns, why);
+  if (why.empty() && known) why = before_an_epoch(chosen, start_ns);
+  if (!why.empty()) return refuse("bad_window", why, body);
   if (known && end_ns <= start_ns) {
     return refuse("bad_window", "end is not after start: the window is empty", body);
   }
@@ -386,6 +480,18 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
                               config::format_duration(std::chrono::nanoseconds(end_ns - start_ns)),
                               config::format_duration(config_.retention.retain)),
                   body);
+  }
+  // Nothing of a window that starts beyond max_future could be retained in time: refused, so
+  // that a far future (or a mistyped year) is never answered as a dump.
+  const int64_t ahead = options_.now_ns() + config_.retention.max_future.count();
+  if (known && start_ns > ahead) {
+    return refuse(
+        "too_far_ahead",
+        fmt::format("the window starts at {}, more than retention.max_future ({}) "
+                    "from now ({}): ask again when it is closer",
+                    format_utc_ns(start_ns), config::format_duration(config_.retention.max_future),
+                    format_utc_ns(options_.now_ns())),
+        body);
   }
   std::lock_guard lock(mu_);
   if (queue_.size() >= options_.max_queued) {
@@ -401,10 +507,11 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
   job->received = format_utc_ns(options_.now_ns());
   job->start_ns = req.start.unix_ns;
   job->end_ns = req.end.unix_ns;
-  job->dir = run_dir_ / "dumps" /
-             (fmt::format("{:04}", job->id) + (req.label.empty() ? "" : "-" + req.label));
+  job->name = fmt::format("{:04}", job->id) + (req.label.empty() ? "" : "-" + req.label);
   for (std::size_t i : chosen)
     plan_stream(*job, i, req);
+  job->expected = expected_bytes(*job);
+  place(*job);
   uint64_t not_retained = 0;
   for (const StreamPlan& p : job->streams) {
     for (const json& r : p.not_retained)
@@ -436,7 +543,7 @@ json DumpService::answer(const Job& job) const {
     if (!p.note.empty()) s["note"] = p.note;
     json files = json::array();
     for (const auto* f : {&p.files.raw, &p.files.codifhdr, &p.files.pcap}) {
-      if (!f->empty()) files.push_back(f->string());
+      if (!f->empty()) files.push_back((job.dir / *f).string());
     }
     s["files"] = files;
     streams.push_back(s);
@@ -468,96 +575,296 @@ void DumpService::run() {
     {
       std::lock_guard lock(mu_);
       busy_ = false;
-      job->state = "written";
+      job->state = job->error.empty() ? "written" : "failed";
     }
     cv_.notify_all();
   }
+}
+
+std::filesystem::path DumpService::dump_root(std::size_t target) const {
+  return targets_->directory(target) / run_dir_.filename() / "dumps";
+}
+
+// What a dump may write: its frames in every format, about a slot's bytes each.
+uint64_t DumpService::expected_bytes(const Job& job) const {
+  uint64_t n = 0;
+  for (const StreamPlan& p : job.streams) {
+    if (!p.serve) continue;
+    const capture::StreamRing& ring = streams_[p.stream].retention->ring();
+    n += (p.last - p.first + 1) * (ring.payload_stride() + ring.header_stride());
+  }
+  return n * std::max<std::size_t>(config_.retention.formats.size(), 1);
+}
+
+// The dump's directory: on the output target with the most room for it (OutputTargets::place,
+// as the run's files), or the run directory's target when none is in rotation now (it is tried
+// again when the dump is written). Under mu_, or before the job is shared.
+void DumpService::place(Job& job) {
+  const std::optional<std::size_t> t = targets_->place(job.expected);
+  job.placed = t.has_value();
+  job.target = t.value_or(0);
+  job.dir = dump_root(job.target) / job.name;
+}
+
+void DumpService::release(Job& job, uint64_t bytes) {
+  if (job.placed) targets_->file_closed(job.target, job.expected, bytes);
+  job.placed = false;
+}
+
+// One pass over the job's streams on its target. The first error that says the target is full
+// or failing, when `stop_at_fault` (another target may take the dump), ends the pass: its
+// errno, else 0.
+int DumpService::write_streams(Job& job, writers::StreamDumper& dumper, bool stop_at_fault) {
+  for (StreamPlan& p : job.streams) {
+    p.result = {};
+    if (!p.serve) continue;
+    writers::StreamDumpRequest r;
+    r.retention = streams_[p.stream].retention;
+    r.pin = p.pin;
+    r.from_pos = p.from_pos;
+    r.first_index = p.first;
+    r.last_index = p.last;
+    r.wait_until_ns = p.wait_until_ns;
+    r.syncs = streams_[p.stream].syncs;
+    r.now_ns = options_.now_ns;
+    r.hold_pin = stop_at_fault;
+    const writers::Status placed = place_files(job, p.files, r.files);
+    if (placed.ok()) p.result = dumper.run(r, stop_);
+    if (!placed.ok()) {
+      p.result.error_code = placed.code();
+      p.result.errors.push_back(placed.message());
+      p.result.not_written = {p.first, p.last};
+      p.result.not_written_reason = "dump directory: " + placed.message();
+    }
+    if (!stop_at_fault && p.pinned) {  // written: its slots go back to capture now
+      streams_[p.stream].retention->unpin(p.pin);
+      p.pinned = false;
+    }
+    if (stop_at_fault && target_fault(p.result.error_code)) {
+      skip_from(job, &p - job.streams.data() + 1,
+                "not written: the output target failed under an earlier stream");
+      return p.result.error_code;
+    }
+  }
+  return 0;
+}
+
+// Streams `first`.. of the job are not written (on this target), for `why`.
+void DumpService::skip_from(Job& job, std::size_t first, const std::string& why) {
+  for (std::size_t k = first; k < job.streams.size(); ++k) {
+    StreamPlan& p = job.streams[k];
+    if (!p.serve) continue;
+    p.result = {};
+    p.result.not_written = {p.first, p.last};
+    p.result.not_written_reason = why;
+  }
+}
+
+// The dump's files in its directory, which is created (contained in its target) on the way.
+writers::Status DumpService::place_files(const Job& job, const writers::DumpFiles& names,
+                                         writers::DumpFiles& out) const {
+  const std::filesystem::path target = targets_->directory(job.target);
+  const std::filesystem::path rel = job.dir.lexically_relative(target);
+  for (auto [name, path] :
+       {std::pair{&names.raw, &out.raw}, std::pair{&names.codifhdr, &out.codifhdr},
+        std::pair{&names.pcap, &out.pcap}}) {
+    if (name->empty()) continue;
+    if (writers::Status s = writers::place_in_directory(target, (rel / *name).string(), *path); !s)
+      return s;
+  }
+  return {};
+}
+
+// Target `job.target` failed under the dump (errno `err`): out of rotation, and the dump placed
+// on another target, its files on the failed one removed. False when no other target is in
+// rotation: the dump stays where it is, with what it could write there.
+bool DumpService::move_elsewhere(Job& job, int err) {
+  std::string why;
+  for (const StreamPlan& p : job.streams) {
+    if (why.empty() && !p.result.errors.empty()) why = p.result.errors.front();
+  }
+  targets_->take_out(job.target, err, why);
+  std::lock_guard lock(mu_);
+  const std::optional<std::size_t> t = targets_->place(job.expected);
+  if (!t) return false;
+  for (const StreamPlan& p : job.streams) {
+    for (const writers::FileRecord& f : p.result.files) {
+      std::error_code ec;
+      std::filesystem::remove(f.path, ec);
+    }
+  }
+  std::error_code ec;
+  std::filesystem::remove(job.dir, ec);  // only when empty: nothing else of it is there
+  job.retries.push_back({{"directory", job.dir.string()}, {"error", why}});
+  if (options_.log) {
+    options_.log(DumpLogLevel::warn,
+                 fmt::format("dump {}: output target {} failed ({}); writing it again on {}",
+                             job.name, targets_->directory(job.target).string(), why,
+                             targets_->directory(*t).string()));
+  }
+  release(job, 0);
+  job.placed = true;
+  job.target = *t;
+  job.dir = dump_root(*t) / job.name;
+  return true;
 }
 
 void DumpService::write_job(Job& job) {
   const auto t0 = std::chrono::steady_clock::now();
   writers::RateLimiter rate(config_.retention.write_rate);
   writers::StreamDumper dumper(*own_stager_, rate);
-  std::string dir_error;
-  if (const writers::Status s = writers::make_directories(job.dir); !s.ok()) {
-    dir_error = s.message();
+  // With several targets every stream's frames stay pinned until the dump is written whole,
+  // so that a target failing under it can be replaced by another without losing a frame.
+  const bool can_move = targets_->size() > 1;
+  {
+    std::lock_guard lock(mu_);
+    if (!job.placed || !targets_->in_rotation(job.target)) {
+      release(job, 0);
+      place(job);
+    }
   }
-  uint64_t bytes = 0, not_written = 0, fills = 0;
+  std::string no_target;
+  for (std::size_t tries = 0; tries <= targets_->size(); ++tries) {
+    if (!job.placed && targets_->size() > 1) {
+      no_target = "no output target in rotation (every target full or failed)";
+      skip_from(job, 0, no_target);
+      break;
+    }
+    const int err = write_streams(job, dumper, can_move);
+    if (err == 0 || !move_elsewhere(job, err)) break;
+  }
+  for (StreamPlan& p : job.streams) {
+    if (p.pinned) streams_[p.stream].retention->unpin(p.pin);
+  }
+  finish_job(job, std::chrono::steady_clock::now() - t0, no_target);
+}
+
+// One stream's outcome in dump.json (on top of its answer).
+json DumpService::stream_outcome(const StreamPlan& p, json s) const {
+  const writers::StreamDumpResult& res = p.result;
+  s["frames"] = res.frames;
+  s["fill_frames"] = res.fill_frames;
+  s["bytes"] = res.bytes;
+  json gaps = json::array();
+  for (const auto& g : res.gaps) {
+    gaps.push_back({{"first_frame", g.first_index},
+                    {"frames", g.count},
+                    {"first_time", format_utc_ns(g.first_time_ns)}});
+  }
+  s["gaps"] = gaps;
+  if (res.not_written) {
+    const auto [a, b] = *res.not_written;
+    s["not_written"] = range_json(a, b, res.not_written_reason);
+  }
+  if (!res.write_loss.empty()) {
+    json lost = json::object();
+    for (const auto& [format, l] : res.write_loss) {
+      json g = json::array();
+      for (const auto& [first, count] : l.gaps)
+        g.push_back({first, count});
+      lost[format] = {{"frames", l.frames},
+                      {"fill_frames", l.fills},
+                      {"gaps", g},
+                      {"gaps_not_listed", l.gaps_not_listed}};
+    }
+    s["write_error_lost"] = lost;
+  }
+  json files = json::array();
+  for (const auto& f : res.files) {
+    files.push_back({{"path", f.path.string()}, {"bytes", f.bytes}, {"frames", f.records}});
+  }
+  s["files"] = files;
+  s["errors"] = res.errors;
+  return s;
+}
+
+// dump.json in the dump's directory or, when that cannot be written (its disk is full), in the
+// same place on another target, so that the reason is on disk somewhere; empty: nowhere.
+std::filesystem::path DumpService::save_dump_json(const Job& job, const json& m,
+                                                  std::string& error) const {
+  const std::string text = m.dump(2) + "\n";
+  std::vector<std::filesystem::path> dirs{job.dir};
+  for (std::size_t t = 0; t < targets_->size(); ++t) {
+    if (t != job.target) dirs.push_back(dump_root(t) / job.name);
+  }
+  for (const std::filesystem::path& d : dirs) {
+    const writers::Status made = writers::make_directories(d);
+    const std::string err =
+        made.ok() ? replace_file_atomically((d / "dump.json").string(), text) : made.message();
+    if (err.empty()) return d / "dump.json";
+    if (error.empty()) error = err;
+  }
+  return {};
+}
+
+void DumpService::finish_job(Job& job, std::chrono::steady_clock::duration took,
+                             const std::string& no_target) {
+  const double secs = std::chrono::duration<double>(took).count();
+  uint64_t bytes = 0, not_written = 0, fills = 0, frames = 0;
+  std::string error = no_target;
   json streams = answer(job).at("streams");
   for (std::size_t k = 0; k < job.streams.size(); ++k) {
-    StreamPlan& p = job.streams[k];
-    if (p.serve && dir_error.empty()) {
-      writers::StreamDumpRequest r;
-      r.retention = streams_[p.stream].retention;
-      r.pin = p.pin;
-      r.from_pos = p.from_pos;
-      r.first_index = p.first;
-      r.last_index = p.last;
-      r.wait_until_ns = p.wait_until_ns;
-      r.syncs = streams_[p.stream].syncs;
-      r.files = p.files;
-      r.now_ns = options_.now_ns;
-      p.result = dumper.run(r, stop_);
-    }
-    if (p.pinned) streams_[p.stream].retention->unpin(p.pin);
-    json& s = streams[k];
+    const StreamPlan& p = job.streams[k];
+    streams[k] = stream_outcome(p, streams[k]);
     const writers::StreamDumpResult& res = p.result;
-    s["frames"] = res.frames;
-    s["fill_frames"] = res.fill_frames;
-    s["bytes"] = res.bytes;
-    json gaps = json::array();
-    for (const auto& g : res.gaps) {
-      gaps.push_back({{"first_frame", g.first_index},
-                      {"frames", g.count},
-                      {"first_time", format_utc_ns(g.first_time_ns)}});
+    if (error.empty() && (!res.errors.empty() || !res.write_loss.empty())) {
+      error = stream_name(p.stream) + ": " +
+              (res.errors.empty() ? "records lost to write errors" : res.errors.front());
     }
-    s["gaps"] = gaps;
-    if (res.not_written) {
-      const auto [a, b] = *res.not_written;
-      s["not_written"] = range_json(a, b, res.not_written_reason);
-      not_written += b - a + 1;
-    } else if (p.serve && !dir_error.empty()) {
-      s["not_written"] = range_json(p.first, p.last, "dump directory: " + dir_error);
-      not_written += p.last - p.first + 1;
-    }
-    json files = json::array();
-    for (const auto& f : res.files) {
-      files.push_back({{"path", f.path.string()}, {"bytes", f.bytes}, {"frames", f.records}});
-    }
-    s["files"] = files;
-    s["errors"] = res.errors;
     bytes += res.bytes;
     fills += res.fill_frames;
+    frames += res.frames;
+    not_written += frames_not_written(res);
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   json m{{"dump", job.id},
          {"label", job.label},
          {"run", config_.run.name},
+         {"state", error.empty() ? "written" : "failed"},
          {"received", job.received},
          {"written", format_utc_ns(options_.now_ns())},
          {"duration_seconds", secs},
          {"request", json::parse(job.body, nullptr, false)},
          {"formats", json::array()},
          {"write_rate_bytes_per_second", config_.retention.write_rate},
+         {"directory", job.dir.string()},
+         {"retries", job.retries},
          {"streams", streams}};
   for (config::OutputFormat f : config_.retention.formats)
     m["formats"].push_back(std::string(config::to_string(f)));
-  if (!dir_error.empty()) m["error"] = dir_error;
-  if (dir_error.empty()) {
-    const std::string err =
-        replace_file_atomically((job.dir / "dump.json").string(), m.dump(2) + "\n");
-    if (!err.empty()) m["error"] = err;
-  }
+  if (!error.empty()) m["error"] = error;
+  std::string json_error;
+  const std::filesystem::path saved = save_dump_json(job, m, json_error);
+  if (saved.empty() && error.empty()) error = "dump.json not written: " + json_error;
   {
     std::lock_guard lock(mu_);
+    release(job, bytes);
     job.duration_s = secs;
     job.written = m.at("written");
+    job.error = error;
+    job.dump_json = saved;
   }
   counters_.bytes.fetch_add(bytes);
   counters_.fill_frames.fetch_add(fills);
   counters_.frames_not_retained.fetch_add(not_written);
   counters_.duration_ns.fetch_add(static_cast<uint64_t>(secs * 1e9));
-  counters_.served.fetch_add(1);
+  (error.empty() ? counters_.served : counters_.failed).fetch_add(1);
+  log_outcome(job, frames, fills, bytes, saved, json_error);
+}
+
+void DumpService::log_outcome(const Job& job, uint64_t frames, uint64_t fills, uint64_t bytes,
+                              const std::filesystem::path& saved,
+                              const std::string& json_error) const {
+  if (!options_.log) return;
+  const std::string where =
+      saved.empty() ? "dump.json not written (" + json_error + ")" : saved.string();
+  if (job.error.empty()) {
+    options_.log(DumpLogLevel::info,
+                 fmt::format("dump {} written: {} frames and {} fill frames, {} bytes; {}",
+                             job.name, frames, fills, bytes, where));
+  } else {
+    options_.log(DumpLogLevel::error,
+                 fmt::format("dump {} failed: {}; {}", job.name, job.error, where));
+  }
 }
 
 json DumpService::trigger_log() const {
@@ -566,8 +873,13 @@ json DumpService::trigger_log() const {
   for (const auto& job : log_) {
     json a = answer(*job);
     a["received"] = job->received;
-    if (!job->written.empty()) a["written"] = job->written;
+    if (!job->written.empty()) {
+      a["written"] = job->written;
+      a["manifest"] = job->dump_json.empty() ? json(nullptr) : json(job->dump_json.string());
+    }
     a["duration_seconds"] = job->duration_s;
+    if (!job->error.empty()) a["error"] = job->error;
+    if (!job->retries.empty()) a["retries"] = job->retries;
     out.push_back(a);
   }
   for (const json& r : refused_log_)

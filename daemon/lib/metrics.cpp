@@ -447,6 +447,11 @@ void add_dumps(Exposition& e, const Runtime& rt) {
       {}, double(c->received.load()));
   add(e.family("rocecap_triggers_served_total", "Triggered dumps written", MetricType::Counter), {},
       double(c->served.load()));
+  add(e.family("rocecap_triggers_failed_total",
+               "Triggered dumps that could not be written whole (write errors, no target): the "
+               "manifest's triggers and the log say why",
+               MetricType::Counter),
+      {}, double(c->failed.load()));
   auto& refused =
       e.family("rocecap_triggers_refused_total",
                "Trigger requests refused, by reason (the answer says why)", MetricType::Counter);

@@ -1,5 +1,6 @@
 #include "daemon/lib/run.hpp"
 
+#include <fmt/format.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -171,6 +172,23 @@ uint64_t write_error_lost(Runtime& rt) {
   return n;
 }
 
+// What the run asked for and did not record, for its last line; empty: nothing. Frames a write
+// error kept out of the files, and triggered dumps that could not be written.
+std::string not_whole(Runtime& rt) {
+  std::string what;
+  if (const uint64_t n = write_error_lost(rt); n != 0) {
+    what = fmt::format(
+        "{} received frames not written (write_error; listed per stream in the "
+        "manifest)",
+        n);
+  }
+  if (const uint64_t n = rt.dump_counters ? rt.dump_counters->failed.load() : 0; n != 0) {
+    what += fmt::format("{}{} triggered dump{} failed (the manifest's triggers say why)",
+                        what.empty() ? "" : " and ", n, n == 1 ? "" : "s");
+  }
+  return what;
+}
+
 // Triggered dumps (doc/dumps.md): the service over every stream's retention and its socket.
 struct Dumps {
   std::unique_ptr<DumpService> service;
@@ -190,6 +208,12 @@ Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
   }
   DumpServiceOptions o;
   o.cuda_device = rt.payload.kind == capture::memory::MemoryKind::gpu ? rt.payload.gpu : -1;
+  o.targets = rt.targets;  // dumps are placed, and spill, as the run's files
+  o.log = [&log](DumpLogLevel level, const std::string& line) {
+    if (level == DumpLogLevel::error) return log.error("{}", line);
+    if (level == DumpLogLevel::warn) return log.warn("{}", line);
+    log.info("{}", line);
+  };
   d.service = std::make_unique<DumpService>(cfg, rt.run_dir, std::move(streams), o);
   const std::string path =
       cfg.retention.socket.empty() ? (rt.run_dir / "trigger.sock").string() : cfg.retention.socket;
@@ -332,12 +356,9 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     if (metrics) linger(*metrics, signals, o.metrics_linger);
     return kExitStorageLost;
   }
-  if (const uint64_t n = write_error_lost(*rt); n != 0 && !failed) {
+  if (const std::string what = not_whole(*rt); !what.empty() && !failed) {
     // Recorded, but not whole: not called "complete" (exit 0: the run ended as configured).
-    log.warn(
-        "run {} ended with {} received frames not written (write_error; listed per stream "
-        "in the manifest); manifest {}",
-        cfg.run.name, n, manifest.path().string());
+    log.warn("run {} ended with {}; manifest {}", cfg.run.name, what, manifest.path().string());
     if (metrics) linger(*metrics, signals, o.metrics_linger);
     return kExitOk;
   }

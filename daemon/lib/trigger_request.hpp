@@ -43,7 +43,15 @@ struct TriggerError {
 };
 
 using TriggerParse = std::variant<TriggerRequest, TriggerError>;
+// Refuses (`malformed`) what is not one JSON object of the known keys, each given once;
+// (`bad_window`) a time no frame can have: before 2000-01-01 (CODIF's first epoch), after what
+// int64 Unix nanoseconds hold (2262-04-11), a CODIF epoch above 255 or seconds above 2^32 - 1.
 TriggerParse parse_trigger_request(std::string_view body);
+
+// The body as it may be stored or logged (dump.json, the manifest's trigger log): the value of
+// "token", and of any key a request does not have (a misspelt "token"), replaced by
+// "(redacted)", also in a body that does not parse. A secret is never persisted.
+std::string redact_request(std::string_view body);
 
 // Empty when `label` may name a dump directory: 0 to 64 of [A-Za-z0-9._-], not starting with
 // '.', no "..": it becomes part of a path. Otherwise what is wrong.

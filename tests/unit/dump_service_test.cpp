@@ -16,6 +16,7 @@
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <set>
 #include <thread>
 
@@ -27,6 +28,8 @@
 #include "test_frames.hpp"
 #include "writer_test_util.hpp"
 #include "writers/capture_writer.hpp"
+#include "writers/fault_injection.hpp"
+#include "writers/output_targets.hpp"
 
 namespace rocecap::daemon {
 namespace {
@@ -45,9 +48,21 @@ std::string read_text(const std::filesystem::path& p) {
   return std::string(reinterpret_cast<const char*>(b.data()), b.size());
 }
 
-int64_t time_of(uint64_t index) {
-  return codif::frame_start_unix_ns(codif::at_index(tf::base_header(), tf::kTiming, index),
-                                    tf::kTiming);
+codif::Header header_at(uint64_t index, uint8_t epoch = 0) {
+  codif::Header h = codif::at_index(tf::base_header(), tf::kTiming, index);
+  h.epoch = epoch;
+  return h;
+}
+
+int64_t time_of(uint64_t index, uint8_t epoch = 0) {
+  return codif::frame_start_unix_ns(header_at(index, epoch), tf::kTiming);
+}
+
+// tf::frame with the CODIF reference epoch `epoch`.
+Bytes frame_at(uint32_t src, uint64_t index, uint8_t epoch) {
+  Bytes f = tf::frame(src, index);
+  codif::encode(header_at(index, epoch), std::span<std::byte, 64>(f.data() + 42, 64));
+  return f;
 }
 
 capture::StreamSpec spec(uint32_t src) {
@@ -104,6 +119,7 @@ struct Rig {
   std::atomic<int64_t> now{0};
   std::unique_ptr<DumpService> dumps;
   std::set<uint64_t> dropped;
+  uint8_t epoch = 0;  // the CODIF reference epoch of the frames fed
 
   explicit Rig(const std::string& token = {}) {
     if (!token.empty()) {
@@ -127,18 +143,18 @@ struct Rig {
     for (uint64_t i = first; i <= last; ++i) {
       if (dropped.count(i) != 0) continue;
       for (uint32_t src : {tf::kSrcA, tf::kSrcB}) {
-        const Bytes f = tf::frame(src, i);
-        ingest.on_frame(f, f.size(), time_of(i));
+        const Bytes f = frame_at(src, i, epoch);
+        ingest.on_frame(f, f.size(), time_of(i, epoch));
       }
       writer->poll();
     }
     ingest.flush_all();  // the sequencer's reorder window: deliver what it holds
     writer->poll();
-    now.store(time_of(last + 1));
+    now.store(time_of(last + 1, epoch));
   }
   json trigger(uint64_t first, uint64_t end, const std::string& extra = "") {
-    const std::string body =
-        fmt::format("{{\"start\": {}, \"end\": {}{}}}", time_of(first), time_of(end), extra);
+    const std::string body = fmt::format("{{\"start\": {}, \"end\": {}{}}}", time_of(first, epoch),
+                                         time_of(end, epoch), extra);
     return dumps->handle(body);
   }
 };
@@ -415,6 +431,219 @@ TEST(DumpService, HttpEndpointOnTheMetricsListenerRequiresTheToken) {
       expected_raw(1000, 1004, {}));
   // The Unix socket needs no token: its mode (0660) is the access control.
   EXPECT_TRUE(rig.dumps->handle("{" + window + "}").at("ok").get<bool>());
+}
+
+// A secret is never persisted: the token of an HTTP request (right, wrong, or inside a body
+// that is not even JSON) appears neither in dump.json nor in the trigger log (the manifest).
+TEST(DumpService, TheTokenIsRedactedFromDumpJsonAndTheTriggerLog) {
+  Rig rig("s3cret-token");
+  rig.feed(800, 1199);
+  const std::string window =
+      fmt::format("\"start\": {}, \"end\": {}", time_of(1000), time_of(1005));
+  const json ok = rig.dumps->handle("{" + window + ", \"token\": \"s3cret-token\"}", true);
+  ASSERT_TRUE(ok.at("ok").get<bool>()) << ok.dump();
+  const json wrong = rig.dumps->handle("{" + window + ", \"token\": \"s3cret-tokem\"}", true);
+  EXPECT_EQ(wrong.at("reason"), "unauthorized");
+  const json broken = rig.dumps->handle("{\"token\": \"s3cret-token\", \"start\": ", true);
+  EXPECT_EQ(broken.at("reason"), "malformed");
+  const json badkey = rig.dumps->handle("{\"token\": \"s3cret-token\", \"x\": \"s3cret-tok\"}");
+  EXPECT_EQ(badkey.at("reason"), "malformed");
+  rig.dumps->wait_idle();
+  const std::string dump_json = read_text(rig.tmp.path() / "t/dumps/0001/dump.json");
+  EXPECT_EQ(json::parse(dump_json).at("request").at("token"), "(redacted)");
+  const std::string log = rig.dumps->trigger_log().dump();
+  for (const std::string& text : {dump_json, log, broken.dump()}) {
+    EXPECT_EQ(text.find("s3cret-tok"), std::string::npos) << text;
+  }
+}
+
+// Times that no frame number can name are refused as bad_window, saying why; a window wholly
+// beyond retention.max_future is refused as too far ahead. None is answered "overwritten".
+TEST(DumpService, WindowsThatCannotBeRepresentedAreRefusedNotCalledOld) {
+  Rig rig;
+  rig.feed(800, 1199);
+  const int64_t day = int64_t{86400} * 1'000'000'000;
+  const struct {
+    std::string start, end, reason, words;
+  } cases[] = {
+      {"\"9999-01-01T00:00:00Z\"", "\"9999-01-01T00:00:00.1Z\"", "bad_window", "'start'"},
+      {R"({"epoch": 255, "seconds": 4294967295, "frame": 0})",
+       R"({"epoch": 255, "seconds": 4294967295, "frame": 1})", "bad_window", "'start'"},
+      {R"({"epoch": 0, "seconds": 4294967296, "frame": 0})",
+       R"({"epoch": 0, "seconds": 4294967296, "frame": 1})", "bad_window", "32-bit"},
+      {R"({"epoch": 0, "seconds": 1, "frame": 5000})",
+       R"({"epoch": 0, "seconds": 1, "frame": 5001})", "bad_window", "frames per period"},
+      {"-5", std::to_string(time_of(1000)), "bad_window", "'start'"},
+      {"\"1999-12-31T23:59:59.9Z\"", "\"2000-01-01T00:00:00Z\"", "bad_window", "'start'"},
+      {"18446744073709551615", "18446744073709551616", "bad_window", "'start'"},
+      {"\"2000-02-30T00:00:00Z\"", "\"2000-02-30T00:00:00.1Z\"", "malformed", "a real date"},
+      {std::to_string(time_of(1200) + 2'000'000'000), std::to_string(time_of(1200) + 2'100'000'000),
+       "too_far_ahead", "retention.max_future"},
+      {"\"2200-01-01T00:00:00Z\"", "\"2200-01-01T00:00:00.1Z\"", "too_far_ahead",
+       "retention.max_future"},
+      {std::to_string(time_of(1000) + 300 * day), std::to_string(time_of(1000) + 300 * day + 1000),
+       "too_far_ahead", "retention.max_future"},
+  };
+  for (const auto& c : cases) {
+    const std::string body = "{\"start\": " + c.start + ", \"end\": " + c.end + "}";
+    const json a = rig.dumps->handle(body);
+    EXPECT_FALSE(a.value("ok", true)) << body << " -> " << a.dump();
+    EXPECT_EQ(a.value("reason", ""), c.reason) << body << " -> " << a.dump();
+    EXPECT_NE(a.value("error", "").find(c.words), std::string::npos) << body << " -> " << a.dump();
+  }
+  rig.dumps->wait_idle();
+  EXPECT_FALSE(std::filesystem::exists(rig.tmp.path() / "t" / "dumps"));
+  EXPECT_EQ(rig.a.retention->stats().pins, 0u);
+}
+
+// Frames of a stream whose CODIF reference epoch is 52 (2026-01-01): a window in 2000 lies
+// before frame 0 of that stream and has no frame number (main answered it "overwritten" as
+// frame 0).
+TEST(DumpService, AWindowBeforeTheStreamsEpochIsRefused) {
+  Rig rig;
+  rig.epoch = 52;
+  rig.feed(800, 1199);
+  const json a = rig.dumps->handle(R"({"start": "2000-01-01T00:00:00Z",
+                                       "end": "2000-01-01T00:00:00.1Z"})");
+  EXPECT_EQ(a.value("reason", ""), "bad_window") << a.dump();
+  EXPECT_NE(a.value("error", "").find("epoch 52"), std::string::npos) << a.dump();
+  // The same stream serves a window of its own time.
+  const json b = rig.trigger(1000, 1010, ", \"antennas\": [\"a\"]");
+  ASSERT_TRUE(b.at("ok").get<bool>()) << b.dump();
+  EXPECT_EQ(b.at("streams")[0].at("retained").at("first_frame"), 1000);
+}
+
+// Item 15 of issue 23: a key given twice is refused (nlohmann would keep the last silently),
+// at the top level and inside a CODIF time.
+TEST(DumpService, ADuplicateKeyIsRefusedNamingIt) {
+  Rig rig;
+  rig.feed(800, 1199);
+  const std::string a = std::to_string(time_of(1000)), b = std::to_string(time_of(1010));
+  const struct {
+    std::string body, key;
+  } cases[] = {
+      {"{\"start\": " + a + ", \"end\": " + b + ", \"end\": " + b + "}", "'end'"},
+      {"{\"label\": \"x\", \"start\": " + a + ", \"end\": " + b + ", \"label\": \"y\"}", "'label'"},
+      {R"({"start": {"epoch": 0, "seconds": 1, "frame": 0, "seconds": 0},
+           "end": {"epoch": 0, "seconds": 0, "frame": 5}})",
+       "'seconds'"},
+  };
+  for (const auto& c : cases) {
+    const json r = rig.dumps->handle(c.body);
+    EXPECT_EQ(r.value("reason", ""), "malformed") << c.body << " -> " << r.dump();
+    const std::string e = r.value("error", "");
+    EXPECT_NE(e.find("duplicate key " + c.key), std::string::npos) << r.dump();
+  }
+  rig.dumps->wait_idle();
+  EXPECT_FALSE(std::filesystem::exists(rig.tmp.path() / "t" / "dumps"));
+}
+
+// Issue 23, item 2: a dump whose files cannot be written (the disk fails: EIO from the fault
+// seam, as a full disk gives ENOSPC in integration_rocecapd_dump_disk_full) is "failed" with
+// the reason in the trigger log, in dump.json, in the log and in a counter; the frames it
+// could not write are listed, and no file claims data it does not hold.
+struct FaultGuard {
+  explicit FaultGuard(const std::filesystem::path& dir, uint64_t after_bytes) {
+    writers::fault::Spec spec;
+    spec.directory = dir;
+    spec.after_bytes = after_bytes;
+    writers::fault::install(spec);
+  }
+  ~FaultGuard() { writers::fault::clear(); }
+};
+
+TEST(DumpService, ADumpThatCannotBeWrittenIsFailedWithTheReason) {
+  Rig rig;
+  std::vector<std::pair<bool, std::string>> logged;
+  std::mutex log_mu;
+  rig.dumps.reset();
+  DumpServiceOptions o;
+  o.now_ns = [&rig] { return rig.now.load(); };
+  o.log = [&](DumpLogLevel level, const std::string& line) {
+    std::lock_guard lock(log_mu);
+    logged.emplace_back(level == DumpLogLevel::error, line);
+  };
+  std::vector<DumpStream> streams;
+  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults()});
+  rig.dumps = std::make_unique<DumpService>(rig.cfg, rig.tmp.path() / "t", std::move(streams), o);
+  rig.feed(800, 1199);
+  const FaultGuard fault(rig.tmp.path() / "t" / "dumps", 0);
+  const json a = rig.trigger(1000, 1030, ", \"label\": \"full\"");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  rig.dumps->wait_idle();
+  const json log = rig.dumps->trigger_log();
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_EQ(log[0].value("state", ""), "failed") << log.dump();
+  EXPECT_NE(log[0].value("error", "").find("Input/output error"), std::string::npos) << log.dump();
+  EXPECT_EQ(rig.dumps->counters().failed.load(), 1u);
+  EXPECT_EQ(rig.dumps->counters().served.load(), 0u);
+  const std::filesystem::path dir = rig.tmp.path() / "t" / "dumps" / "0001-full";
+  const json m = json::parse(read_text(dir / "dump.json"));
+  EXPECT_EQ(m.value("state", ""), "failed");
+  const json& st = m.at("streams")[0];
+  EXPECT_EQ(st.at("frames"), 0) << st.dump();
+  EXPECT_EQ(st.at("write_error_lost").at("raw").at("frames"), 30) << st.dump();
+  EXPECT_EQ(st.at("write_error_lost").at("codifhdr").at("frames"), 30) << st.dump();
+  for (const json& f : st.at("files")) {
+    EXPECT_EQ(std::filesystem::file_size(f.at("path").get<std::string>()),
+              f.at("bytes").get<uint64_t>());
+  }
+  std::lock_guard lock(log_mu);
+  const bool said = std::any_of(logged.begin(), logged.end(), [](const auto& l) {
+    return l.first && l.second.find("dump 0001-full failed") != std::string::npos &&
+           l.second.find("Input/output error") != std::string::npos;
+  });
+  EXPECT_TRUE(said) << "no error logged for the failed dump";
+}
+
+// With several output targets a dump whose target fails is written again, whole, on another
+// one: its frames stay pinned until it is written, the failed target leaves rotation.
+TEST(DumpService, ADumpWhoseTargetFailsIsWrittenWholeOnAnother) {
+  Rig rig;
+  rig.dumps.reset();
+  const std::filesystem::path a = rig.tmp.path() / "a", b = rig.tmp.path() / "b";
+  std::filesystem::create_directories(a / "t");
+  std::filesystem::create_directories(b / "t");
+  rig.cfg.output.directory = a.string();
+  rig.cfg.output.directories = {a.string(), b.string()};
+  writers::TargetOptions to;
+  to.free_bytes = [&](const std::filesystem::path& d) -> std::optional<uint64_t> {
+    return d == a ? uint64_t{100} << 30 : uint64_t{50} << 30;  // a is chosen first
+  };
+  DumpServiceOptions o;
+  o.now_ns = [&rig] { return rig.now.load(); };
+  o.targets =
+      std::make_shared<writers::OutputTargets>(std::vector<std::filesystem::path>{a, b}, to);
+  std::vector<DumpStream> streams;
+  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults()});
+  streams.push_back({{0, 0, 1}, rig.b.retention.get(), codif::SyncSet::defaults()});
+  rig.dumps = std::make_unique<DumpService>(rig.cfg, a / "t", std::move(streams), o);
+  rig.dropped = {1005};
+  rig.feed(800, 1199);
+  const FaultGuard fault(a, 0);
+  const json r = rig.trigger(1000, 1030);
+  ASSERT_TRUE(r.at("ok").get<bool>()) << r.dump();
+  EXPECT_EQ(r.at("directory"), (a / "t" / "dumps" / "0001").string());
+  rig.feed(1200, 1400);  // traffic goes on: the pins must hold the window for the retry
+  rig.dumps->wait_idle();
+  const json log = rig.dumps->trigger_log();
+  EXPECT_EQ(log[0].value("state", ""), "written") << log.dump();
+  EXPECT_EQ(log[0].value("directory", ""), (b / "t" / "dumps" / "0001").string()) << log.dump();
+  ASSERT_EQ(log[0].at("retries").size(), 1u) << log.dump();
+  EXPECT_NE(log[0].at("retries")[0].value("error", "").find("Input/output error"),
+            std::string::npos);
+  const std::filesystem::path dir = b / "t" / "dumps" / "0001";
+  for (const char* ant : {"a", "b"}) {
+    const std::string name = std::string("eth0_239.17.0.1_36001_") + ant + ".codif";
+    EXPECT_EQ(writers::test::read_file(dir / name), expected_raw(1000, 1029, rig.dropped));
+    EXPECT_FALSE(std::filesystem::exists(a / "t" / "dumps" / "0001" / name));
+  }
+  const json m = json::parse(read_text(dir / "dump.json"));
+  EXPECT_EQ(m.value("state", ""), "written");
+  EXPECT_EQ(m.at("streams")[1].at("frames"), 29);
+  EXPECT_FALSE(o.targets->in_rotation(0));
+  EXPECT_EQ(rig.dumps->counters().served.load(), 1u);
+  EXPECT_EQ(rig.dumps->counters().failed.load(), 0u);
 }
 
 // GPU retention: the payload slots are GPU memory (as the verbs backend scatters them there);

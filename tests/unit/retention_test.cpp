@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace rocecap::capture {
@@ -69,6 +70,43 @@ TEST(Retention, APinHoldsSlotsBeyondKeepAndItsDropsAreDumpPinned) {
   EXPECT_EQ(ret.stats().held, 8u);
   EXPECT_EQ(ret.stats().pinned_extra, 0u);
   ASSERT_TRUE(ring.acquire());  // free again; a later drop would be ring_full
+}
+
+// A zero-copy source (capture/packet/) lends slots its kernel blocks. Retention holds slots
+// for seconds, far past the lending bound, so a lent slot must come back home (its payload
+// copied into its own slab slot) and its block go back to the lender when it is retained:
+// otherwise the kernel ring fills with held blocks and capture stops (issue 23, item 1).
+TEST(Retention, ARetainedLentSlotGivesItsBlockBackAndKeepsItsBytes) {
+  StreamRing ring(small_ring(16));
+  ring.enable_loans();
+  Retention ret(ring, 8);
+  std::vector<std::byte> block(256);
+  for (std::size_t i = 0; i < block.size(); ++i)
+    block[i] = std::byte(i * 7 + 3);
+  BlockLoans loans{0};
+  std::vector<SlotId> ids;
+  for (uint32_t i = 0; i < 3; ++i) {
+    const auto id = ring.acquire();
+    ASSERT_TRUE(id);
+    ring.meta(*id).frame_index = i;
+    ring.meta(*id).payload_bytes = 40;
+    ring.lend(*id, block.data() + 64 * i, loans);
+    loans.fetch_add(1);
+    ring.publish(*id);
+  }
+  ids.resize(3);
+  ids.resize(ring.pop(ids));
+  ASSERT_EQ(ids.size(), 3u);
+  ret.retain(ids);
+  EXPECT_EQ(loans.load(), 0u) << "retained slots still hold the lender's block";
+  std::vector<std::byte> lent_bytes(block.begin(), block.end());
+  std::fill(block.begin(), block.end(), std::byte{0xee});  // the kernel reuses its block
+  for (uint32_t i = 0; i < 3; ++i) {
+    const auto p = ring.payload(ret.at(i));
+    EXPECT_NE(p.data(), block.data() + 64 * i) << "slot " << i << " still points at the block";
+    EXPECT_TRUE(std::equal(p.begin(), p.begin() + 40, lent_bytes.begin() + 64 * i))
+        << "slot " << i << " lost its payload";
+  }
 }
 
 TEST(Retention, RefusesToKeepTheWholeRing) {
