@@ -3,7 +3,8 @@
 #
 # rocecapd replays `rocecap gen --pcap` at the recorded pace (6 s of traffic), so it is mid-run
 # when it gets SIGKILL. Checked, with real rocecapd processes:
-#   lock     a second rocecapd on the same run directory exits 6 naming the first one's PID;
+#   lock     a second rocecapd on the same run directory exits 6 naming the first one's PID,
+#            and so it does (as does `rocecap recover`, exit 3) once .rocecapd.lock is deleted;
 #   recover  `rocecap recover` cuts every file to whole frames/records: capinfos and tshark read
 #            the pcap files, raw files are whole frames, codifhdr files whole headers, the
 #            manifest lists every file on disk with its size (state "recovered"), and
@@ -68,6 +69,20 @@ rc=0
 if [ "$rc" != 3 ] || ! grep -q "in use by PID $first" "$work/recover-busy.log"; then
   fail "rocecap recover on a running run exited $rc: $(cat "$work/recover-busy.log")"
 fi
+# The lock is the run directory's own: deleting its lock file (any user who can write the
+# directory can) must not let a second process in to "recover" the live run.
+rm "$run/.rocecapd.lock"
+rc=0
+timeout 30 "$ROCECAPD" --config "$work/run.yaml" 2>"$work/second-unlinked.log" || rc=$?
+[ "$rc" = 6 ] || fail "with the lock file deleted, a second rocecapd exited $rc, expected 6: $(cat "$work/second-unlinked.log")"
+grep -q "in use by PID $first" "$work/second-unlinked.log" ||
+  fail "with the lock file deleted, the refusal does not name PID $first: $(cat "$work/second-unlinked.log")"
+rc=0
+"$ROCECAP" recover "$run" >/dev/null 2>"$work/recover-unlinked.log" || rc=$?
+if [ "$rc" != 3 ] || ! grep -q "in use by PID $first" "$work/recover-unlinked.log"; then
+  fail "with the lock file deleted, rocecap recover exited $rc: $(cat "$work/recover-unlinked.log")"
+fi
+echo "lock file deleted: still refused: $(grep -o 'in use by.*' "$work/second-unlinked.log")"
 sleep 4.5
 kill -0 "$first" 2>/dev/null || fail "rocecapd ended before it could be killed mid-run"
 kill -9 "$first"

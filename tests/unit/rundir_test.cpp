@@ -1,5 +1,6 @@
 // rundir/: files cut to their last whole record, the run directory lock, attempt merging.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -129,6 +130,64 @@ TEST_F(RundirTest, SecondLockIsRefusedNamingTheHolder) {
 TEST_F(RundirTest, LockIsFreeAgainOnceReleased) {
   { RunDirLock first(dir_, "rocecapd"); }
   EXPECT_NO_THROW(RunDirLock again(dir_, "rocecapd"));
+}
+
+// The lock is the run directory's own inode: deleting or replacing `.rocecapd.lock` (a path
+// anyone with write access to the directory can unlink) must not let a second process in.
+TEST_F(RundirTest, DeletingTheLockFileDoesNotFreeTheRunDirectory) {
+  RunDirLock first(dir_, "rocecapd");
+  ASSERT_TRUE(fs::remove(dir_ / kLockFileName));
+  try {
+    RunDirLock second(dir_, "rocecapd");
+    FAIL() << "a second lock was granted once the lock file was deleted";
+  } catch (const RunDirInUse& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("in use by PID " + std::to_string(::getpid())), std::string::npos) << what;
+    EXPECT_NE(what.find("deleted or replaced since"), std::string::npos) << what;
+  }
+}
+
+TEST_F(RundirTest, ReplacingTheLockFileDoesNotFreeTheRunDirectoryNorHideTheHolder) {
+  RunDirLock first(dir_, "rocecapd");
+  std::ofstream(dir_ / "fake") << "999999 somebody else\n";
+  fs::rename(dir_ / "fake", dir_ / kLockFileName);
+  try {
+    RunDirLock second(dir_, "rocecap recover");
+    FAIL() << "a second lock was granted once the lock file was replaced";
+  } catch (const RunDirInUse& e) {
+    const std::string what = e.what();
+    // The holder as the kernel knows it (/proc/locks), not the PID the new file claims.
+    EXPECT_NE(what.find("in use by PID " + std::to_string(::getpid())), std::string::npos) << what;
+    EXPECT_EQ(what.find("999999"), std::string::npos) << what;
+  }
+}
+
+TEST_F(RundirTest, ALockFileDeletedBetweenRunsIsWrittenAgain) {
+  { RunDirLock first(dir_, "rocecapd"); }
+  ASSERT_TRUE(fs::remove(dir_ / kLockFileName));  // a leftover deleted between runs
+  RunDirLock again(dir_, "rocecapd");
+  std::ifstream in(dir_ / kLockFileName);
+  std::string pid;
+  in >> pid;
+  EXPECT_EQ(pid, std::to_string(::getpid())) << "the new holder writes its PID again";
+}
+
+// An odd `.rocecapd.lock` (a directory, a FIFO) is no reason to refuse the run: the lock is the
+// directory's; the missing PID is said.
+TEST_F(RundirTest, AnOddLockFileLosesOnlyThePid) {
+  for (const bool fifo : {false, true}) {
+    fs::remove_all(dir_ / kLockFileName);
+    if (fifo) {
+      ASSERT_EQ(::mkfifo((dir_ / kLockFileName).c_str(), 0600), 0);
+    } else {
+      fs::create_directory(dir_ / kLockFileName);
+    }
+    RunDirLock first(dir_, "rocecapd");  // neither blocks (a FIFO opened for reading would)
+    const std::string why = first.pid_file_problem();
+    EXPECT_NE(why.find((dir_ / kLockFileName).string()), std::string::npos) << why;
+    EXPECT_NE(why.find(fifo ? "not a regular file" : "Is a directory"), std::string::npos) << why;
+    EXPECT_THROW(RunDirLock second(dir_, "rocecapd"), RunDirInUse);
+  }
 }
 
 TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNumber) {
