@@ -60,6 +60,13 @@ RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& versio
         rd.path.string(), t, r.targets[t].directory.string(), r.targets[t].problem,
         r.targets[t].files);
   }
+  for (const rundir::SkippedFile& f : r.skipped) {
+    log.warn(
+        "run directory {}: {} is a {}, not a regular file: skipped (not read, cut or listed as "
+        "a file of the run; its sequence number stays in use; listed in the manifest's "
+        "recovery.skipped)",
+        rd.path.string(), (r.targets[f.target].directory / f.path).string(), f.type);
+  }
   if (r.needed) {
     log.warn(
         "run directory {}: attempt {} did not end cleanly ({}): recovered {} files ({} cut to "

@@ -5,7 +5,9 @@
 # when it gets SIGKILL. Checked, with real rocecapd processes:
 #   lock     a second rocecapd on the same run directory exits 6 naming the first one's PID,
 #            and so it does (as does `rocecap recover`, exit 3) once .rocecapd.lock is deleted;
-#   recover  `rocecap recover` cuts every file to whole frames/records: capinfos and tshark read
+#   recover  `rocecap recover` cuts every file to whole frames/records (a directory put at a
+#            file's name is reported, skipped and listed in recovery.skipped, its number kept
+#            in use, by the tool and by the restarts): capinfos and tshark read
 #            the pcap files, raw files are whole frames, codifhdr files whole headers, the
 #            manifest lists every file on disk with its size (state "recovered"), and
 #            `rocecap verify` accepts the run;
@@ -115,9 +117,29 @@ assert torn and unlisted, (torn, unlisted)
 print(f"after SIGKILL: {len(unlisted)} raw files not listed, {len(torn)} ending mid-frame")
 PY
 
+# Something that is not a regular file at the next name of a raw writer (a directory made by
+# hand): recovery and the restart skip it, say so and list it, and the writer's next file takes
+# the number after it.
+odd=$(python3 - "$run" <<'PY'
+import os, sys
+run = sys.argv[1]
+raw = sorted(n for n in os.listdir(run) if n.endswith(".codif"))
+prefix = raw[0].rsplit(".", 2)[0]
+last = max(int(n.rsplit(".", 2)[1]) for n in raw if n.startswith(prefix + "."))
+print(f"{prefix}.{last + 1:04d}.codif")
+PY
+)
+mkdir "$run/$odd"
+
 # --- recover ---
-"$ROCECAP" recover "$run" | tee "$work/recover.txt"
-grep -q "recovered" "$work/recover.txt" || fail "rocecap recover reported nothing recovered"
+"$ROCECAP" recover "$run" 2>"$work/recover.err" | tee "$work/recover.txt" ||
+  fail "rocecap recover failed: $(cat "$work/recover.err")"
+grep -q "recovered" "$work/recover.txt" || fail "rocecap recover reported nothing recovered: $(cat "$work/recover.err")"
+grep -q "skipped $run/$odd: a directory, not a regular file" "$work/recover.err" ||
+  fail "rocecap recover does not report the directory at $odd: $(cat "$work/recover.err")"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['recovery']; \
+assert r['skipped'] == [{'path': 'e2e/' + sys.argv[2], 'type': 'directory'}], r['skipped']" \
+  "$manifest" "$odd" || fail "the manifest's recovery does not list the directory at $odd"
 python3 - "$manifest" "$work/out" "$E2E_FRAME_BYTES" <<'PY'
 import json, os, sys
 m = json.load(open(sys.argv[1])); root = sys.argv[2]; frame = int(sys.argv[3])
@@ -160,6 +182,8 @@ second=$E2E_PID
 pids+=("$second")
 grep -q "File exists" "$work/attempt2.log" && fail "attempt 2 could not open its files"
 grep -q "continuing as attempt 2" "$work/attempt2.log" || fail "the restart is not logged"
+grep -q "$odd is a directory, not a regular file: skipped" "$work/attempt2.log" ||
+  fail "the restart does not report the directory at $odd"
 sleep 3
 kill -0 "$second" 2>/dev/null || fail "attempt 2 ended before it could be killed mid-run"
 kill -9 "$second"
@@ -182,6 +206,8 @@ assert m["state"] == "stopped", m["state"]
 assert m["attempt"] == n and len(m["attempts"]) == n, (m["attempt"], len(m["attempts"]))
 assert [a["state"] for a in m["attempts"]] == states, [a["state"] for a in m["attempts"]]
 per_attempt = {}
+skipped = {f["path"] for a in m["attempts"] for f in (a.get("recovery") or {}).get("skipped", [])}
+assert skipped, "no recovery lists the odd file"
 for owner in m["streams"] + m["interfaces"]:
     paths = [f["path"] for f in owner["files"]]
     assert len(paths) == len(set(paths)), "a file listed twice"
@@ -190,10 +216,15 @@ for owner in m["streams"] + m["interfaces"]:
         size = os.path.getsize(os.path.join(root, f["path"]))
         assert size == f["bytes"], f
         assert f["format"] != "raw" or size % frame == 0, f
-    # Each writer continues its own numbering: its files are 0, 1, 2, ... across attempts.
+    # Each writer continues its own numbering: its files are 0, 1, 2, ... across attempts,
+    # but for the numbers of odd files recoveries skipped (listed, still in use).
     for fmt in ("raw", "codifhdr", "pcap"):
-        seqs = [int(f["path"].rsplit(".", 2)[-2]) for f in owner["files"] if f["format"] == fmt]
-        assert seqs == list(range(len(seqs))), (fmt, seqs)
+        files = [f["path"] for f in owner["files"] if f["format"] == fmt]
+        names = {(p.rsplit(".", 2)[0], p.rsplit(".", 2)[2]) for p in files}
+        seqs = [int(p.rsplit(".", 2)[1]) for p in files]
+        seqs += [int(p.rsplit(".", 2)[1]) for p in skipped
+                 if (p.rsplit(".", 2)[0], p.rsplit(".", 2)[2]) in names]
+        assert sorted(seqs) == list(range(len(seqs))), (fmt, seqs)
 for s in m["streams"]:
     assert s["packets"] > 0
 assert sorted(per_attempt) == list(range(1, n + 1)), per_attempt
