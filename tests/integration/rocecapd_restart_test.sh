@@ -91,6 +91,26 @@ kill -9 "$first"
 wait "$first" 2>/dev/null || true
 grep -q '"state": "running"' "$manifest" || fail "the killed run's manifest is not a running one"
 
+# What SIGKILL cost: header files are handed to the kernel at least every 0.5 s, as raw data
+# is (writers/README.md, "Flush interval"), so per stream the codifhdr files hold the headers of
+# every frame the raw files hold but at most the last second's (1000 frames at the 1000 frames
+# per second sent; generous: the bound is half that plus one writer pass).
+python3 - "$run" "$E2E_FRAME_BYTES" <<'PY' || fail "SIGKILL lost more than a second of headers"
+import os, sys
+run, frame = sys.argv[1], int(sys.argv[2])
+per = {}
+for n in os.listdir(run):
+    stem, ext = n.rsplit(".", 2)[0], n.rsplit(".", 1)[-1]
+    unit = {"codif": frame, "chead": 64}.get(ext)
+    if unit:
+        per.setdefault(stem, {"codif": 0, "chead": 0})[ext] += os.path.getsize(f"{run}/{n}") // unit
+bad = False
+for stem, c in sorted(per.items()):
+    print(f"after SIGKILL: {stem}: {c['codif']} frames in raw files, {c['chead']} headers")
+    bad |= c["codif"] < 2000 or c["chead"] < c["codif"] - 1000
+sys.exit(1 if bad or not per else 0)
+PY
+
 torn=0
 for p in "$run"/*.pcap; do capinfos "$p" >/dev/null 2>&1 || torn=$((torn + 1)); done
 echo "after SIGKILL: $torn pcap file(s) capinfos cannot read"
