@@ -88,17 +88,28 @@ RunDirLock::RunDirLock(const std::filesystem::path& run_dir, const std::string& 
     throw std::runtime_error("cannot open the run directory " + run_dir.string() +
                              " to lock it: " + std::strerror(errno));
   }
-  if (const int err = try_lock(dir_.fd); err != 0) {
-    if (err == EWOULDBLOCK) throw in_use(run_dir, dir_.fd, dir_.fd, path_);
+  const int err = try_lock(dir_.fd);
+  if (err == EWOULDBLOCK) throw in_use(run_dir, dir_.fd, dir_.fd, path_);
+  // NFS emulates flock with byte-range locks, which need a descriptor open for writing (EBADF
+  // on a directory): there only the file is locked, and the log says what that costs.
+  const bool dir_locked = err == 0;
+  if (!dir_locked && err != EBADF && err != ENOLCK && err != EOPNOTSUPP && err != EINVAL) {
     throw std::runtime_error("cannot lock the run directory " + run_dir.string() + ": " +
                              std::strerror(err));
   }
-  write_pid_file(run_dir, who);
+  if (!dir_locked) {
+    warning_ = "the file system of " + run_dir.string() + " cannot lock a directory (" +
+               std::strerror(err) + "): only " + path_.string() +
+               " is locked, and deleting it would let a second process in";
+  }
+  lock_pid_file(run_dir, who, dir_locked);
 }
 
-// Under the directory's lock: the PID file, opened inside the directory held (never through a
-// name swapped for a symlink), locked too (an older rocecapd locks only the file).
-void RunDirLock::write_pid_file(const std::filesystem::path& run_dir, const std::string& who) {
+// The PID file, opened inside the directory held (never through a name swapped for a symlink)
+// and locked too (an older rocecapd, or a file system that cannot lock directories, locks only
+// the file). With the directory locked, a file that cannot be had only loses the PID.
+void RunDirLock::lock_pid_file(const std::filesystem::path& run_dir, const std::string& who,
+                               bool dir_locked) {
   file_.fd = ::openat(dir_.fd, kLockFileName,
                       O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640);
   int err = file_.fd < 0 ? errno : 0;
@@ -107,14 +118,18 @@ void RunDirLock::write_pid_file(const std::filesystem::path& run_dir, const std:
     ::close(std::exchange(file_.fd, -1));
     err = -1;
   }
+  if (err == 0) err = try_lock(file_.fd);
+  if (err == EWOULDBLOCK) throw in_use(run_dir, file_.fd, dir_.fd, path_);
+  const std::string why = err < 0 ? std::string("not a regular file") : std::strerror(err);
+  if (err != 0 && !dir_locked) {
+    throw std::runtime_error("cannot lock " + path_.string() + " (" + why + ")");
+  }
   if (file_.fd < 0) {
-    pid_file_problem_ = "cannot write the PID file " + path_.string() + " (" +
-                        (err < 0 ? std::string("not a regular file") : std::strerror(err)) +
-                        "): the run directory is locked, but a refused process may not be able "
-                        "to name this one";
+    warning_ = "cannot write the PID file " + path_.string() + " (" + why +
+               "): the run directory is locked, but a refused process may not be able to name "
+               "this one";
     return;
   }
-  if (try_lock(file_.fd) == EWOULDBLOCK) throw in_use(run_dir, file_.fd, dir_.fd, path_);
   const std::string text = std::to_string(::getpid()) + " " + who + "\n";
   // The PID is informational (the lock is the flock): a failed write only loses the name.
   if (::ftruncate(file_.fd, 0) == 0) (void)!::pwrite(file_.fd, text.data(), text.size(), 0);

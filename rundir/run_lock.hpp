@@ -15,7 +15,9 @@
 // still refuses a newer one. The refused process names the holder as the kernel knows it
 // (/proc/locks, by the directory's device and inode), whatever the file says now; the file only
 // where /proc/locks does not show it. The file is never unlinked by its holder: unlinking a lock
-// file races with a process that has it open and is about to lock it.
+// file races with a process that has it open and is about to lock it. NFS cannot flock a
+// directory (its emulation needs a descriptor open for writing): there the file's lock is the
+// only one, as it was before, and warning() says so.
 #pragma once
 
 #include <filesystem>
@@ -37,21 +39,22 @@ class RunDirInUse : public std::runtime_error {
 class RunDirLock {
  public:
   // Locks the run directory without waiting, then writes this PID into `.rocecapd.lock`
-  // (created 0640). Throws RunDirInUse naming the holder's PID when another process holds the
-  // directory (or the file), std::runtime_error when the directory cannot be opened or locked.
-  // A lock file that cannot be written (not a regular file) does not stop the lock: the
-  // directory's is the one that counts; pid_file_problem() says why it has no PID.
-  // `who` ("rocecapd", "rocecap recover") is written after the PID.
+  // (created 0640) and locks that too. Throws RunDirInUse naming the holder's PID when another
+  // process holds the directory (or the file), std::runtime_error when the directory cannot be
+  // opened or locked. A lock file that cannot be written (not a regular file) does not stop the
+  // lock: the directory's is the one that counts; warning() says the PID is missing. Where the
+  // file system cannot lock a directory (NFS), the file's lock is the lock (as before), and
+  // warning() says so. `who` ("rocecapd", "rocecap recover") is written after the PID.
   RunDirLock(const std::filesystem::path& run_dir, const std::string& who);
   RunDirLock(const RunDirLock&) = delete;
   RunDirLock& operator=(const RunDirLock&) = delete;
 
   const std::filesystem::path& path() const noexcept { return path_; }
-  // Empty when the PID file was written; else why not (for a warning).
-  const std::string& pid_file_problem() const noexcept { return pid_file_problem_; }
+  // Empty, or what the lock lacks (no PID written, or only the file locked): for a warning.
+  const std::string& warning() const noexcept { return warning_; }
 
  private:
-  void write_pid_file(const std::filesystem::path& run_dir, const std::string& who);
+  void lock_pid_file(const std::filesystem::path& run_dir, const std::string& who, bool dir_locked);
 
   // Closed (the lock released) with the RunDirLock, or when its constructor throws.
   struct Fd {
@@ -65,7 +68,7 @@ class RunDirLock {
   std::filesystem::path path_;  // the PID file
   Fd dir_;                      // the run directory: its flock is the lock
   Fd file_;                     // the PID file (flock'ed too)
-  std::string pid_file_problem_;
+  std::string warning_;
 };
 
 }  // namespace rocecap::rundir

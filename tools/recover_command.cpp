@@ -69,8 +69,8 @@ int recover(const fs::path& dir, bool dry_run, bool json) {
   std::unique_ptr<rundir::RunDirLock> lock;
   try {
     lock = std::make_unique<rundir::RunDirLock>(dir, "rocecap recover");
-    if (!lock->pid_file_problem().empty())
-      std::cerr << "rocecap recover: warning: " << lock->pid_file_problem() << "\n";
+    if (!lock->warning().empty())
+      std::cerr << "rocecap recover: warning: " << lock->warning() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "rocecap recover: " << e.what() << "\n";
     return 3;

@@ -32,7 +32,7 @@ RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& versio
     throw std::runtime_error("run directory refused: " + why);
   }
   rd.lock = std::make_unique<rundir::RunDirLock>(rd.path, "rocecapd");
-  if (!rd.lock->pid_file_problem().empty()) log.warn("run lock: {}", rd.lock->pid_file_problem());
+  if (!rd.lock->warning().empty()) log.warn("run lock: {}", rd.lock->warning());
   if (rd.created) return rd;
   rundir::RecoverOptions ro;
   ro.by = "rocecapd " + version;

@@ -184,7 +184,7 @@ TEST_F(RundirTest, AnOddLockFileLosesOnlyThePid) {
       fs::create_directory(dir_ / kLockFileName);
     }
     RunDirLock first(dir_, "rocecapd");  // neither blocks (a FIFO opened for reading would)
-    const std::string why = first.pid_file_problem();
+    const std::string why = first.warning();
     EXPECT_NE(why.find((dir_ / kLockFileName).string()), std::string::npos) << why;
     EXPECT_NE(why.find(fifo ? "not a regular file" : "Is a directory"), std::string::npos) << why;
     EXPECT_THROW(RunDirLock second(dir_, "rocecapd"), RunDirInUse);
