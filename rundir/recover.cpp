@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "capture/net/packet.hpp"
@@ -113,6 +114,7 @@ struct Walk {
   uint64_t max_seq = 0;
   bool any = false;
   int attempt = 1;
+  std::set<FileKey> skipped_before;  // odd files an earlier recovery listed already
   bool several() const { return targets.size() > 1; }
   // How notes name a file: with several targets, which one it is on.
   std::string label(const FileKey& k) const {
@@ -204,12 +206,54 @@ json scan_entry(Walk& w, const WriterFiles& wf, const FileKey& key, uint64_t seq
   return e;
 }
 
-// Whether `rel` is a file of the run on target `t`: on disk, or, where the target's run
-// directory cannot be read, listed in the manifest there.
+// Whether `rel` is a file of the run on target `t`: on disk (whatever it is: a dangling
+// symlink too, which is skipped later), or, where the target's run directory cannot be read,
+// listed in the manifest there.
 bool file_exists(const Walk& w, std::size_t t, const std::string& rel) {
   if (!w.targets[t].problem.empty()) return w.listed.count({t, rel}) != 0;
   std::error_code ec;
-  return fs::exists(w.targets[t].directory / rel, ec);
+  return fs::exists(fs::symlink_status(w.targets[t].directory / rel, ec));
+}
+
+// What is at `p` when it is not a regular file ("symlink", "FIFO"...); empty for a regular file
+// (or one gone meanwhile: its scan says so).
+std::string odd_type(const fs::path& p) {
+  std::error_code ec;
+  switch (fs::symlink_status(p, ec).type()) {
+    case fs::file_type::symlink:
+      return "symlink";
+    case fs::file_type::directory:
+      return "directory";
+    case fs::file_type::fifo:
+      return "FIFO";
+    case fs::file_type::socket:
+      return "socket";
+    case fs::file_type::block:
+      return "block device";
+    case fs::file_type::character:
+      return "character device";
+    case fs::file_type::unknown:
+      return "file of unknown type";
+    default:
+      return {};
+  }
+}
+
+// An odd file at a name of the run: not the run's (rocecapd makes regular files only), so never
+// read (a FIFO would block), cut or followed (a symlink may lead outside the run); reported
+// and listed, and its number stays in use so that no later file is opened at that name. New
+// to the manifest (or listed there as a file of the run), it makes the recovery needed.
+void skip_odd(Walk& w, const WriterFiles& wf, const FileKey& key, uint64_t seq, std::string type) {
+  w.max_seq = std::max(w.max_seq, seq);
+  uint64_t& next = w.r.next_seq[wf.name(0)];
+  next = std::max(next, seq + 1);
+  const bool was_listed = w.listed.erase(key) != 0;
+  if (was_listed) {
+    w.r.notes.push_back(w.label(key) + ": listed as a file of the run, now a " + type +
+                        ": dropped from the list");
+  }
+  if (was_listed || w.skipped_before.count(key) == 0) w.r.needed = true;
+  w.r.skipped.push_back({key.first, key.second, std::move(type)});
 }
 
 // A listed file on a target that cannot be read: kept as the manifest had it, unchecked (its
@@ -253,6 +297,12 @@ json walk_writer(Walk& w, const WriterFiles& wf, uint64_t record_bytes,
   for (std::size_t i = 0; i < found.size(); ++i) {
     const auto [seq, t] = found[i];
     const FileKey key{t, wf.name(seq)};
+    if (w.targets[t].problem.empty()) {
+      if (std::string type = odd_type(w.targets[t].directory / key.second); !type.empty()) {
+        skip_odd(w, wf, key, seq, std::move(type));
+        continue;
+      }
+    }
     ++w.r.files;
     ++w.r.targets[t].files;
     if (!w.targets[t].problem.empty()) {
@@ -499,9 +549,39 @@ json recovery_fields(const RecoveryResult& r, const RecoverOptions& opts,
                "; frames received after it are in the files but not in those counters"}};
 }
 
+json skipped_json(const RecoveryResult& r) {
+  json out = json::array();
+  for (const SkippedFile& f : r.skipped) {
+    json e = {{"path", f.path}, {"type", f.type}};
+    if (r.targets.size() > 1) e["target"] = f.target;
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+// The odd files earlier recoveries of this run listed (this manifest's, every attempt's).
+std::set<FileKey> skipped_before(const json& m) {
+  std::set<FileKey> out;
+  auto add = [&out](const json& recovery) {
+    if (!recovery.is_object() || !recovery.contains("skipped")) return;
+    for (const json& f : recovery["skipped"]) {
+      if (f.is_object()) out.insert({f.value("target", std::size_t{0}), f.value("path", "")});
+    }
+  };
+  if (m.contains("recovery")) add(m["recovery"]);
+  if (m.contains("attempts") && m["attempts"].is_array()) {
+    for (const json& a : m["attempts"]) {
+      if (a.is_object() && a.contains("recovery")) add(a["recovery"]);
+    }
+  }
+  return out;
+}
+
 json recovery_section(const RecoveryResult& r, const RecoverOptions& opts,
                       const std::string& counters_as_of) {
   json out = recovery_fields(r, opts, counters_as_of);
+  out["files_skipped"] = r.skipped.size();
+  out["skipped"] = skipped_json(r);
   if (r.targets.size() > 1) out["targets"] = targets_found_json(r.targets);
   return out;
 }
@@ -519,6 +599,10 @@ capture::codif::SyncSet sync_words(const config::RunConfig& cfg) {
 
 json read_manifest(const fs::path& run_dir) {
   const fs::path p = run_dir / kManifestName;
+  if (const std::string type = odd_type(p); !type.empty()) {
+    throw std::runtime_error("manifest " + p.string() + " is a " + type +
+                             ", not a regular file: not read (move it away)");
+  }
   std::ifstream in(p);
   if (!in) return nullptr;
   try {
@@ -569,7 +653,8 @@ RecoveryResult recover_run(const config::RunConfig& cfg, const fs::path& output_
   for (std::size_t t = 0; t < dirs.size(); ++t)
     r.targets.push_back(
         {t == 0 ? output_dir : dirs[t], 0, target_problem(dirs[t], cfg.run.name, t)});
-  Walk w{cfg, r.targets, opts, final_state(r.previous_state), {}, r, {}, 0, false, r.attempt};
+  Walk w{cfg,       r.targets,        opts, final_state(r.previous_state), {}, r, {}, 0, false,
+         r.attempt, skipped_before(m)};
   w.syncs = sync_words(cfg);
   collect_listed(m, w.listed);
   if (!final_state(r.previous_state)) r.needed = true;

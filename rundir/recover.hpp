@@ -47,6 +47,17 @@ struct TargetFound {
   std::string problem;  // why its run directory could not be read; empty: read
 };
 
+// Something at the name of a file of the run that is not a regular file (a symlink, a FIFO, a
+// directory...): rocecapd never makes one, so it is not the run's. Recovery does not read, cut,
+// follow or remove it, and does not list it among the run's files; its sequence number stays
+// in use (the next attempt's file takes a free name). Listed in the manifest's
+// recovery.skipped.
+struct SkippedFile {
+  std::size_t target = 0;
+  std::string path;  // relative to the target's directory, as the run's files are listed
+  std::string type;  // "symlink", "FIFO", "directory", "socket", "block device"...
+};
+
 struct RecoveryResult {
   bool needed = false;         // false: the manifest already matched the files; nothing was changed
   std::string reason;          // why it was needed ("state running", "2 files not listed", ...)
@@ -61,6 +72,7 @@ struct RecoveryResult {
   nlohmann::json manifest;         // the manifest as rewritten (or as found when not needed)
   std::vector<std::string> notes;  // one line per file cut, added, removed or missing
   std::vector<TargetFound> targets;  // per output target, as RecoverOptions::targets
+  std::vector<SkippedFile> skipped;  // not regular files at the run's names (always reported)
 };
 
 // `output_dir` is where the manifest's relative paths and the name templates start (for the
@@ -80,7 +92,8 @@ std::vector<std::filesystem::path> run_targets(const nlohmann::json& manifest,
 // std::runtime_error naming the first problem.
 config::RunConfig config_from_manifest(const nlohmann::json& manifest);
 
-// Reads run_dir/manifest.json; null when there is none. Throws when it does not parse.
+// Reads run_dir/manifest.json; null when there is none. Throws when it does not parse, or is
+// not a regular file (never opened then: a FIFO would block).
 nlohmann::json read_manifest(const std::filesystem::path& run_dir);
 
 }  // namespace rocecap::rundir

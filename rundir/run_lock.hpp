@@ -2,12 +2,22 @@
 // names (one of them writing nothing) and overwrite each other's manifest; `rocecap recover`
 // trimming files under a running daemon would cut frames it is still writing.
 //
-// The lock is flock(2) LOCK_EX on `.rocecapd.lock` inside the run directory, held by an open
-// file descriptor for the life of the RunDirLock (the kernel drops it when the process dies,
-// SIGKILL included, so a crash never leaves a stale lock). The holder writes its PID into the
-// file so that the refused process can name it. The file is never unlinked: unlinking a lock
-// file races with a process that has it open and is about to lock it (two holders of two
-// different inodes).
+// The lock is flock(2) LOCK_EX on the run directory itself (an O_DIRECTORY descriptor), held
+// for the life of the RunDirLock; the kernel drops it when the process dies, SIGKILL included,
+// so a crash never leaves a stale lock. A lock on a file inside the directory could be lifted
+// by anyone who can unlink that path: the next process would create a new file, lock that inode
+// and "recover" a live run (removing the files it is writing). The directory's inode cannot be
+// swapped under its name without the holder's storage check seeing it (a run directory
+// replaced is storage lost, daemon/lib/run_directory.hpp).
+//
+// `.rocecapd.lock` inside the directory holds the holder's PID for the refused process's
+// message, and is flock'ed too, so that a holder that locks only the file (an older rocecapd)
+// still refuses a newer one. The refused process names the holder as the kernel knows it
+// (/proc/locks, by the directory's device and inode), whatever the file says now; the file only
+// where /proc/locks does not show it. The file is never unlinked by its holder: unlinking a lock
+// file races with a process that has it open and is about to lock it. NFS cannot flock a
+// directory (its emulation needs a descriptor open for writing): there the file's lock is the
+// only one, as it was before, and warning() says so.
 #pragma once
 
 #include <filesystem>
@@ -28,19 +38,37 @@ class RunDirInUse : public std::runtime_error {
 
 class RunDirLock {
  public:
-  // Creates the lock file (mode 0640) and takes the lock without waiting. Throws RunDirInUse
-  // naming the holder's PID when another process holds it, std::runtime_error on other errors.
-  // `who` ("rocecapd", "rocecap recover") is written after the PID.
+  // Locks the run directory without waiting, then writes this PID into `.rocecapd.lock`
+  // (created 0640) and locks that too. Throws RunDirInUse naming the holder's PID when another
+  // process holds the directory (or the file), std::runtime_error when the directory cannot be
+  // opened or locked. A lock file that cannot be written (not a regular file) does not stop the
+  // lock: the directory's is the one that counts; warning() says the PID is missing. Where the
+  // file system cannot lock a directory (NFS), the file's lock is the lock (as before), and
+  // warning() says so. `who` ("rocecapd", "rocecap recover") is written after the PID.
   RunDirLock(const std::filesystem::path& run_dir, const std::string& who);
-  ~RunDirLock();
   RunDirLock(const RunDirLock&) = delete;
   RunDirLock& operator=(const RunDirLock&) = delete;
 
   const std::filesystem::path& path() const noexcept { return path_; }
+  // Empty, or what the lock lacks (no PID written, or only the file locked): for a warning.
+  const std::string& warning() const noexcept { return warning_; }
 
  private:
-  std::filesystem::path path_;
-  int fd_ = -1;
+  void lock_pid_file(const std::filesystem::path& run_dir, const std::string& who, bool dir_locked);
+
+  // Closed (the lock released) with the RunDirLock, or when its constructor throws.
+  struct Fd {
+    int fd = -1;
+    Fd() = default;
+    Fd(const Fd&) = delete;
+    Fd& operator=(const Fd&) = delete;
+    ~Fd();
+  };
+
+  std::filesystem::path path_;  // the PID file
+  Fd dir_;                      // the run directory: its flock is the lock
+  Fd file_;                     // the PID file (flock'ed too)
+  std::string warning_;
 };
 
 }  // namespace rocecap::rundir

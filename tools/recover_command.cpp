@@ -32,6 +32,16 @@ void print_targets(const rundir::RecoveryResult& r) {
   }
 }
 
+// Odd files at the run's names (rundir::SkippedFile): said every time, whatever the output.
+void print_skipped(const rundir::RecoveryResult& r) {
+  for (const rundir::SkippedFile& f : r.skipped) {
+    std::cerr << "rocecap recover: skipped " << (r.targets[f.target].directory / f.path).string()
+              << ": a " << f.type
+              << ", not a regular file (not read, cut or listed as a file of the run; its "
+                 "sequence number stays in use; listed in the manifest's recovery.skipped)\n";
+  }
+}
+
 void print(const rundir::RecoveryResult& r, const fs::path& dir, bool dry_run) {
   for (const rundir::TargetFound& t : r.targets) {
     if (!t.problem.empty())
@@ -59,6 +69,8 @@ int recover(const fs::path& dir, bool dry_run, bool json) {
   std::unique_ptr<rundir::RunDirLock> lock;
   try {
     lock = std::make_unique<rundir::RunDirLock>(dir, "rocecap recover");
+    if (!lock->warning().empty())
+      std::cerr << "rocecap recover: warning: " << lock->warning() << "\n";
   } catch (const std::exception& e) {
     std::cerr << "rocecap recover: " << e.what() << "\n";
     return 3;
@@ -79,6 +91,7 @@ int recover(const fs::path& dir, bool dry_run, bool json) {
     const fs::path out = fs::absolute(dir).lexically_normal().parent_path();
     o.targets = rundir::run_targets(found, cfg, out);
     const rundir::RecoveryResult r = rundir::recover_run(cfg, out, dir, o);
+    print_skipped(r);
     if (json) {
       std::cout << r.manifest.dump(2) << "\n";
     } else {

@@ -359,6 +359,20 @@ void CaptureWriter::check_unlinked(const WriterShard& shard) {
   if (pcap_ && shard.pcap) check(pcap_->check_unlinked());
 }
 
+void CaptureWriter::flush() {
+  flush(whole_);
+}
+
+void CaptureWriter::flush(const WriterShard& shard) {
+  for (std::size_t s : shard.streams) {
+    StreamWriters& w = per_stream_[s];
+    if (w.raw) check(w.raw->flush());
+    if (w.codifhdr) check(w.codifhdr->flush());
+    if (w.vdifhdr) check(w.vdifhdr->flush());
+  }
+  if (pcap_ && shard.pcap) check(pcap_->flush());
+}
+
 void CaptureWriter::request_rotation() noexcept {
   request_rotation(whole_);
 }

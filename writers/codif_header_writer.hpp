@@ -30,6 +30,8 @@ class CodifHeaderWriter {
   // Frame index of the next frame or fill frame (write-error gaps are listed by index).
   void set_next_index(uint64_t index) noexcept { out_.set_next_index(index); }
   Status check_unlinked() { return out_.check_unlinked(); }
+  // What is buffered, to the kernel (RotatingFile::flush; CaptureWriter::flush's interval).
+  Status flush() { return out_.flush(); }
   const WriterStats& stats() const noexcept { return out_.stats(); }
   const std::vector<FileRecord>& files() { return out_.files(); }
 

@@ -434,6 +434,25 @@ Status OutputFile::flush_borrowed() {
   return {};
 }
 
+Status OutputFile::flush() {
+  if (!is_open()) return {};
+  if (path_kind_ == WritePath::gather_writev) {
+    if (iov_n_ == 0) return {};
+    if (Status s = gather_flush(); !s) return fail(std::move(s));
+    return {};
+  }
+  // O_DIRECT: aligned lengths only. The partial block moves to the start of the chunk written
+  // next (with io_uring, the next chunk once it is free; else the same one after write()).
+  const std::size_t len = direct_ ? fill_ / kDirectAlignment * kDirectAlignment : fill_;
+  if (len == 0) return {};
+  const std::size_t rest = fill_ - len;
+  const std::byte* tail = chunk(cur_) + len;
+  if (Status s = submit(len); !s) return s;  // submit() failed the file already
+  if (rest > 0) std::memmove(chunk(cur_), tail, rest);
+  fill_ = rest;
+  return {};
+}
+
 // Keeps what is on disk valid: cut back to the last whole record that reached the disk.
 Status OutputFile::fail(Status error) {
   const Mark keep = safe_;

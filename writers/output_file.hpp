@@ -14,7 +14,8 @@
 //
 // Three ways the bytes reach the file, chosen at open():
 //  - copy + write(): pieces are copied into the staging buffer, one write() per full buffer
-//    (buffered files; O_DIRECT where io_uring is not available).
+//    (buffered files; O_DIRECT where io_uring is not available), and what it holds at each
+//    flush() (the writer loop's interval: a kill loses at most that).
 //  - copy + io_uring (O_DIRECT only): the staging buffer is cut into `queue depth` chunks; a
 //    full chunk is submitted and the next one filled while it is in flight, so several aligned
 //    writes of one file are in flight at once. A chunk is reused only after its write
@@ -136,6 +137,12 @@ class OutputFile {
   // Writes what the file borrowed (gather mode); a no-op otherwise. On error the file is cut
   // and closed as for any write error.
   Status flush_borrowed();
+  // Hands what the staging buffer holds to the kernel now, short of a full buffer, so that a
+  // killed process loses none of it (the caller's flush interval bounds how old it gets). An
+  // O_DIRECT file writes its whole blocks (kDirectAlignment); the last partial block stays
+  // until the next flush or the close. On error the file is cut and closed as for any write
+  // error.
+  Status flush();
   // `fill`: the record is a fill frame (counted apart, so a cut can tell what it removed).
   void end_record(bool fill = false) noexcept {
     ++records_;

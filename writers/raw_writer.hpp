@@ -52,6 +52,8 @@ class RawWriter {
   // Frame index of the next frame or fill frame (write-error gaps are listed by index).
   void set_next_index(uint64_t index) noexcept { out_.set_next_index(index); }
   Status check_unlinked() { return out_.check_unlinked(); }
+  // What is buffered, to the kernel (RotatingFile::flush; CaptureWriter::flush's interval).
+  Status flush() { return out_.flush(); }
   // From now on the frame bytes handed to the writer (not the headers, which callers build on
   // their stack) stay valid until flush_borrowed(): a buffered file writes them from where
   // they are with writev instead of copying them (OutputFile's gather path).

@@ -303,6 +303,16 @@ Status RotatingFile::flush_borrowed() {
   return cut_failed(std::move(s), next_index_, bytes_before, records_before, fills_before);
 }
 
+Status RotatingFile::flush() {
+  if (!file_.is_open()) return {};
+  const uint64_t bytes_before = file_.size();
+  const uint64_t records_before = file_.records();
+  const uint64_t fills_before = file_.fill_records();
+  Status s = file_.flush();
+  if (s) return s;
+  return cut_failed(std::move(s), next_index_, bytes_before, records_before, fills_before);
+}
+
 // The file failed outside a record (flush, close) and cut itself back to its last whole record
 // on disk: the cut records (just before `index`) spill to another target or are counted lost.
 Status RotatingFile::cut_failed(Status s, uint64_t index, uint64_t bytes_before,

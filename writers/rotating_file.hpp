@@ -150,6 +150,9 @@ class RotatingFile {
   // Writes the bytes the current file borrowed (Piece::borrowed); must be called before that
   // memory is reused. An error is handled (counted, file cut, retry later) and returned once.
   Status flush_borrowed();
+  // Hands what the current file buffers to the kernel (OutputFile::flush): the caller's clock
+  // bounds how much a killed process loses, whatever the record rate. Errors as flush_borrowed.
+  Status flush();
   // Files opened from now on gather borrowed pieces with writev when they are not O_DIRECT.
   void enable_gather() noexcept { options_.output.gather = true; }
   // How O_DIRECT files are written: "io_uring", or why not ("" before the first direct open).

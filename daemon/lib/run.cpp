@@ -50,7 +50,13 @@ std::string save_manifest(Runtime& rt, ManifestFile& file, const RunIdentity& id
   Manifest m = snapshot(rt, id, state);
   if (!failure.empty()) m.failure = failure;
   std::string err = file.write(m, last);
-  if (!err.empty()) log.error("manifest: {}", err);
+  if (!err.empty()) {
+    log.error("manifest: {}", err);
+    // A snapshot lost (its target full, say) is a write error of the run like a broken data
+    // file: the next manifest that is written lists it (the final one cannot list its own).
+    list_error(rt.write_errors, file.path().string(),
+               "manifest snapshot not written to " + file.path().string() + ": " + err);
+  }
   return err;
 }
 

@@ -11,8 +11,8 @@
 #include "capture/memory/gpu_memory.hpp"
 #include "capture/memory/nic_numa.hpp"
 #include "config/name_template.hpp"
-#include "daemon/lib/atomic_file.hpp"
 #include "config/retention_plan.hpp"
+#include "daemon/lib/atomic_file.hpp"
 #include "daemon/lib/run.hpp"
 #include "daemon/lib/source_factory.hpp"
 #include "writers/fault_injection.hpp"
@@ -167,13 +167,7 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
           "files written before stay valid)",
           s.message());
     }
-    // Writer pool: several threads may report; errors are rare (once per broken file).
-    const std::lock_guard lock(rt.write_errors.mutex);
-    if (rt.write_errors.errors.size() < WriteErrors::kMaxListed) {
-      rt.write_errors.errors.push_back({s.path().string(), s.message()});
-    } else {
-      ++rt.write_errors.not_listed;
-    }
+    list_error(rt.write_errors, s.path().string(), s.message());
   };
   ir.writer.emplace(ir.ingest->streams(), ir.ingest->arrivals(), std::move(per_stream),
                     std::move(pcap), opts, on_error);
@@ -315,6 +309,16 @@ void add_retention(const config::RunConfig& cfg, capture::StreamPipeline& sp) {
 }
 
 }  // namespace
+
+void list_error(WriteErrors& errors, const std::string& path, const std::string& message) {
+  // Writer pool: several threads may report; errors are rare (once per broken file).
+  const std::lock_guard lock(errors.mutex);
+  if (errors.errors.size() < WriteErrors::kMaxListed) {
+    errors.errors.push_back({path, message});
+  } else {
+    ++errors.not_listed;
+  }
+}
 
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
                                        const std::shared_ptr<spdlog::logger>& log,

@@ -63,6 +63,10 @@ struct WriteErrors {
   std::mutex mutex;  // writer threads append under it; readers run while they are parked
 };
 
+// Lists one error (a broken file, a manifest snapshot not written), or counts it beyond
+// kMaxListed. Thread-safe.
+void list_error(WriteErrors& errors, const std::string& path, const std::string& message);
+
 // On every output target but the first, in the run's directory: which run, which target, and
 // where the manifest is (the first target's run directory, with the lock).
 inline constexpr const char* kTargetMarker = "rocecap-target.json";

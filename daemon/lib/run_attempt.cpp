@@ -32,6 +32,7 @@ RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& versio
     throw std::runtime_error("run directory refused: " + why);
   }
   rd.lock = std::make_unique<rundir::RunDirLock>(rd.path, "rocecapd");
+  if (!rd.lock->warning().empty()) log.warn("run lock: {}", rd.lock->warning());
   if (rd.created) return rd;
   rundir::RecoverOptions ro;
   ro.by = "rocecapd " + version;
@@ -58,6 +59,13 @@ RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& versio
         "listed in the manifest stay listed as they were, unchecked, and their numbers in use",
         rd.path.string(), t, r.targets[t].directory.string(), r.targets[t].problem,
         r.targets[t].files);
+  }
+  for (const rundir::SkippedFile& f : r.skipped) {
+    log.warn(
+        "run directory {}: {} is a {}, not a regular file: skipped (not read, cut or listed as "
+        "a file of the run; its sequence number stays in use; listed in the manifest's "
+        "recovery.skipped)",
+        rd.path.string(), (r.targets[f.target].directory / f.path).string(), f.type);
   }
   if (r.needed) {
     log.warn(

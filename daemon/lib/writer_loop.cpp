@@ -15,6 +15,7 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
                  const WriterLoopOptions& options) noexcept {
   auto next_manifest = Clock::now() + options.manifest_interval;
   auto next_unlink_check = Clock::now() + std::chrono::seconds(1);
+  auto next_flush = Clock::now() + writers::kFlushInterval;
   for (;;) {
     // Read before draining: what a finished loop published is then seen by this pass.
     bool all_done = true;
@@ -34,6 +35,11 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
       next_unlink_check = Clock::now() + std::chrono::seconds(1);
       for (const auto& ir : rt.interfaces)
         ir->writer->check_unlinked();
+    }
+    if (Clock::now() >= next_flush) {  // buffered bytes to the kernel: what a kill may cost
+      next_flush = Clock::now() + writers::kFlushInterval;
+      for (const auto& ir : rt.interfaces)
+        ir->writer->flush();
     }
     if (options.write_manifest && Clock::now() >= next_manifest) {
       next_manifest += options.manifest_interval;

@@ -88,6 +88,7 @@ void pool_thread(Runtime& rt, const std::vector<PoolShard>& shards, std::size_t 
   WriterThreadCounters& mine = rt.writer_threads[index];
   auto next_manifest = Clock::now() + options.manifest_interval;
   auto next_unlink_check = Clock::now() + std::chrono::seconds(1);
+  auto next_flush = Clock::now() + writers::kFlushInterval;
   uint64_t rotation_seen = 0;
   for (;;) {
     // Read before draining: what a finished loop published is then seen by this pass.
@@ -112,6 +113,11 @@ void pool_thread(Runtime& rt, const std::vector<PoolShard>& shards, std::size_t 
       next_unlink_check = Clock::now() + std::chrono::seconds(1);
       for (const PoolShard& s : shards)
         s.ir->writer->check_unlinked(s.part);
+    }
+    if (Clock::now() >= next_flush) {  // buffered bytes to the kernel: what a kill may cost
+      next_flush = Clock::now() + writers::kFlushInterval;
+      for (const PoolShard& s : shards)
+        s.ir->writer->flush(s.part);
     }
     if (index == 0) {
       if (options.write_manifest && Clock::now() >= next_manifest) {

@@ -160,6 +160,9 @@ python3 - "$manifest" <<'PY' || fail=1
 import json, sys
 m = json.load(open(sys.argv[1]))
 counted = sum(s["write_errors"] for s in m["streams"] + m["interfaces"])
+# Manifest snapshots that failed are listed too (none is due while the disk is full here).
+snapshots = sum(1 for e in m["errors"] if e["path"] == sys.argv[1])
+counted += snapshots
 listed = len(m["errors"]) + m["errors_not_listed"]
 print(f"manifest: state {m['state']}, write_errors {counted} (streams and pcap), "
       f"{len(m['errors'])} errors listed + {m['errors_not_listed']} not listed")
@@ -195,9 +198,20 @@ for s in m["streams"]:
               f" = {in_files + w['frames']} of {s['packets']} received; gaps {w['gaps'][:4]}")
         if in_files + w["frames"] != s["packets"]:
             bad.append(f"{name} {fmt}: {in_files} written + {w['frames']} lost != {s['packets']}")
-        # codifhdr: 14000 headers stay under one 1 MiB staging buffer until the close.
         if fmt == "raw" and w["frames"] == 0:
             bad.append(f"{name} {fmt}: nothing lost: the disk never filled for this stream")
+        # Header files are handed to the kernel every 0.5 s (writers/README.md, "Flush
+        # interval"): what the full disk cost them is the outage, as for raw, not headers of
+        # frames received long before it (a 1 MiB buffer holds 16 s of them). Allowed: 1000
+        # frames (1 s at 1000 frames/s) before raw's first loss; after its last, one back-off
+        # (2 s at most) and a flush interval, 2500 frames.
+        if fmt == "codifhdr" and w["gaps"]:
+            raw_gaps = wel["raw"]["gaps"]
+            first, last = raw_gaps[0][0], raw_gaps[-1][0] + raw_gaps[-1][1]
+            hdr_first, hdr_last = w["gaps"][0][0], w["gaps"][-1][0] + w["gaps"][-1][1]
+            if hdr_first < first - 1000 or hdr_last > last + 2500:
+                bad.append(f"{name} codifhdr: lost frames {hdr_first}..{hdr_last - 1}, raw "
+                           f"{first}..{last - 1}: headers of frames outside the outage lost")
         if w["gaps_not_listed"] == 0 and gap_frames != w["frames"] + w["fill_frames"]:
             bad.append(f"{name} {fmt}: gaps hold {gap_frames} frames, {w['frames']} lost")
         last_gap_end = max((a + c for a, c in w["gaps"]), default=0)

@@ -3,8 +3,11 @@
 #
 # rocecapd replays `rocecap gen --pcap` at the recorded pace (6 s of traffic), so it is mid-run
 # when it gets SIGKILL. Checked, with real rocecapd processes:
-#   lock     a second rocecapd on the same run directory exits 6 naming the first one's PID;
-#   recover  `rocecap recover` cuts every file to whole frames/records: capinfos and tshark read
+#   lock     a second rocecapd on the same run directory exits 6 naming the first one's PID,
+#            and so it does (as does `rocecap recover`, exit 3) once .rocecapd.lock is deleted;
+#   recover  `rocecap recover` cuts every file to whole frames/records (a directory put at a
+#            file's name is reported, skipped and listed in recovery.skipped, its number kept
+#            in use, by the tool and by the restarts): capinfos and tshark read
 #            the pcap files, raw files are whole frames, codifhdr files whole headers, the
 #            manifest lists every file on disk with its size (state "recovered"), and
 #            `rocecap verify` accepts the run;
@@ -68,11 +71,45 @@ rc=0
 if [ "$rc" != 3 ] || ! grep -q "in use by PID $first" "$work/recover-busy.log"; then
   fail "rocecap recover on a running run exited $rc: $(cat "$work/recover-busy.log")"
 fi
+# The lock is the run directory's own: deleting its lock file (any user who can write the
+# directory can) must not let a second process in to "recover" the live run.
+rm "$run/.rocecapd.lock"
+rc=0
+timeout 30 "$ROCECAPD" --config "$work/run.yaml" 2>"$work/second-unlinked.log" || rc=$?
+[ "$rc" = 6 ] || fail "with the lock file deleted, a second rocecapd exited $rc, expected 6: $(cat "$work/second-unlinked.log")"
+grep -q "in use by PID $first" "$work/second-unlinked.log" ||
+  fail "with the lock file deleted, the refusal does not name PID $first: $(cat "$work/second-unlinked.log")"
+rc=0
+"$ROCECAP" recover "$run" >/dev/null 2>"$work/recover-unlinked.log" || rc=$?
+if [ "$rc" != 3 ] || ! grep -q "in use by PID $first" "$work/recover-unlinked.log"; then
+  fail "with the lock file deleted, rocecap recover exited $rc: $(cat "$work/recover-unlinked.log")"
+fi
+echo "lock file deleted: still refused: $(grep -o 'in use by.*' "$work/second-unlinked.log")"
 sleep 4.5
 kill -0 "$first" 2>/dev/null || fail "rocecapd ended before it could be killed mid-run"
 kill -9 "$first"
 wait "$first" 2>/dev/null || true
 grep -q '"state": "running"' "$manifest" || fail "the killed run's manifest is not a running one"
+
+# What SIGKILL cost: header files are handed to the kernel at least every 0.5 s, as raw data
+# is (writers/README.md, "Flush interval"), so per stream the codifhdr files hold the headers of
+# every frame the raw files hold but at most the last second's (1000 frames at the 1000 frames
+# per second sent; generous: the bound is half that plus one writer pass).
+python3 - "$run" "$E2E_FRAME_BYTES" <<'PY' || fail "SIGKILL lost more than a second of headers"
+import os, sys
+run, frame = sys.argv[1], int(sys.argv[2])
+per = {}
+for n in os.listdir(run):
+    stem, ext = n.rsplit(".", 2)[0], n.rsplit(".", 1)[-1]
+    unit = {"codif": frame, "chead": 64}.get(ext)
+    if unit:
+        per.setdefault(stem, {"codif": 0, "chead": 0})[ext] += os.path.getsize(f"{run}/{n}") // unit
+bad = False
+for stem, c in sorted(per.items()):
+    print(f"after SIGKILL: {stem}: {c['codif']} frames in raw files, {c['chead']} headers")
+    bad |= c["codif"] < 2000 or c["chead"] < c["codif"] - 1000
+sys.exit(1 if bad or not per else 0)
+PY
 
 torn=0
 for p in "$run"/*.pcap; do capinfos "$p" >/dev/null 2>&1 || torn=$((torn + 1)); done
@@ -100,9 +137,29 @@ assert torn and unlisted, (torn, unlisted)
 print(f"after SIGKILL: {len(unlisted)} raw files not listed, {len(torn)} ending mid-frame")
 PY
 
+# Something that is not a regular file at the next name of a raw writer (a directory made by
+# hand): recovery and the restart skip it, say so and list it, and the writer's next file takes
+# the number after it.
+odd=$(python3 - "$run" <<'PY'
+import os, sys
+run = sys.argv[1]
+raw = sorted(n for n in os.listdir(run) if n.endswith(".codif"))
+prefix = raw[0].rsplit(".", 2)[0]
+last = max(int(n.rsplit(".", 2)[1]) for n in raw if n.startswith(prefix + "."))
+print(f"{prefix}.{last + 1:04d}.codif")
+PY
+)
+mkdir "$run/$odd"
+
 # --- recover ---
-"$ROCECAP" recover "$run" | tee "$work/recover.txt"
-grep -q "recovered" "$work/recover.txt" || fail "rocecap recover reported nothing recovered"
+"$ROCECAP" recover "$run" 2>"$work/recover.err" | tee "$work/recover.txt" ||
+  fail "rocecap recover failed: $(cat "$work/recover.err")"
+grep -q "recovered" "$work/recover.txt" || fail "rocecap recover reported nothing recovered: $(cat "$work/recover.err")"
+grep -q "skipped $run/$odd: a directory, not a regular file" "$work/recover.err" ||
+  fail "rocecap recover does not report the directory at $odd: $(cat "$work/recover.err")"
+python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['recovery']; \
+assert r['skipped'] == [{'path': 'e2e/' + sys.argv[2], 'type': 'directory'}], r['skipped']" \
+  "$manifest" "$odd" || fail "the manifest's recovery does not list the directory at $odd"
 python3 - "$manifest" "$work/out" "$E2E_FRAME_BYTES" <<'PY'
 import json, os, sys
 m = json.load(open(sys.argv[1])); root = sys.argv[2]; frame = int(sys.argv[3])
@@ -145,6 +202,8 @@ second=$E2E_PID
 pids+=("$second")
 grep -q "File exists" "$work/attempt2.log" && fail "attempt 2 could not open its files"
 grep -q "continuing as attempt 2" "$work/attempt2.log" || fail "the restart is not logged"
+grep -q "$odd is a directory, not a regular file: skipped" "$work/attempt2.log" ||
+  fail "the restart does not report the directory at $odd"
 sleep 3
 kill -0 "$second" 2>/dev/null || fail "attempt 2 ended before it could be killed mid-run"
 kill -9 "$second"
@@ -167,6 +226,8 @@ assert m["state"] == "stopped", m["state"]
 assert m["attempt"] == n and len(m["attempts"]) == n, (m["attempt"], len(m["attempts"]))
 assert [a["state"] for a in m["attempts"]] == states, [a["state"] for a in m["attempts"]]
 per_attempt = {}
+skipped = {f["path"] for a in m["attempts"] for f in (a.get("recovery") or {}).get("skipped", [])}
+assert skipped, "no recovery lists the odd file"
 for owner in m["streams"] + m["interfaces"]:
     paths = [f["path"] for f in owner["files"]]
     assert len(paths) == len(set(paths)), "a file listed twice"
@@ -175,10 +236,15 @@ for owner in m["streams"] + m["interfaces"]:
         size = os.path.getsize(os.path.join(root, f["path"]))
         assert size == f["bytes"], f
         assert f["format"] != "raw" or size % frame == 0, f
-    # Each writer continues its own numbering: its files are 0, 1, 2, ... across attempts.
+    # Each writer continues its own numbering: its files are 0, 1, 2, ... across attempts,
+    # but for the numbers of odd files recoveries skipped (listed, still in use).
     for fmt in ("raw", "codifhdr", "pcap"):
-        seqs = [int(f["path"].rsplit(".", 2)[-2]) for f in owner["files"] if f["format"] == fmt]
-        assert seqs == list(range(len(seqs))), (fmt, seqs)
+        files = [f["path"] for f in owner["files"] if f["format"] == fmt]
+        names = {(p.rsplit(".", 2)[0], p.rsplit(".", 2)[2]) for p in files}
+        seqs = [int(p.rsplit(".", 2)[1]) for p in files]
+        seqs += [int(p.rsplit(".", 2)[1]) for p in skipped
+                 if (p.rsplit(".", 2)[0], p.rsplit(".", 2)[2]) in names]
+        assert sorted(seqs) == list(range(len(seqs))), (fmt, seqs)
 for s in m["streams"]:
     assert s["packets"] > 0
 assert sorted(per_attempt) == list(range(1, n + 1)), per_attempt

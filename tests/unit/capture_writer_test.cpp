@@ -135,6 +135,42 @@ TEST(CaptureWriter, PcapRecordsFollowArrivalOrderWithTheirTimes) {
   pcap_close(in);
 }
 
+// Issue 23, item 12: the writer loop's flush (every kFlushInterval) hands every file's buffered
+// bytes to the kernel, headers included: a SIGKILL right after it loses none of them.
+TEST(CaptureWriter, FlushPutsEveryBufferedFrameInTheFilesBeforeTheClose) {
+  test::TempDir dir;
+  Pipeline p(dir.path());
+  for (uint64_t i = 0; i < 20; ++i)
+    p.feed(1000 + i, 1'000'000 + int64_t(i));
+  p.ingest.flush_all();
+  while (p.writer->poll() != 0) {
+  }
+  const auto size_of = [](const std::vector<FileRecord>& files) {
+    return std::filesystem::file_size(files.at(0).path);
+  };
+  EXPECT_EQ(size_of(p.writer->writers(0).codifhdr->files()), 0u) << "64 KiB buffer: not full";
+  p.writer->flush();
+  EXPECT_TRUE(p.errors.empty());
+  EXPECT_EQ(size_of(p.writer->writers(0).codifhdr->files()), 20u * 64);
+  EXPECT_EQ(size_of(p.writer->writers(0).raw->files()), 20u * (64 + tf::kPayload));
+  EXPECT_EQ(size_of(p.writer->pcap()->files()), p.writer->pcap()->files().at(0).bytes);
+  ASSERT_TRUE(p.writer->close().ok());
+}
+
+// vdifhdr alike (32-byte headers: a 1 MiB buffer holds 32768 frames).
+TEST(CaptureWriter, VdifHeaderFilesAreFlushedAlike) {
+  test::TempDir dir;
+  RotationOptions rot;
+  rot.buffer_bytes = 1 << 16;
+  VdifHeaderWriter w(test::simple_paths(dir.path(), "vhead"), rot);
+  const Bytes header = test::pattern(32, 7);
+  for (int i = 0; i < 10; ++i)
+    ASSERT_TRUE(w.write_frame(header).ok());
+  ASSERT_TRUE(w.flush().ok());
+  EXPECT_EQ(std::filesystem::file_size(w.files().at(0).path), 10u * 32);
+  ASSERT_TRUE(w.close().ok());
+}
+
 TEST(CaptureWriter, PcapOutputWithoutArrivalQueueIsRefused) {
   test::TempDir dir;
   StreamPipeline a{spec(tf::kSrcA)};

@@ -1,11 +1,13 @@
 // rundir/: files cut to their last whole record, the run directory lock, attempt merging.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "capture/vdif/header.hpp"
 #include "codif_test_util.hpp"
@@ -131,6 +133,64 @@ TEST_F(RundirTest, LockIsFreeAgainOnceReleased) {
   EXPECT_NO_THROW(RunDirLock again(dir_, "rocecapd"));
 }
 
+// The lock is the run directory's own inode: deleting or replacing `.rocecapd.lock` (a path
+// anyone with write access to the directory can unlink) must not let a second process in.
+TEST_F(RundirTest, DeletingTheLockFileDoesNotFreeTheRunDirectory) {
+  RunDirLock first(dir_, "rocecapd");
+  ASSERT_TRUE(fs::remove(dir_ / kLockFileName));
+  try {
+    RunDirLock second(dir_, "rocecapd");
+    FAIL() << "a second lock was granted once the lock file was deleted";
+  } catch (const RunDirInUse& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("in use by PID " + std::to_string(::getpid())), std::string::npos) << what;
+    EXPECT_NE(what.find("deleted or replaced since"), std::string::npos) << what;
+  }
+}
+
+TEST_F(RundirTest, ReplacingTheLockFileDoesNotFreeTheRunDirectoryNorHideTheHolder) {
+  RunDirLock first(dir_, "rocecapd");
+  std::ofstream(dir_ / "fake") << "999999 somebody else\n";
+  fs::rename(dir_ / "fake", dir_ / kLockFileName);
+  try {
+    RunDirLock second(dir_, "rocecap recover");
+    FAIL() << "a second lock was granted once the lock file was replaced";
+  } catch (const RunDirInUse& e) {
+    const std::string what = e.what();
+    // The holder as the kernel knows it (/proc/locks), not the PID the new file claims.
+    EXPECT_NE(what.find("in use by PID " + std::to_string(::getpid())), std::string::npos) << what;
+    EXPECT_EQ(what.find("999999"), std::string::npos) << what;
+  }
+}
+
+TEST_F(RundirTest, ALockFileDeletedBetweenRunsIsWrittenAgain) {
+  { RunDirLock first(dir_, "rocecapd"); }
+  ASSERT_TRUE(fs::remove(dir_ / kLockFileName));  // a leftover deleted between runs
+  RunDirLock again(dir_, "rocecapd");
+  std::ifstream in(dir_ / kLockFileName);
+  std::string pid;
+  in >> pid;
+  EXPECT_EQ(pid, std::to_string(::getpid())) << "the new holder writes its PID again";
+}
+
+// An odd `.rocecapd.lock` (a directory, a FIFO) is no reason to refuse the run: the lock is the
+// directory's; the missing PID is said.
+TEST_F(RundirTest, AnOddLockFileLosesOnlyThePid) {
+  for (const bool fifo : {false, true}) {
+    fs::remove_all(dir_ / kLockFileName);
+    if (fifo) {
+      ASSERT_EQ(::mkfifo((dir_ / kLockFileName).c_str(), 0600), 0);
+    } else {
+      fs::create_directory(dir_ / kLockFileName);
+    }
+    RunDirLock first(dir_, "rocecapd");  // neither blocks (a FIFO opened for reading would)
+    const std::string why = first.warning();
+    EXPECT_NE(why.find((dir_ / kLockFileName).string()), std::string::npos) << why;
+    EXPECT_NE(why.find(fifo ? "not a regular file" : "Is a directory"), std::string::npos) << why;
+    EXPECT_THROW(RunDirLock second(dir_, "rocecapd"), RunDirInUse);
+  }
+}
+
 TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNumber) {
   const std::string yaml =
       "run: {name: r}\n"
@@ -208,6 +268,90 @@ TEST_F(RundirTest, RecoverAddsUnlistedFilesCutsTornOnesAndNamesTheNextSequenceNu
   // Recovered once, nothing more to do.
   r = recover_run(cfg, dir_, dir_ / "r", apply);
   EXPECT_FALSE(r.needed);
+}
+
+// A symlink, a FIFO or a directory at the name of a file of the run (put there by hand, or by
+// a tool) is not the run's: recovery reports it, skips it (never reads, cuts or follows it; a
+// FIFO would block the reader) and lists it, and its sequence number stays in use. The rest
+// of the run is recovered as usual.
+TEST_F(RundirTest, OddFilesAtTheRunsNamesAreReportedSkippedAndListed) {
+  const std::string yaml =
+      "run: {name: r}\n"
+      "capture:\n"
+      "  backend: pcap-file\n"
+      "  pcap_file: /nonexistent.pcap\n"
+      "  interfaces: [{name: rec0, groups: [239.1.1.1:4000]}]\n"
+      "streams: {antennas: [{name: a1, source: 192.0.2.1}]}\n"
+      "output: {directory: " +
+      dir_.string() +
+      ", formats: [raw, codifhdr]}\n"
+      "metrics: {enabled: false}\n";
+  config::HostChecks host;
+  host.check_filesystem = false;
+  const auto loaded = config::load_string(yaml, "t.yaml", host);
+  ASSERT_TRUE(loaded.ok()) << loaded.problems.front().message;
+  const config::RunConfig& cfg = *loaded.config;
+  const config::StreamRef ref = config::enumerate_streams(cfg).front();
+  const auto name = [&](config::OutputFormat f, uint64_t seq) {
+    return config::stream_file_name(cfg, ref, f, seq);
+  };
+  using config::OutputFormat;
+  fs::create_directories(dir_ / "r");
+  const json snapshot = {{"state", "stopped"},
+                         {"config", {{"text", yaml}}},
+                         {"streams", json::array()},
+                         {"interfaces", json::array()}};
+  std::ofstream(dir_ / "r" / "manifest.json") << snapshot.dump();
+  write(dir_ / name(OutputFormat::raw, 0), frames(3, false));
+  write(dir_ / name(OutputFormat::codifhdr, 0), frames(3, true));
+  fs::create_symlink(dir_ / name(OutputFormat::raw, 0), dir_ / name(OutputFormat::raw, 1));
+  ASSERT_EQ(::mkfifo((dir_ / name(OutputFormat::codifhdr, 1)).c_str(), 0600), 0);
+  fs::create_directory(dir_ / name(OutputFormat::raw, 2));
+
+  RecoverOptions apply;
+  apply.by = "test";
+  RecoveryResult r;
+  ASSERT_NO_THROW(r = recover_run(cfg, dir_, dir_ / "r", apply));
+  ASSERT_EQ(r.skipped.size(), 3u);
+  std::map<std::string, std::string> kinds;
+  for (const SkippedFile& f : r.skipped)
+    kinds[f.path] = f.type;
+  EXPECT_EQ(kinds[name(OutputFormat::raw, 1)], "symlink");
+  EXPECT_EQ(kinds[name(OutputFormat::codifhdr, 1)], "FIFO");
+  EXPECT_EQ(kinds[name(OutputFormat::raw, 2)], "directory");
+  EXPECT_TRUE(r.needed) << "odd files at the run's names are listed in the manifest";
+  EXPECT_EQ(r.next_seq.at(name(OutputFormat::raw, 0)), 3u) << "their numbers stay in use";
+  EXPECT_EQ(r.next_seq.at(name(OutputFormat::codifhdr, 0)), 2u);
+  const json m = read_manifest(dir_ / "r");
+  ASSERT_EQ(m["recovery"]["skipped"].size(), 3u) << m["recovery"].dump(2);
+  EXPECT_EQ(m["recovery"]["files_skipped"], 3u);
+  for (const json& f : m["streams"][0]["files"]) {
+    EXPECT_EQ(f["seq"], 0u) << "only the regular files are the run's: " << f.dump();
+    EXPECT_EQ(f["records"], 3u);
+  }
+  EXPECT_EQ(m["streams"][0]["files"].size(), 2u);
+  EXPECT_TRUE(fs::is_symlink(dir_ / name(OutputFormat::raw, 1))) << "left as it was";
+  EXPECT_TRUE(fs::is_fifo(dir_ / name(OutputFormat::codifhdr, 1)));
+  EXPECT_EQ(fs::file_size(dir_ / name(OutputFormat::raw, 0)), frames(3, false).size());
+  // Listed once: a second recovery (or a restart) has nothing more to say about them.
+  r = recover_run(cfg, dir_, dir_ / "r", apply);
+  EXPECT_FALSE(r.needed) << r.reason;
+  EXPECT_EQ(r.skipped.size(), 3u) << "still reported";
+}
+
+// A manifest.json that is not a regular file is refused by name, never read (a FIFO would
+// block recovery and the restart for good).
+TEST_F(RundirTest, AnOddManifestIsRefusedByName) {
+  fs::create_directories(dir_ / "r");
+  ASSERT_EQ(::mkfifo((dir_ / "r" / "manifest.json").c_str(), 0600), 0);
+  try {
+    (void)read_manifest(dir_ / "r");
+    FAIL() << "an odd manifest was read";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find((dir_ / "r" / "manifest.json").string()), std::string::npos) << what;
+    EXPECT_NE(what.find("FIFO"), std::string::npos) << what;
+  }
 }
 
 // VDIF frames `first`.. of one thread at 1000 frames/s, 1024 data bytes, 32- or 16-byte headers.

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "writer_test_util.hpp"
+#include "writers/codif_header_writer.hpp"
 #include "writers/raw_writer.hpp"
 
 namespace rocecap::writers {
@@ -213,6 +214,40 @@ TEST(WriterErrors, EioIsAStorageLossUnlikeAFullDisk) {
   EXPECT_FALSE(is_storage_loss(EDQUOT));
   EXPECT_EQ(w.stats().frames_written, 0u);
   EXPECT_EQ(w.stats().write_loss.frames, 10u);
+}
+
+ssize_t enospc_write(int, const void*, std::size_t) {
+  errno = ENOSPC;
+  return -1;
+}
+
+// Issue 23, item 12: a header file that fails (a full disk) loses what it still buffered, not
+// every header since its last full staging buffer (16384 of them, seconds of a stream): the
+// writer loop's flush (every kFlushInterval) has handed the earlier ones to the kernel.
+TEST(WriterErrors, AFullDiskLosesOnlyTheHeadersBufferedSinceTheLastFlush) {
+  test::TempDir dir;
+  CodifHeaderWriter w(test::simple_paths(dir.path()), rotation(0, 1 << 20));
+  Bytes expected;
+  const auto write_headers = [&](uint32_t first, uint32_t n, bool keep) {
+    for (uint32_t i = first; i < first + n; ++i) {
+      const Bytes h = test::pattern(64, i);
+      (void)w.write_frame(std::span<const std::byte, 64>(h.data(), 64));
+      if (keep) test::append(expected, h);
+    }
+  };
+  write_headers(0, 100, true);
+  ASSERT_TRUE(w.flush().ok());
+  testing::set_write_function(enospc_write);
+  write_headers(100, 50, false);
+  const Status st = w.flush();
+  testing::set_write_function(nullptr);
+  EXPECT_EQ(st.code(), ENOSPC) << st.message();
+  ASSERT_TRUE(w.close().ok());
+  EXPECT_EQ(w.stats().write_loss.frames, 50u);
+  EXPECT_EQ(w.stats().write_loss.gaps, (std::vector<std::pair<uint64_t, uint64_t>>{{100, 50}}));
+  ASSERT_EQ(w.files().size(), 1u);
+  EXPECT_EQ(test::read_file(w.files()[0].path), expected) << "the flushed headers stay";
+  EXPECT_EQ(w.files()[0].records, 100u);
 }
 
 TEST(WriterErrors, AFileDeletedWhileOpenIsReportedOnce) {

@@ -369,7 +369,18 @@ void check_run_state(const json& manifest, bool partial, VerifyResult& r) {
     counted_losses = counted_losses || write_error_frames(st) != 0;
   for (const json& i : manifest.at("interfaces"))
     counted_losses = counted_losses || i.value("write_error_lost", uint64_t{0}) != 0;
-  const json& errors = manifest.at("errors");
+  // A periodic manifest snapshot that could not be written (its target full) lost no frame:
+  // the manifest read here was written after it. Said, not a difference.
+  json errors = json::array();
+  std::size_t snapshots = 0;
+  for (const json& e : manifest.at("errors")) {
+    const bool snapshot = std::filesystem::path(e.value("path", "")).filename() == "manifest.json";
+    snapshots += snapshot ? 1 : 0;
+    if (!snapshot) errors.push_back(e);
+  }
+  if (snapshots != 0)
+    r.run_checked.push_back(std::to_string(snapshots) +
+                            " manifest snapshot(s) not written, listed in errors (no frame lost)");
   if (counted_losses && !errors.empty()) {
     r.run_checked.push_back(std::to_string(errors.size()) +
                             " write errors listed, their frames counted as write_error_lost");
