@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <optional>
 #include <stdexcept>
 
@@ -35,17 +36,51 @@ std::string duration_words(std::chrono::milliseconds d) {
                                : std::to_string(d.count()) + " ms";
 }
 
-// A socket file already at `path` is replaced when it is one (left by an earlier run);
-// any other file there is refused.
-void claim(const std::string& path, const sockaddr_un&) {
+// The process that listens on the connected socket `fd` (SO_PEERCRED: the credentials of the
+// listen() caller), as "PID n (name)".
+std::string listener_of(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) return "PID unknown";
+  std::string name;
+  std::getline(std::ifstream("/proc/" + std::to_string(cred.pid) + "/comm"), name);
+  return "PID " + std::to_string(cred.pid) + (name.empty() ? "" : " (" + name + ")");
+}
+
+// A socket file already at `path`. A stale one (connect() refused: its listener is gone, e.g.
+// a crashed run) is removed. A live one belongs to another process, most likely another run
+// given the same retention.socket: taking it over would steal that run's triggers, so this
+// refuses, naming the listener. Anything we cannot tell apart is refused too.
+void claim(const std::string& path, const sockaddr_un& sa) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return;
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return;
+    throw sys_error("cannot check trigger socket", path);
+  }
   if (!S_ISSOCK(st.st_mode)) {
     throw std::runtime_error("trigger socket " + path +
                              ": exists and is not a socket; remove it or choose "
                              "retention.socket elsewhere");
   }
-  ::unlink(path.c_str());
+  writers::UniqueFd probe;
+  probe.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
+  if (probe.get() < 0) throw sys_error("socket for", path);
+  if (::connect(probe.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof sa) == 0) {
+    throw std::runtime_error("trigger socket " + path + " is in use: " + listener_of(probe.get()) +
+                             " listens there (another run with the same retention.socket?); "
+                             "choose another retention.socket or stop that process");
+  }
+  if (errno == ECONNREFUSED) {
+    if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+      throw sys_error("cannot remove the stale trigger socket", path);
+    return;
+  }
+  if (errno == EAGAIN) {
+    throw std::runtime_error("trigger socket " + path +
+                             " is in use: a live listener is there (its queue is full, so its "
+                             "PID cannot be asked); choose another retention.socket");
+  }
+  throw sys_error("cannot tell whether another process listens on trigger socket", path);
 }
 
 std::string call(const TriggerSocket::Handler& handler, const std::string& request) {

@@ -238,6 +238,40 @@ TEST(TriggerListeners, TriggersAreAnsweredWithin100msWhileIdleAndSlowClientsAreH
   EXPECT_LE(median(scrape), kIssueBound) << "GET /metrics: " << times(scrape);
 }
 
+// Item 6: two runs given the same retention.socket. The second must not unlink the first's
+// live socket and take its triggers: it is refused, naming the PID that listens there.
+TEST(TriggerListeners, ASecondListenerOnALiveSocketIsRefusedNamingItsPid) {
+  writers::test::TempDir tmp;
+  const std::string path = (tmp.path() / "trigger.sock").string();
+  TriggerSocket first(path, [](const std::string&) { return std::string("{\"run\":1}"); });
+  try {
+    TriggerSocket second(path, [](const std::string&) { return std::string("{\"run\":2}"); });
+    ADD_FAILURE() << "a second listener took over the live socket " << path;
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("PID " + std::to_string(::getpid())), std::string::npos) << what;
+    EXPECT_NE(what.find(path), std::string::npos) << what;
+    EXPECT_NE(what.find("retention.socket"), std::string::npos) << what;
+  }
+  const Answer a = socket_exchange(path, "{}");
+  EXPECT_EQ(a.text, "{\"run\":1}\n") << "the first run's triggers went elsewhere";
+}
+
+TEST(TriggerListeners, AStaleSocketLeftByACrashIsReplaced) {
+  writers::test::TempDir tmp;
+  const std::string path = (tmp.path() / "trigger.sock").string();
+  {  // bound, never unlinked: what a killed daemon leaves
+    UniqueFd fd;
+    fd.reset(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un sa{};
+    sa.sun_family = AF_UNIX;
+    std::strncpy(sa.sun_path, path.c_str(), sizeof sa.sun_path - 1);
+    ASSERT_EQ(::bind(fd.get(), reinterpret_cast<const sockaddr*>(&sa), sizeof sa), 0);
+  }
+  TriggerSocket sock(path, echo);
+  EXPECT_EQ(socket_exchange(path, "{}").text, "{\"ok\":true,\"bytes\":3}\n");
+}
+
 // The value of `series` (a full line prefix such as `name{labels}`) in an exposition; -1: none.
 double metric(const std::string& exposition, const std::string& series) {
   const auto at = exposition.find("\n" + series + " ");
