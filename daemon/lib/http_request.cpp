@@ -113,8 +113,12 @@ std::optional<HttpHead> parse_http_head(std::string_view received) {
 }
 
 std::string bearer_token(std::string_view authorization) {
-  if (authorization.rfind("Bearer ", 0) == 0) return std::string(authorization.substr(7));
-  return {};
+  const std::string_view a = trim(authorization);
+  constexpr std::string_view kScheme = "bearer";
+  if (a.size() <= kScheme.size() || !iequals(a.substr(0, kScheme.size()), kScheme) ||
+      !is_space(a[kScheme.size()]))
+    return {};
+  return std::string(trim(a.substr(kScheme.size())));
 }
 
 }  // namespace rocecap::daemon

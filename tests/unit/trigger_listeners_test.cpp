@@ -272,6 +272,29 @@ TEST(TriggerListeners, AStaleSocketLeftByACrashIsReplaced) {
   EXPECT_EQ(socket_exchange(path, "{}").text, "{\"ok\":true,\"bytes\":3}\n");
 }
 
+// Item 15: RFC 7235 makes the auth scheme case-insensitive; extra spaces are tolerated.
+TEST(TriggerListeners, TheBearerSchemeIsCaseInsensitiveAndSpacesAreTolerated) {
+  writers::test::TempDir tmp;
+  auto metrics = std::make_shared<OneGauge>();
+  HttpListener http("127.0.0.1:0", metrics);
+  const auto port = static_cast<uint16_t>(http.ports().at(0));
+  http.set_trigger_handler([](const std::string&, const std::string& bearer) {
+    return "{\"ok\":" + std::string(bearer == "s3cret" ? "true" : "false") + ",\"bearer\":\"" +
+           bearer + "\"}";
+  });
+  for (const char* header :
+       {"Authorization: Bearer s3cret", "Authorization: bearer s3cret",
+        "authorization: BEARER   s3cret  ", "Authorization:   bEaReR\ts3cret"}) {
+    const Answer a = http_exchange(port, post("{}", std::string(header) + "\r\n"));
+    EXPECT_NE(a.text.find("200 OK"), std::string::npos) << header << ": " << a.text;
+    EXPECT_NE(a.text.find("\"bearer\":\"s3cret\""), std::string::npos) << header << ": " << a.text;
+  }
+  for (const char* header : {"Authorization: Basic s3cret", "Authorization: Bearers3cret"}) {
+    const Answer a = http_exchange(port, post("{}", std::string(header) + "\r\n"));
+    EXPECT_NE(a.text.find("\"bearer\":\"\""), std::string::npos) << header << ": " << a.text;
+  }
+}
+
 // The value of `series` (a full line prefix such as `name{labels}`) in an exposition; -1: none.
 double metric(const std::string& exposition, const std::string& series) {
   const auto at = exposition.find("\n" + series + " ");
