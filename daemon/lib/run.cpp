@@ -13,6 +13,7 @@
 #include "daemon/lib/dump_service.hpp"
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
+#include "daemon/lib/open_files.hpp"
 #include "daemon/lib/report.hpp"
 #include "daemon/lib/run_attempt.hpp"
 #include "daemon/lib/service_notifier.hpp"
@@ -235,6 +236,12 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   const RunIdentity id = identity();
   ServiceNotifier notifier;
   notifier.extend_startup(kStartupAllowance);
+  if (const OpenFilesNote n = raise_open_files_limit(); !n.words.empty()) {
+    if (n.warning)
+      log.warn("{}", n.words);
+    else
+      log.info("{}", n.words);
+  }
   // Locked (and recovered, after a crash) before anything else: a second daemon on the same
   // run stops here, naming the first one's PID.
   RunAttempt dir;

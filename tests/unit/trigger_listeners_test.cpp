@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "daemon/lib/http_listener.hpp"
+#include "daemon/lib/open_files.hpp"
 #include "daemon/lib/trigger_socket.hpp"
 #include "writer_test_util.hpp"
 #include "writers/output_file.hpp"
@@ -444,6 +445,33 @@ TEST(TriggerListeners, ExpectContinueGetsTheInterimAnswerThenTheReply) {
   const Answer a = read_answer(fd.get(), Clock::now());
   EXPECT_NE(a.text.find("200 OK"), std::string::npos) << a.text;
   EXPECT_NE(a.text.find("{\"ok\":true,\"bytes\":2000}"), std::string::npos) << a.text;
+}
+
+// rocecapd raises its soft open-files limit to the hard one when the soft one cannot hold the
+// listeners' connections, and says so; a hard limit that is too low is a warning.
+TEST(TriggerListeners, TheOpenFilesLimitIsRaisedToTheHardOneWhenTooLowForTheListeners) {
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  if (saved.rlim_max < 1024) GTEST_SKIP() << "hard RLIMIT_NOFILE " << saved.rlim_max;
+  rlimit low = saved;
+  low.rlim_cur = 512;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  const OpenFilesNote raised = raise_open_files_limit(1000);
+  rlimit now{};
+  ::getrlimit(RLIMIT_NOFILE, &now);
+  EXPECT_EQ(now.rlim_cur, saved.rlim_max);
+  EXPECT_FALSE(raised.warning);
+  EXPECT_NE(raised.words.find("open files: raised the soft limit RLIMIT_NOFILE from 512 to the "
+                              "hard limit " +
+                              std::to_string(saved.rlim_max)),
+            std::string::npos)
+      << raised.words;
+  EXPECT_TRUE(raise_open_files_limit(1000).words.empty()) << "nothing more to do";
+  const OpenFilesNote short_hard = raise_open_files_limit(saved.rlim_max + 1);
+  EXPECT_TRUE(short_hard.warning);
+  EXPECT_NE(short_hard.words.find("(the hard limit)"), std::string::npos) << short_hard.words;
+  EXPECT_NE(short_hard.words.find("refused (no_fd)"), std::string::npos) << short_hard.words;
+  ::setrlimit(RLIMIT_NOFILE, &saved);
 }
 
 }  // namespace
