@@ -199,6 +199,7 @@ Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
       path, [service](const std::string& r) { return service->handle(r).dump(); });
   rt.trigger_log = [service] { return service->trigger_log(); };
   if (metrics) {  // POST /trigger on the metrics listener; the token, when set, is required
+    metrics->http().show_listener("trigger_socket", d.socket->counters());
     metrics->http().set_trigger_handler(
         [service](const std::string& body, const std::string& bearer) {
           return service->handle(body, true, bearer).dump();
