@@ -8,10 +8,10 @@ find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 # Debian 12 ships prometheus-cpp 1.0.1 without a version file: no version may be asked for.
+# Only its core (metric families, TextSerializer): the metrics listener is our own event-driven
+# HTTP server (daemon/lib/http_listener.hpp). The package's config still finds civetweb for its
+# pull library, so libcivetweb-dev stays installed.
 find_package(prometheus-cpp CONFIG REQUIRED)
-# The metrics listener is civetweb (prometheus-cpp's own server library), used directly so that
-# it serves POST /trigger next to /metrics (daemon/lib/http_listener.hpp).
-find_package(civetweb CONFIG REQUIRED)
 pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)
 pkg_check_modules(SYSTEMD REQUIRED IMPORTED_TARGET libsystemd)
 # io_uring for O_DIRECT output files (writers/uring_queue.hpp); optional: without it those

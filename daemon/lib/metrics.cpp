@@ -1,13 +1,6 @@
 #include "daemon/lib/metrics.hpp"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <deque>
 #include <stdexcept>
 #include <utility>
@@ -525,54 +518,15 @@ std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
   return e.take();
 }
 
-namespace {
-
-// civetweb reports a failed bind only as "null context when constructing CivetServer" (its
-// own log line names the errno); binding a probe socket first gives the reason in words.
-// SO_REUSEADDR as civetweb sets it (civetweb.c, set_ports_option), so a port held only by
-// connections in TIME_WAIT is no false alarm. Empty when the address can be bound.
-std::string bind_problem(uint32_t address, uint16_t port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return {};  // let the server report it
-  const int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_port = htons(port);
-  sa.sin_addr.s_addr = htonl(address);
-  const int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&sa), sizeof sa);
-  const int err = errno;
-  ::close(fd);
-  if (rc == 0) return {};
-  switch (err) {
-    case EADDRINUSE:
-      return "the address is already in use (another process listens on it; `ss -ltnp` "
-             "names it); choose another metrics.listen port";
-    case EADDRNOTAVAIL:
-      return "the address is not one of this host's; use one of its addresses, 127.0.0.1 or "
-             "0.0.0.0";
-    case EACCES:
-      return "ports below 1024 need CAP_NET_BIND_SERVICE; use a higher port";
-    default:
-      return std::strerror(err);
-  }
-}
-
-}  // namespace
-
 MetricsServer::MetricsServer(uint32_t address, uint16_t port,
                              std::shared_ptr<MetricsCollector> collector)
     : collector_(std::move(collector)) {
   const std::string where =
       std::string(capture::net::format_ipv4(address).data()) + ":" + std::to_string(port);
-  if (const std::string why = port != 0 ? bind_problem(address, port) : std::string();
-      !why.empty()) {
-    throw std::runtime_error("metrics: cannot listen on " + where + ": " + why);
-  }
   try {
     http_ = std::make_unique<HttpListener>(where, collector_);
-  } catch (const std::exception& e) {
-    throw std::runtime_error("metrics: cannot listen on " + where + ": " + e.what());
+  } catch (const std::exception& e) {  // "cannot listen on <where>: <why in words>"
+    throw std::runtime_error(std::string("metrics: ") + e.what());
   }
 }
 

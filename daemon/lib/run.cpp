@@ -14,6 +14,7 @@
 #include "daemon/lib/dump_service.hpp"
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
+#include "daemon/lib/open_files.hpp"
 #include "daemon/lib/report.hpp"
 #include "daemon/lib/run_attempt.hpp"
 #include "daemon/lib/service_notifier.hpp"
@@ -228,6 +229,7 @@ Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
       path, [service](const std::string& r) { return service->handle(r).dump(); });
   rt.trigger_log = [service] { return service->trigger_log(); };
   if (metrics) {  // POST /trigger on the metrics listener; the token, when set, is required
+    metrics->http().show_listener("trigger_socket", d.socket->counters());
     metrics->http().set_trigger_handler(
         [service](const std::string& body, const std::string& bearer) {
           return service->handle(body, true, bearer).dump();
@@ -265,6 +267,12 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   const RunIdentity id = identity();
   ServiceNotifier notifier;
   notifier.extend_startup(kStartupAllowance);
+  if (const OpenFilesNote n = raise_open_files_limit(); !n.words.empty()) {
+    if (n.warning)
+      log.warn("{}", n.words);
+    else
+      log.info("{}", n.words);
+  }
   // Locked (and recovered, after a crash) before anything else: a second daemon on the same
   // run stops here, naming the first one's PID.
   RunAttempt dir;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "capture/codif/header.hpp"
@@ -70,6 +71,12 @@ Bytes udp_frame(uint8_t vlans, uint8_t option_words, const Bytes& payload, uint1
   return b;
 }
 
+Bytes text(std::string_view s) {
+  Bytes b(s.size());
+  std::transform(s.begin(), s.end(), b.begin(), [](char c) { return static_cast<std::byte>(c); });
+  return b;
+}
+
 // A VDIF frame of 128 data bytes (legacy: 16-byte header), frame 99 of 25600 per second.
 Bytes vdif_payload(bool legacy) {
   capture::vdif::Header h;
@@ -96,7 +103,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const fs::path root = argv[1];
-  for (const char* t : {"parse_udp", "codif", "vdif"}) {
+  for (const char* t : {"parse_udp", "codif", "vdif", "http_head"}) {
     fs::create_directories(root / t / "seeds");
     fs::create_directories(root / t / "work");
   }
@@ -116,6 +123,15 @@ int main(int argc, char** argv) {
        write(root / "parse_udp/seeds/qinq", udp_frame(2, 0, v1, 128)) &&
        write(root / "parse_udp/seeds/vlan_options", udp_frame(1, 3, v3, 64)) &&
        write(root / "parse_udp/seeds/tiny", udp_frame(0, 0, Bytes(4), 0xFFFF));
+  ok = ok &&
+       write(root / "http_head/seeds/get_metrics",
+             text("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")) &&
+       write(root / "http_head/seeds/post_trigger",
+             text("POST /trigger HTTP/1.1\r\nContent-Length: 2\r\nAuthorization: bearer  t\r\n"
+                  "Expect: 100-continue\r\n\r\n{}")) &&
+       write(root / "http_head/seeds/bare_lf", text("GET /metrics?x HTTP/1.0\nA: b\n\n")) &&
+       write(root / "http_head/seeds/chunked",
+             text("POST /trigger HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"));
   if (!ok) {
     std::fprintf(stderr, "fuzz_make_seeds: cannot write under %s\n", root.c_str());
     return 1;
