@@ -351,8 +351,11 @@ class TargetsRecoverTest : public RundirTest {
     return config::stream_file_name(cfg_, config::enumerate_streams(cfg_).front(),
                                     config::OutputFormat::raw, seq);
   }
-  void marker(int i, const std::string& run) {
-    std::ofstream(t(i) / "r" / kTargetMarkerName) << json{{"run", run}, {"target", i}}.dump();
+  // As rocecapd writes it: the run, this target's index and every target's directory.
+  void marker(int i, const std::string& run, int index = -1) {
+    const json dirs = {t(0).string(), t(1).string(), t(2).string()};
+    std::ofstream(t(i) / "r" / kTargetMarkerName)
+        << json{{"run", run}, {"target", index < 0 ? i : index}, {"targets", dirs}}.dump();
   }
   // The killed attempt's last snapshot, listing `files` ({target, seq, bytes}).
   void snapshot(const std::vector<std::array<uint64_t, 3>>& files) {
@@ -477,11 +480,11 @@ TEST_F(TargetsRecoverTest, ATargetWithoutThisRunsMarkerIsNeverCutNorCleaned) {
   write(t(0) / name(0), three);
   auto torn = three;
   torn.resize(three.size() + 500);
-  write(t(1) / name(1), torn);       // listed and torn: recovery would cut it
-  write(t(1) / name(3), {});         // no whole record: recovery would remove it
-  write(t(2) / name(2), torn);       // the same on target 2, whose marker says target 1
+  write(t(1) / name(1), torn);  // listed and torn: recovery would cut it
+  write(t(1) / name(3), {});    // no whole record: recovery would remove it
+  write(t(2) / name(2), torn);  // the same on target 2, whose marker says target 1
   fs::remove(t(1) / "r" / kTargetMarkerName);
-  std::ofstream(t(2) / "r" / kTargetMarkerName) << json{{"run", "r"}, {"target", 1}}.dump();
+  marker(2, "r", 1);
   RecoveryResult r;
   ASSERT_NO_THROW(r = recover());
   ASSERT_EQ(r.targets.size(), 3u);
@@ -498,7 +501,6 @@ TEST_F(TargetsRecoverTest, ATargetWithoutThisRunsMarkerIsNeverCutNorCleaned) {
   EXPECT_NE(files[1].dump().find("could not be read"), std::string::npos) << files[1];
   EXPECT_EQ(r.next_seq.at(name(0)), 3u) << "listed files on unmarked targets keep their numbers";
 }
-
 
 json stream(uint64_t packets, uint64_t lost, uint64_t first, uint64_t last, const char* file) {
   return {{"interface", "rec0"},
