@@ -99,9 +99,10 @@ class CaptureWriter {
   std::size_t poll();
   // Every writer starts a new file at its next record (SIGHUP).
   void request_rotation() noexcept;
-  // Reports (once per file) every open file that was unlinked under the writer: a few fstat()
-  // calls, for the writer loop to run about once a second, never per frame.
-  void check_unlinked();
+  // Reports (once per file) every open file that was unlinked under the writer, and the files
+  // gone with a lost output target (RotatingFile::check_storage): a few fstat() calls, for the
+  // writer loop to run about once a second, never per frame.
+  void check_storage();
   // Closes every file (flush + fsync); each failure also goes to the error reporter.
   // The first error, if any.
   Status close();
@@ -110,7 +111,7 @@ class CaptureWriter {
   // writer must not overlap; a split writer (splittable()) has no pcap and no stager.
   std::size_t poll(const WriterShard& shard);
   void request_rotation(const WriterShard& shard) noexcept;
-  void check_unlinked(const WriterShard& shard);
+  void check_storage(const WriterShard& shard);
   Status close(const WriterShard& shard);
   // Whether the streams may be polled by different threads.
   bool splittable() const noexcept { return !pcap_ && !stager_; }

@@ -33,7 +33,7 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
     if (Clock::now() >= next_unlink_check) {  // files deleted under us: storage lost
       next_unlink_check = Clock::now() + std::chrono::seconds(1);
       for (const auto& ir : rt.interfaces)
-        ir->writer->check_unlinked();
+        ir->writer->check_storage();
     }
     if (options.write_manifest && Clock::now() >= next_manifest) {
       next_manifest += options.manifest_interval;

@@ -212,8 +212,12 @@ if [ "$mode" = vanish ]; then
 fi
 
 if [ "$mode" = umount ]; then
-  mkdir -p "$work/t0" "$work/t1" "$work/t2"
-  mount -t tmpfs -o size=64m,mode=0755 rocecap-target1 "$work/t1"
+  # Three tmpfs of one size: placement weighs targets by free space, so target 1 takes a third
+  # of the files (one small tmpfs beside the root file system would get almost none).
+  for i in 0 1 2; do
+    mkdir -p "$work/t$i"
+    mount -t tmpfs -o size=64m,mode=0755 "rocecap-target$i" "$work/t$i"
+  done
   lose_target umount "umount -l '$work/t1'"
   check_lost_target umount "mount"
   passed=1
