@@ -26,7 +26,7 @@ struct ManifestFileEntry {  // one output file as the manifest lists it
   uint64_t first_index = 0, frames = 0;
   // Lost files only (lost_files): why the file is gone; target, first_index and frames are
   // then always listed.
-  std::string lost;
+  std::string lost = {};
 };
 
 // One output target of a run spread over several (output.directories).
