@@ -302,25 +302,25 @@ static std::string directory_changed(int fd, const std::filesystem::path& path, 
                                      uint64_t dev, uint64_t ino, uint64_t mnt, bool has_mnt) {
   struct statx open_now {};
   if (statx_of(fd, nullptr, open_now) && open_now.stx_nlink == 0) {
-    return fmt::format("{} {} was removed", what, path.string());
+    return fmt::format("the {} {} was removed", what, path.string());
   }
   struct statx now {};
   if (!statx_of(-1, path.c_str(), now)) {
-    return fmt::format("{} {} is gone: {}", what, path.string(), std::strerror(errno));
+    return fmt::format("the {} {} is gone: {}", what, path.string(), std::strerror(errno));
   }
   const uint64_t dev_now = makedev(now.stx_dev_major, now.stx_dev_minor);
   if (dev_now != dev) {
     return fmt::format(
-        "the mount of {} {} changed: the path is now on device {}, the directory written to is "
+        "the mount of the {} {} changed: the path is now on device {}, the directory written to is "
         "on {} (unmounted, umount -l, or mounted over)",
         what, path.string(), device(dev_now), device(dev));
   }
   if (has_mnt && (now.stx_mask & STATX_MNT_ID) != 0 && now.stx_mnt_id != mnt) {
-    return fmt::format("the mount of {} {} changed (mount id {}, was {})", what, path.string(),
+    return fmt::format("the mount of the {} {} changed (mount id {}, was {})", what, path.string(),
                        now.stx_mnt_id, mnt);
   }
   if (now.stx_ino != ino) {
-    return fmt::format("{} {} was replaced (another directory now has its name)", what,
+    return fmt::format("the {} {} was replaced (another directory now has its name)", what,
                        path.string());
   }
   return {};

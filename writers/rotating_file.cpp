@@ -226,11 +226,14 @@ Status RotatingFile::open_on_target(uint64_t seq) {
     expected_ = expected;
     placed_ = true;
     // A target whose directories changed (unmounted, removed, replaced) is lost, checked at
-    // every file placed: no file goes onto whatever its path names now.
-    if (std::string why = spread() ? targets_->identity_problem(*t) : ""; !why.empty()) {
+    // every file placed: no file goes onto whatever its path names now. The only target: its
+    // run is lost (the daemon stops it).
+    if (std::string why = targets_->identity_problem(*t); !why.empty()) {
       release_target(0);
+      Status gone = Status::error(ENOENT, why, targets_->directory(*t));
+      if (!spread()) return gone;
       targets_->lose(*t, why);
-      last = Status::error(ENOENT, why, targets_->directory(*t));
+      last = std::move(gone);
       continue;
     }
     const std::string name = options_.names(seq);
