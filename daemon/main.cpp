@@ -23,7 +23,11 @@ constexpr const char* kExitCodes =
     "  4  a capture loop failed during the run (files written so far are valid)\n"
     "  5  storage lost: the run could not be recorded as asked (run directory removed or\n"
     "     replaced, a file deleted, EIO from the disk, or the final manifest not written);\n"
-    "     the run stops at once; what the manifest could record says why\n"
+    "     the run stops at once; what the manifest could record says why. With several\n"
+    "     output targets, files already written lost with one of them (its run directory\n"
+    "     removed or replaced, unmounted or mounted over): the run goes on on the others\n"
+    "     and then exits 5; the manifest lists those files and counts their frames\n"
+    "     (storage_lost)\n"
     "  6  the run directory is in use: another rocecapd (or `rocecap recover`) holds its lock,\n"
     "     its PID is named; nothing was changed\n"
     "Signals: SIGINT/SIGTERM stop the run cleanly, SIGHUP starts new output files. A second\n"
@@ -33,7 +37,9 @@ constexpr const char* kExitCodes =
     "Restart: started on a run directory that already holds the run (after a crash, or a\n"
     "finished run started again), rocecapd recovers it like `rocecap recover` and continues\n"
     "it as the next attempt: each writer's files continue its sequence numbers, the\n"
-    "manifest keeps every attempt (\"attempts\"). A second rocecapd on the same run\n"
+    "manifest keeps every attempt (\"attempts\"). An output target an earlier attempt wrote\n"
+    "to that cannot be read then is left out of rotation for the attempt, never re-created.\n"
+    "A second rocecapd on the same run\n"
     "directory exits 6 naming the first one's PID.";
 
 }  // namespace

@@ -134,16 +134,21 @@ void remap_targets(const json& previous, json& prev_streams, json& prev_ifaces, 
     merged.push_back(target);
     return merged.size() - 1;
   };
+  const auto remap = [&](json& files) {
+    for (json& f : files) {
+      const json t = f.value("target", json(0));
+      const std::size_t was =
+          t.is_number_integer() && t.get<int64_t>() > 0 ? t.get<std::size_t>() : 0;
+      f["target"] = prev_targets.empty()        ? 0
+                    : was < prev_targets.size() ? index_of(prev_targets[was])
+                                                : was;
+    }
+  };
+  // Files lost with their target (lost_files) name it too.
   for (json* owners : {&prev_streams, &prev_ifaces}) {
     for (json& owner : *owners) {
-      if (!owner.contains("files") || !owner["files"].is_array()) continue;
-      for (json& f : owner["files"]) {
-        const json t = f.value("target", json(0));
-        const std::size_t was =
-            t.is_number_integer() && t.get<int64_t>() > 0 ? t.get<std::size_t>() : 0;
-        f["target"] = prev_targets.empty()        ? 0
-                      : was < prev_targets.size() ? index_of(prev_targets[was])
-                                                  : was;
+      for (const char* list : {"files", "lost_files"}) {
+        if (owner.contains(list) && owner[list].is_array()) remap(owner[list]);
       }
     }
   }

@@ -413,6 +413,41 @@ void collect_listed(const json& m, std::map<FileKey, json>& listed) {
   }
 }
 
+// Why the marker at `path` does not make its directory target `t` (`dir`) of `run`; empty: it
+// does. Without a marker the directory is not known to be this run's (another run of the same
+// name, a disk mounted at the wrong place, files copied there by hand): recovery cuts and
+// removes files, so it touches only what rocecapd itself marked (issue 23, item 11). rocecapd
+// writes the marker before any file of the target, so a target it wrote to always has one.
+// The marker names its own directory as one of the run's targets; a restart may list the
+// targets in another order, so the directory, not the index alone, is what must agree.
+std::string marker_problem(const fs::path& path, const std::string& run, const fs::path& dir,
+                           std::size_t t) {
+  std::ifstream in(path);
+  if (!in) return path.string() + " is missing: not known to be this run's target (not touched)";
+  try {
+    const json marker = json::parse(in);
+    const std::string named = marker.value("run", std::string());
+    if (named != run) return path.string() + " names run \"" + named + "\", not \"" + run + "\"";
+    const json index = marker.value("target", json(nullptr));
+    const json dirs = marker.value("targets", json(nullptr));
+    if (!index.is_number_unsigned()) return path.string() + " names no target index";
+    const std::size_t i = index.get<std::size_t>();
+    if (!dirs.is_array() || i >= dirs.size() || !dirs[i].is_string()) {
+      if (i == t) return {};  // no list of directories to compare with
+      return path.string() + " names target " + std::to_string(i) + ", not target " +
+             std::to_string(t);
+    }
+    const fs::path named_dir = fs::path(dirs[i].get<std::string>()) / "";
+    if (named_dir.lexically_normal() != (dir / "").lexically_normal()) {
+      return path.string() + " names target " + std::to_string(i) + " (" +
+             dirs[i].get<std::string>() + "), not " + dir.string();
+    }
+  } catch (const json::exception& e) {
+    return path.string() + " does not parse: " + e.what();
+  }
+  return {};
+}
+
 // Why the run directory on target `t` cannot be read for recovery; empty: it can. Target 0
 // holds the manifest (read already); every other one names the run in its marker.
 std::string target_problem(const fs::path& dir, const std::string& run, std::size_t t) {
@@ -425,19 +460,7 @@ std::string target_problem(const fs::path& dir, const std::string& run, std::siz
   if (!fs::is_directory(st)) return run_dir.string() + ": no run directory there";
   fs::directory_iterator it(run_dir, ec);  // readable (EACCES, EIO)
   if (ec) return run_dir.string() + ": " + ec.message();
-  std::ifstream in(run_dir / kTargetMarkerName);
-  if (!in) return {};  // an older rocecapd, or killed before it wrote one: the names decide
-  try {
-    const json marker = json::parse(in);
-    const std::string named = marker.value("run", run);
-    if (named != run) {
-      return (run_dir / kTargetMarkerName).string() + " names run \"" + named + "\", not \"" + run +
-             "\"";
-    }
-  } catch (const json::exception& e) {
-    return (run_dir / kTargetMarkerName).string() + " does not parse: " + e.what();
-  }
-  return {};
+  return marker_problem(run_dir / kTargetMarkerName, run, dir, t);
 }
 
 // The manifest's "targets", one per target at least (a snapshot written before the targets

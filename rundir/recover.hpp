@@ -3,8 +3,9 @@
 // listed, listed sizes are older than the files, and the last frame or record of each open file
 // is cut short. recover_run finds every file the run's name templates can have produced
 // (sequence numbers upward from 0) on every output target of the run (a file's name is the
-// same relative to each target; a target whose run directory cannot be read keeps its listed
-// files as they were and is named in the result), cuts each to its last whole record
+// same relative to each target; a target whose run directory cannot be read, or lacks the
+// rocecap-target.json marker naming this run and this target, is never touched: its listed
+// files are kept as they were and it is named in the result), cuts each to its last whole record
 // (file_scan.hpp), removes files left without one, and rewrites manifest.json from the files: state
 // "recovered", every file with its true size and record count, and a "recovery" section saying what
 // was cut, what was added, what was recomputed and what could not be. `rocecap recover` and

@@ -345,18 +345,18 @@ void CaptureWriter::take_gap_events(std::size_t s) {
   }
 }
 
-void CaptureWriter::check_unlinked() {
-  check_unlinked(whole_);
+void CaptureWriter::check_storage() {
+  check_storage(whole_);
 }
 
-void CaptureWriter::check_unlinked(const WriterShard& shard) {
+void CaptureWriter::check_storage(const WriterShard& shard) {
   for (std::size_t s : shard.streams) {
     StreamWriters& w = per_stream_[s];
-    if (w.raw) check(w.raw->check_unlinked());
-    if (w.codifhdr) check(w.codifhdr->check_unlinked());
-    if (w.vdifhdr) check(w.vdifhdr->check_unlinked());
+    if (w.raw) check(w.raw->check_storage());
+    if (w.codifhdr) check(w.codifhdr->check_storage());
+    if (w.vdifhdr) check(w.vdifhdr->check_storage());
   }
-  if (pcap_ && shard.pcap) check(pcap_->check_unlinked());
+  if (pcap_ && shard.pcap) check(pcap_->check_storage());
 }
 
 void CaptureWriter::flush() {

@@ -109,9 +109,10 @@ class CaptureWriter {
   std::size_t poll();
   // Every writer starts a new file at its next record (SIGHUP).
   void request_rotation() noexcept;
-  // Reports (once per file) every open file that was unlinked under the writer: a few fstat()
-  // calls, for the writer loop to run about once a second, never per frame.
-  void check_unlinked();
+  // Reports (once per file) every open file that was unlinked under the writer, and the files
+  // gone with a lost output target (RotatingFile::check_storage): a few fstat() calls, for the
+  // writer loop to run about once a second, never per frame.
+  void check_storage();
   // Hands what every file buffers to the kernel (RotatingFile::flush): for the writer loop
   // every kFlushInterval, never per frame. Failures go to the error reporter.
   void flush();
@@ -123,7 +124,7 @@ class CaptureWriter {
   // writer must not overlap; a split writer (splittable()) has no pcap and no stager.
   std::size_t poll(const WriterShard& shard);
   void request_rotation(const WriterShard& shard) noexcept;
-  void check_unlinked(const WriterShard& shard);
+  void check_storage(const WriterShard& shard);
   void flush(const WriterShard& shard);
   Status close(const WriterShard& shard);
   // Whether the streams may be polled by different threads.

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <system_error>
 #include <utility>
@@ -53,10 +54,14 @@ uint64_t iov_bytes(const iovec* iov, int n) noexcept {
 // Source of zero bytes for gathered fill frames: written from here, never copied.
 alignas(kDirectAlignment) const std::byte kZeros[64 << 10] = {};
 
-int open_excl(const std::filesystem::path& path) {
+// `dir` < 0: `name` is the whole path. Otherwise `name` is created in the directory open as
+// `dir`, not following a symlink there (a target's files are opened below its held directory).
+int open_excl(int dir, const char* name) {
+  const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC;
   int fd;
   do {
-    fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, kOutputFileMode);
+    fd = dir < 0 ? ::open(name, flags, kOutputFileMode)
+                 : ::openat(dir, name, flags | O_NOFOLLOW, kOutputFileMode);
   } while (fd < 0 && errno == EINTR);
   return fd;
 }
@@ -99,11 +104,6 @@ const char* to_string(WritePath p) noexcept {
   return "?";
 }
 
-void UniqueFd::reset(int fd) noexcept {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = fd;
-}
-
 void testing::set_write_function(WriteFunction f) noexcept {
   g_write = f;
 }
@@ -119,15 +119,24 @@ OutputFile::~OutputFile() {
 
 Status OutputFile::open(const std::filesystem::path& path, const OutputOptions& options,
                         std::span<std::byte> staging, UringQueue* queue) {
+  return open_at(-1, path.string(), path, options, staging, queue);
+}
+
+Status OutputFile::open_at(int dir, const std::string& name, const std::filesystem::path& path,
+                           const OutputOptions& options, std::span<std::byte> staging,
+                           UringQueue* queue) {
   if (is_open())
     return Status::error(EBUSY, "open " + path.string() + ": writer already open", path);
   if (!aligned(staging))
     return Status::error(EINVAL, "open " + path.string() + ": bad staging", path);
   fault_ = fault::covers(path);
   if (fault_ && fault::fail_open()) return fault::error("open", path);
-  const int fd = open_excl(path);
+  const int fd = open_excl(dir, name.c_str());
   if (fd < 0) return sys_error(errno, "open", path);
   fd_.reset(fd);
+  struct stat st {};
+  dev_ = ino_ = 0;
+  if (::fstat(fd, &st) == 0) dev_ = st.st_dev, ino_ = st.st_ino;
   direct_ = options.direct && enable_direct(fd);
   path_ = path;
   staging_ = staging;
@@ -499,7 +508,12 @@ void OutputFile::keep_cut(uint64_t keep, uint64_t end) noexcept {
   const uint64_t on_disk = std::min(durable_, end);
   std::size_t at = 0;
   if (keep < on_disk) {
-    const int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    // Through the open descriptor, not the path: the path may no longer name the file (its
+    // target unmounted or its directory replaced), the descriptor always does.
+    char self[32];
+    std::snprintf(self, sizeof self, "/proc/self/fd/%d", fd_.get());
+    int fd = ::open(self, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     std::size_t n = on_disk - keep;
     while (fd >= 0 && n > 0) {
       const ssize_t r = ::pread(fd, cut_.data() + at, n, static_cast<off_t>(keep + at));

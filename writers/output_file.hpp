@@ -51,10 +51,12 @@
 #include <filesystem>
 #include <functional>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "writers/status.hpp"
+#include "writers/unique_fd.hpp"
 #include "writers/write_backlog.hpp"
 
 namespace rocecap::writers {
@@ -90,22 +92,6 @@ struct OutputOptions {
 enum class WritePath : uint8_t { copy_write, copy_uring, gather_writev };
 const char* to_string(WritePath p) noexcept;
 
-// An fd closed when it goes out of scope; moving hands it over.
-class UniqueFd {
- public:
-  UniqueFd() = default;
-  ~UniqueFd() { reset(); }
-  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  UniqueFd& operator=(UniqueFd&&) = delete;
-  UniqueFd(const UniqueFd&) = delete;
-  UniqueFd& operator=(const UniqueFd&) = delete;
-  int get() const noexcept { return fd_; }
-  void reset(int fd = -1) noexcept;
-
- private:
-  int fd_ = -1;
-};
-
 // Preallocation grows ahead of the writes in steps of this size, never more than
 // OutputOptions::preallocate per file: reserving a whole rotation size (1-4 GiB) at open for
 // every file of every stream (codifhdr files included) took 13 GB of disk for a 40 MB run of
@@ -128,6 +114,12 @@ class OutputFile {
   // (EEXIST).
   Status open(const std::filesystem::path& path, const OutputOptions& options,
               std::span<std::byte> staging, UringQueue* queue = nullptr);
+  // The same, the file created as `name` in the directory open as `dir` (openat, O_NOFOLLOW):
+  // an output target's files are opened below the directory it held from the start, never
+  // through its path (writers/output_targets.hpp). `path` names the file (messages, path()).
+  Status open_at(int dir, const std::string& name, const std::filesystem::path& path,
+                 const OutputOptions& options, std::span<std::byte> staging,
+                 UringQueue* queue = nullptr);
 
   Status append(std::span<const std::byte> bytes);
   // Like append(), but in gather mode the bytes are written from where they are, at the latest
@@ -179,6 +171,9 @@ class OutputFile {
   // The open file was unlinked (fstat st_nlink 0): everything written to it is lost with it.
   bool unlinked() const noexcept;
   const std::filesystem::path& path() const noexcept { return path_; }
+  // The file's identity when it was created (st_dev, st_ino): whether path() still names it.
+  dev_t device() const noexcept { return dev_; }
+  ino_t inode() const noexcept { return ino_; }
 
  private:
   struct Mark {
@@ -228,6 +223,8 @@ class OutputFile {
   std::span<std::byte> staging_;
   UringQueue* queue_ = nullptr;  // non-null: copy_uring
   UniqueFd fd_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
   bool direct_ = false;
   bool fsync_ = true;
   WritePath path_kind_ = WritePath::copy_write;

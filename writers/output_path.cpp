@@ -1,5 +1,6 @@
 #include "writers/output_path.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -33,6 +34,26 @@ bool inside(const std::filesystem::path& dir, const std::filesystem::path& root)
     if (d == dir.end() || *d != *r) return false;
   }
   return true;
+}
+
+// Opens (creating it first when missing) directory `name` below the directory `at`.
+Status open_subdirectory(int at, const std::string& name, const std::filesystem::path& where,
+                         UniqueFd& out) {
+  if (::mkdirat(at, name.c_str(), kOutputDirMode) != 0 && errno != EEXIST) {
+    return sys_error(errno, "create directory", where);
+  }
+  const int fd = ::openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd >= 0) {
+    out.reset(fd);
+    return {};
+  }
+  const int err = errno;
+  if (err != ELOOP && err != ENOTDIR) return sys_error(err, "open directory", where);
+  return Status::error(err,
+                       "open directory " + where.string() +
+                           ": a symlink or not a directory (refused: every file of a run stays "
+                           "inside its output directory)",
+                       where);
 }
 
 }  // namespace
@@ -92,6 +113,30 @@ Status place_in_directory(const std::filesystem::path& out_dir, const std::strin
                          path);
   }
   out = path;
+  return {};
+}
+
+Status open_parent_at(int root, const std::filesystem::path& root_path, const std::string& relative,
+                      UniqueFd& dir, std::string& leaf) {
+  if (const std::string why = component_problem(relative); !why.empty()) {
+    return Status::error(EINVAL, fmt::format("output file name \"{}\" {}", relative, why),
+                         root_path / relative);
+  }
+  const std::size_t last = relative.rfind('/');
+  leaf = last == std::string::npos ? relative : relative.substr(last + 1);
+  UniqueFd cur(::fcntl(root, F_DUPFD_CLOEXEC, 0));
+  if (cur.get() < 0) return sys_error(errno, "open directory", root_path);
+  std::filesystem::path where = root_path;
+  for (std::size_t start = 0; last != std::string::npos && start <= last;) {
+    const std::size_t end = relative.find('/', start);
+    const std::string name = relative.substr(start, end - start);
+    where /= name;
+    UniqueFd next;
+    if (Status s = open_subdirectory(cur.get(), name, where, next); !s) return s;
+    cur = std::move(next);
+    start = end + 1;
+  }
+  dir = std::move(cur);
   return {};
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "writers/status.hpp"
+#include "writers/unique_fd.hpp"
 
 namespace rocecap::writers {
 
@@ -28,5 +29,15 @@ bool resolves_inside(const std::filesystem::path& path, const std::filesystem::p
 // directory resolves (symlinks followed) outside out_dir. Does not create the file itself.
 Status place_in_directory(const std::filesystem::path& out_dir, const std::string& relative,
                           std::filesystem::path& out);
+
+// The directory file `relative` goes in, below the directory open as `root` (`root_path` only
+// names it in messages): each component opened with openat(O_NOFOLLOW) from the one before,
+// created where missing (kOutputDirMode); `leaf` is the file's name in `dir`. Nothing is
+// reached through a symlink, and no path is looked up from the top again: a target whose
+// path now names another directory (unmounted, mounted over, its run directory replaced) is
+// never written through that path (issue 23). Refused (EINVAL) as place_in_directory; ELOOP
+// or ENOTDIR for a component that is a symlink or not a directory.
+Status open_parent_at(int root, const std::filesystem::path& root_path, const std::string& relative,
+                      UniqueFd& dir, std::string& leaf);
 
 }  // namespace rocecap::writers

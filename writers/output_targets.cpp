@@ -1,7 +1,10 @@
 #include "writers/output_targets.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 
 #include <algorithm>
@@ -10,6 +13,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "writers/output_path.hpp"
 #include "writers/status.hpp"
 
 namespace rocecap::writers {
@@ -19,6 +23,18 @@ uint64_t monotonic_now_ns() noexcept {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
+
+// statx of the directory open as `fd` (path empty) or of `path`; errno on failure.
+bool statx_of(int fd, const char* path, struct statx& sx) noexcept {
+  const int flags = fd >= 0 ? AT_EMPTY_PATH : 0;
+  return ::statx(fd >= 0 ? fd : AT_FDCWD, fd >= 0 ? "" : path, flags,
+                 STATX_BASIC_STATS | STATX_MNT_ID, &sx) == 0;
+}
+
+std::string device(uint64_t dev) {
+  return fmt::format("{}:{}", major(dev), minor(dev));
+}
+
 }  // namespace
 
 std::string_view to_string(TargetState s) noexcept {
@@ -49,12 +65,43 @@ OutputTargets::OutputTargets(std::vector<std::filesystem::path> directories, Tar
     t.counters = std::make_unique<std::atomic<uint64_t>[]>(kCounters);
     for (int c = 0; c < kCounters; ++c)
       t.counters[c].store(0, std::memory_order_relaxed);
-    t.counters[kActive].store(1, std::memory_order_relaxed);
     t.backlog = std::make_unique<WriteBacklog>(monotonic_now_ns());
-    refresh(t);
-    t.start_free = t.free_now;
+    const std::size_t i = targets_.size();
+    const std::string why = i < options_.unavailable.size() ? options_.unavailable[i] : "";
+    if (why.empty()) {
+      open_target(t, i);
+      t.counters[kActive].store(1, std::memory_order_relaxed);
+      refresh(t);
+      t.start_free = t.free_now;
+    } else {  // never opened, so never created: out of rotation from the start
+      t.state = TargetState::failed;
+      t.reason = why;
+      t.out_count = 1;
+    }
     targets_.push_back(std::move(t));
   }
+}
+
+// Holds the target's directory, and the run's below it (created when missing, never through a
+// symlink), for the whole run; what they are now is the identity checked later.
+void OutputTargets::open_target(Target& t, std::size_t index) {
+  const auto fail = [&](const std::string& what) {
+    throw std::runtime_error(fmt::format("output target {} ({}): {}", index, t.dir.string(), what));
+  };
+  t.root.reset(::open(t.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  struct statx sx {};
+  if (t.root.get() < 0 || !statx_of(t.root.get(), nullptr, sx)) fail(std::strerror(errno));
+  t.root_id = {makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, sx.stx_mnt_id,
+               (sx.stx_mask & STATX_MNT_ID) != 0};
+  if (options_.run_directory.empty()) return;
+  UniqueFd run;
+  std::string leaf;  // of a file in the run directory: the parent opened is the run directory
+  const Status s = open_parent_at(t.root.get(), t.dir, options_.run_directory + "/file", run, leaf);
+  if (!s) fail(s.message());
+  if (!statx_of(run.get(), nullptr, sx)) fail(std::strerror(errno));
+  t.run = std::move(run);
+  t.run_id = {makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, sx.stx_mnt_id,
+              (sx.stx_mask & STATX_MNT_ID) != 0};
 }
 
 void OutputTargets::set_observer(TargetObserver observer) {
@@ -199,6 +246,11 @@ bool OutputTargets::any_full() const {
                      [](const Target& t) { return t.state == TargetState::full; });
 }
 
+std::string OutputTargets::reason(std::size_t t) const {
+  std::lock_guard lock(mutex_);
+  return targets_.at(t).reason;
+}
+
 bool OutputTargets::in_rotation(std::size_t t) const {
   std::lock_guard lock(mutex_);
   return targets_.at(t).state == TargetState::active;
@@ -220,9 +272,102 @@ std::vector<TargetSnapshot> OutputTargets::snapshot() const {
     s.out_of_rotation = t.out_count;
     s.reason = t.reason;
     s.backlog_bytes = t.backlog->sample(0).bytes;
+    s.lost = t.counters[kLost].load(std::memory_order_relaxed) != 0;
     out.push_back(std::move(s));
   }
   return out;
+}
+
+Status OutputTargets::open_parent(std::size_t t, const std::string& relative, UniqueFd& dir,
+                                  std::string& leaf) const {
+  const Target& x = targets_.at(t);
+  if (x.root.get() < 0) {
+    return Status::error(
+        EBADF, fmt::format("output target {} ({}) is not open: {}", t, x.dir.string(), x.reason),
+        x.dir / relative);
+  }
+  // A file of the run's directory is opened below that directory as it was opened, whatever
+  // its path names now (removed: ENOENT, the target is failed and the file goes elsewhere).
+  const std::string prefix = options_.run_directory + "/";
+  if (x.run.get() >= 0 && relative.compare(0, prefix.size(), prefix) == 0) {
+    return open_parent_at(x.run.get(), x.dir / options_.run_directory,
+                          relative.substr(prefix.size()), dir, leaf);
+  }
+  return open_parent_at(x.root.get(), x.dir, relative, dir, leaf);
+}
+
+// What the directory open as `fd` (`id` when opened) and its path `path` say now: empty when
+// the path still names it, on the same mount.
+static std::string directory_changed(int fd, const std::filesystem::path& path, const char* what,
+                                     uint64_t dev, uint64_t ino, uint64_t mnt, bool has_mnt) {
+  struct statx open_now {};
+  if (statx_of(fd, nullptr, open_now) && open_now.stx_nlink == 0) {
+    return fmt::format("the {} {} was removed", what, path.string());
+  }
+  struct statx now {};
+  if (!statx_of(-1, path.c_str(), now)) {
+    return fmt::format("the {} {} is gone: {}", what, path.string(), std::strerror(errno));
+  }
+  const uint64_t dev_now = makedev(now.stx_dev_major, now.stx_dev_minor);
+  if (dev_now != dev) {
+    return fmt::format(
+        "the mount of the {} {} changed: the path is now on device {}, the directory written to is "
+        "on {} (unmounted, umount -l, or mounted over)",
+        what, path.string(), device(dev_now), device(dev));
+  }
+  if (has_mnt && (now.stx_mask & STATX_MNT_ID) != 0 && now.stx_mnt_id != mnt) {
+    return fmt::format("the mount of the {} {} changed (mount id {}, was {})", what, path.string(),
+                       now.stx_mnt_id, mnt);
+  }
+  if (now.stx_ino != ino) {
+    return fmt::format("the {} {} was replaced (another directory now has its name)", what,
+                       path.string());
+  }
+  return {};
+}
+
+std::string OutputTargets::changed(const Target& t) const {
+  if (t.root.get() < 0) return {};
+  const Identity& r = t.root_id;
+  std::string why =
+      directory_changed(t.root.get(), t.dir, "output target", r.dev, r.ino, r.mnt, r.has_mnt);
+  if (!why.empty() || t.run.get() < 0) return why;
+  const Identity& d = t.run_id;
+  return directory_changed(t.run.get(), t.dir / options_.run_directory, "run directory", d.dev,
+                           d.ino, d.mnt, d.has_mnt);
+}
+
+std::string OutputTargets::identity_problem(std::size_t t) const {
+  return changed(targets_.at(t));
+}
+
+std::size_t OutputTargets::check_identity() {
+  if (targets_.size() < 2) return 0;
+  std::size_t n = 0;
+  for (std::size_t t = 0; t < targets_.size(); ++t) {
+    if (lost(t)) continue;
+    if (const std::string why = identity_problem(t); !why.empty() && lose(t, why)) ++n;
+  }
+  return n;
+}
+
+bool OutputTargets::lose(std::size_t t, const std::string& why) {
+  // The only target is never taken out: there would be nowhere to write.
+  if (targets_.size() < 2) return false;
+  {
+    std::lock_guard lock(mutex_);
+    Target& x = targets_.at(t);
+    if (x.counters[kLost].exchange(1, std::memory_order_relaxed) != 0) return false;
+    if (x.state == TargetState::active) {
+      ++x.out_count;
+      refresh(x);
+      x.free_at_out = x.free_now;
+    }
+    // Reported even when it was out already (full, or failed by EIO): the loss is the news.
+    set_state(t, TargetState::failed, "storage lost: " + why);
+  }
+  epoch_.fetch_add(1, std::memory_order_acq_rel);
+  return true;
 }
 
 }  // namespace rocecap::writers

@@ -30,6 +30,17 @@
 // placed); a failed one stays out for the rest of the run (a device that answered EIO once is
 // not trusted with more data).
 //
+// Identity (issue 23). Each target's directory, and the run's directory below it, are opened at
+// the start and held; every file is opened below those descriptors (open_parent), never through
+// the path again, so a target lazily unmounted (umount -l) or whose run directory was replaced
+// never gets files on whatever its path names now (the root file system under an empty mount
+// point). identity_problem() compares what the paths name now with what was opened (device,
+// inode, mount id; a removed directory has no links): it runs at every file placed and on a
+// timer off the writer threads (check_identity, the daemon's main thread). A target whose
+// identity changed is lost: failed, out of rotation for the run, and loss_epoch() moves on, so
+// that each writer checks, on its own thread, which of its files there are gone with it
+// (RotatingFile::check_storage: counted lost, reason storage_lost).
+//
 // Threads. Every writer thread of the run shares one OutputTargets: placement and state changes
 // take a mutex (once per file opened, never per record); the write counters are relaxed atomics
 // added to once per staging-buffer write and read by the metrics thread.
@@ -48,6 +59,8 @@
 #include <string_view>
 #include <vector>
 
+#include "writers/status.hpp"
+#include "writers/unique_fd.hpp"
 #include "writers/write_backlog.hpp"
 
 namespace rocecap::writers {
@@ -69,6 +82,14 @@ struct TargetOptions {
   // fastest target's AND above this floor (page-cache writes jitter by milliseconds).
   std::chrono::nanoseconds slow_floor = std::chrono::milliseconds(20);
   FreeBytesFunction free_bytes = statvfs_free_bytes;
+  // The run's own directory below every target (config run.name), created when missing and
+  // held open like the target itself: its removal or replacement is a lost target, and files
+  // named below it are opened below it. Empty: none.
+  std::string run_directory;
+  // Per target (missing entries: none): a reason to leave it out of rotation from the start
+  // (a target that could not be read for recovery at a restart, issue 23 item 10). Such a
+  // target is never opened, created nor written to, so it is never re-created empty.
+  std::vector<std::string> unavailable;
 };
 
 // One target as the metrics and the manifest see it.
@@ -84,6 +105,7 @@ struct TargetSnapshot {
   uint64_t out_of_rotation = 0;  // times it was taken out
   std::string reason;            // why it is (or last was) out of rotation; empty: never
   uint64_t backlog_bytes = 0;    // bytes of the writes in flight at the snapshot
+  bool lost = false;             // its storage is lost: files written there may be gone
 };
 
 // Called (under the targets' lock, on a writer thread) when a target leaves or re-enters
@@ -93,7 +115,9 @@ using TargetObserver =
 
 class OutputTargets {
  public:
-  // `directories`: absolute, at least one. Measures their free space (the run's weights).
+  // `directories`: absolute, at least one. Opens each one (and options.run_directory below it)
+  // and measures their free space (the run's weights). Throws std::runtime_error naming the
+  // target when one cannot be opened.
   explicit OutputTargets(std::vector<std::filesystem::path> directories,
                          TargetOptions options = {});
   OutputTargets(const OutputTargets&) = delete;
@@ -119,6 +143,8 @@ class OutputTargets {
   // Which target `path` lies on (the longest directory prefix); nullopt: none.
   std::optional<std::size_t> target_of(const std::filesystem::path& path) const;
   bool in_rotation(std::size_t t) const;
+  // Why target t is (or last was) out of rotation; empty: never.
+  std::string reason(std::size_t t) const;
   // The same without the lock (one relaxed load): writers check it per record, so that a file
   // open on a target another writer took out moves on at once.
   bool in_rotation_relaxed(std::size_t t) const noexcept {
@@ -127,12 +153,40 @@ class OutputTargets {
   // Whether a target out of rotation is full (rather than failed): space may come back.
   bool any_full() const;
 
+  // The directory file `relative` (a name template expanded) goes in on target `t`, opened
+  // below the directories held since the start (created as needed), and its name there.
+  Status open_parent(std::size_t t, const std::string& relative, UniqueFd& dir,
+                     std::string& leaf) const;
+  // Empty while target t's directory and run directory are still those opened at the start;
+  // otherwise what happened (removed, replaced, unmounted or mounted over). A few syscalls, no
+  // lock: at each file placed and on a timer, never per record.
+  std::string identity_problem(std::size_t t) const;
+  // identity_problem() for every target not lost yet; each changed one is lost. Returns how
+  // many this call lost.
+  std::size_t check_identity();
+  // Target t's storage is lost (its directories changed, a file on it deleted): failed, out of
+  // rotation for the run, and loss_epoch() moves on. With one target: nothing (the daemon's
+  // run directory check stops the run). True when this call marked it lost.
+  bool lose(std::size_t t, const std::string& why);
+  bool lost(std::size_t t) const noexcept {
+    return targets_[t].counters[kLost].load(std::memory_order_relaxed) != 0;
+  }
+  // Moves on each time a target is lost: a writer that saw another value checks its files.
+  uint64_t loss_epoch() const noexcept { return epoch_.load(std::memory_order_acquire); }
+
   std::vector<TargetSnapshot> snapshot() const;
 
  private:
-  enum Counter { kBytes, kWrites, kNs, kMaxNs, kActive, kCounters };
+  enum Counter { kBytes, kWrites, kNs, kMaxNs, kActive, kLost, kCounters };
+  // What a directory was when opened: a path naming something else now is another directory.
+  struct Identity {
+    uint64_t dev = 0, ino = 0, mnt = 0;
+    bool has_mnt = false;  // statx gave the mount id (Linux 5.8+)
+  };
   struct Target {
     std::filesystem::path dir;
+    UniqueFd root, run;  // the target and the run's directory on it, held for the run
+    Identity root_id, run_id;
     TargetState state = TargetState::active;
     uint64_t start_free = 0;  // free bytes when the run started (or the target came back)
     uint64_t placed = 0;      // bytes placed since then (open files at their expected size)
@@ -155,11 +209,14 @@ class OutputTargets {
   void update_latency(Target& t);
   double score(const Target& t, double reference, uint64_t expected) const;
   void set_state(std::size_t i, TargetState s, const std::string& reason);
+  void open_target(Target& t, std::size_t index);
+  std::string changed(const Target& t) const;
 
   TargetOptions options_;
   mutable std::mutex mutex_;
   std::vector<Target> targets_;
   TargetObserver observer_;
+  std::atomic<uint64_t> epoch_{0};
 };
 
 }  // namespace rocecap::writers

@@ -41,7 +41,7 @@ class PcapWriter {
   void request_rotation() noexcept { out_.request_rotation(); }
   // Frame index of the next frame or fill frame (write-error gaps are listed by index).
   void set_next_index(uint64_t index) noexcept { out_.set_next_index(index); }
-  Status check_unlinked() { return out_.check_unlinked(); }
+  Status check_storage() { return out_.check_storage(); }
   // What is buffered, to the kernel (RotatingFile::flush; CaptureWriter::flush's interval).
   Status flush() { return out_.flush(); }
   // From now on the frame bytes handed to the writer (not the headers, which callers build on
@@ -56,6 +56,7 @@ class PcapWriter {
   const RotatingFile& output() const noexcept { return out_; }
   const WriterStats& stats() const noexcept { return out_.stats(); }
   const std::vector<FileRecord>& files() { return out_.files(); }
+  const std::vector<FileRecord>& lost_files() const noexcept { return out_.lost_files(); }
 
  private:
   RotatingFile out_;

@@ -1,5 +1,7 @@
 #include "writers/rotating_file.hpp"
 
+#include <fmt/format.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include <algorithm>
@@ -20,6 +22,12 @@ bool target_fault(int err) noexcept {
 // The size a file may reach, reserved on its target while it is open.
 uint64_t expected_size(const RotationOptions& o) noexcept {
   return o.max_bytes > 0 ? o.max_bytes : uint64_t{1} << 30;
+}
+
+// Whether the file's path still names the file written (same device and inode).
+bool still_there(const FileRecord& f) noexcept {
+  struct stat st {};
+  return ::stat(f.path.c_str(), &st) == 0 && st.st_dev == f.dev && st.st_ino == f.ino;
 }
 
 }  // namespace
@@ -217,9 +225,22 @@ Status RotatingFile::open_on_target(uint64_t seq) {
     target_ = *t;
     expected_ = expected;
     placed_ = true;
-    std::filesystem::path path;
-    Status s = place_in_directory(targets_->directory(*t), options_.names(seq), path);
-    if (s) s = open_path(path, seq, *t);
+    // A target whose directories changed (unmounted, removed, replaced) is lost, checked at
+    // every file placed: no file goes onto whatever its path names now. The only target: its
+    // run is lost (the daemon stops it).
+    if (std::string why = targets_->identity_problem(*t); !why.empty()) {
+      release_target(0);
+      Status gone = Status::error(ENOENT, why, targets_->directory(*t));
+      if (!spread()) return gone;
+      targets_->lose(*t, why);
+      last = std::move(gone);
+      continue;
+    }
+    const std::string name = options_.names(seq);
+    UniqueFd dir;
+    std::string leaf;
+    Status s = targets_->open_parent(*t, name, dir, leaf);
+    if (s) s = open_path(targets_->directory(*t) / name, seq, *t, dir.get(), leaf);
     if (s) return s;
     release_target(0);
     if (!spread() || !target_fault(s.code())) return s;
@@ -240,8 +261,8 @@ UringQueue* RotatingFile::queue_for_direct() {
   return queue_.get();
 }
 
-Status RotatingFile::open_path(const std::filesystem::path& path, uint64_t seq,
-                               std::size_t target) {
+Status RotatingFile::open_path(const std::filesystem::path& path, uint64_t seq, std::size_t target,
+                               int dir, const std::string& leaf) {
   virtual_bytes_ = preamble_.size();
   virtual_records_ = 0;
   unlink_reported_ = false;
@@ -254,12 +275,22 @@ Status RotatingFile::open_path(const std::filesystem::path& path, uint64_t seq,
     out.backlog = targets_->backlog(target);
   }
   out.preallocate = options_.preallocate ? options_.max_bytes : 0;
-  if (Status s = file_.open(path, out, staging_.span(), queue_for_direct()); !s) return s;
+  if (Status s = dir >= 0 ? file_.open_at(dir, leaf, path, out, staging_.span(), queue_for_direct())
+                          : file_.open(path, out, staging_.span(), queue_for_direct());
+      !s) {
+    return s;
+  }
   if (targets_) targets_->file_opened(target);
   suspended_ = false;
   ++stats_.files_opened;
-  FileRecord rec{path, seq, 0, 0, file_.direct(), true, false};
+  FileRecord rec;
+  rec.path = path;
+  rec.seq = seq;
+  rec.direct = file_.direct();
+  rec.open = true;
   rec.target = target;
+  rec.dev = file_.device();
+  rec.ino = file_.inode();
   files_.push_back(std::move(rec));
   // The staging buffer is empty and at least one block long: the preamble cannot fail here.
   (void)file_.append(preamble_);
@@ -339,6 +370,22 @@ Status RotatingFile::close() {
   return s;
 }
 
+Status RotatingFile::check_storage() {
+  if (!spread()) return check_unlinked();
+  // Several targets: a deleted file is its target's storage lost; the epoch check below then
+  // finds it (and whatever else went with the target) and counts it.
+  if (file_.is_open() && !unlink_reported_ && file_.unlinked()) {
+    unlink_reported_ = true;
+    targets_->lose(target_, "file " + file_.path().string() + " was deleted while being written");
+  }
+  const uint64_t epoch = targets_->loss_epoch();
+  if (epoch == seen_epoch_) return {};
+  seen_epoch_ = epoch;
+  return drop_lost_files();
+}
+
+// One directory: the run stops on a deleted file (the daemon's storage loss), the file stays
+// listed for what it held when the run stopped.
 Status RotatingFile::check_unlinked() {
   if (!file_.is_open() || unlink_reported_ || !file_.unlinked()) return {};
   unlink_reported_ = true;
@@ -347,22 +394,62 @@ Status RotatingFile::check_unlinked() {
                                " was deleted while being written (its data is lost with it)",
                            file_.path());
   record_error(s);
-  // Several targets: the target is taken out, the file's frames are counted lost (they went
-  // with it) and the next record starts a file on another target; the run goes on.
-  if (spread()) {
-    targets_->take_out(target_, ENOENT, s.message());
-    sync_current();
-    const FileRecord gone = files_.back();
-    const uint64_t fills = file_.fill_records();
+  return s;
+}
+
+// The files of this writer on lost targets that their path no longer names (removed, or on a
+// file system no longer mounted there): their records are lost with reason storage_lost. A
+// file still there (a target lost for a reason that did not take it) stays listed.
+Status RotatingFile::drop_lost_files() {
+  if (file_.is_open()) sync_current();
+  std::size_t n = 0;
+  uint64_t records = 0;
+  std::filesystem::path first;
+  std::string why;
+  for (std::size_t i = 0; i < files_.size();) {
+    const FileRecord& f = files_[i];
+    if (!targets_->lost(f.target) || still_there(f)) {
+      ++i;
+      continue;
+    }
+    if (n++ == 0) {
+      first = f.path;
+      why = targets_->reason(f.target);
+    }
+    records += f.records;
+    drop_file(i, why);
+  }
+  if (n == 0) return {};
+  // The target's reason reads "storage lost: <what happened>"; the daemon says the first part.
+  constexpr std::string_view kPrefix = "storage lost: ";
+  std::string_view what = why;
+  if (what.substr(0, kPrefix.size()) == kPrefix) what.remove_prefix(kPrefix.size());
+  Status s = Status::error(
+      ENOENT,
+      fmt::format("{} file(s) written to a lost output target are gone with it ({}), {} records "
+                  "lost (storage_lost); the first: {}",
+                  n, what, records, first.string()),
+      first);
+  record_error(s);
+  return s;
+}
+
+// files_[i] leaves the list for lost_files_; an open one is closed (its data goes with it) and
+// the next record opens a file on another target.
+void RotatingFile::drop_file(std::size_t i, const std::string& why) {
+  FileRecord f = std::move(files_[i]);
+  files_.erase(files_.begin() + static_cast<std::ptrdiff_t>(i));
+  if (f.open) {
     (void)file_.close();
     release_target(0);
-    files_.pop_back();
-    stats_.bytes_written -= std::min(stats_.bytes_written, gone.bytes);
-    stats_.frames_written -= std::min(stats_.frames_written, gone.records);
-    stats_.fill_frames -= std::min(stats_.fill_frames, fills);
-    lose(gone.first_index, gone.records, fills);
+    f.open = false;
   }
-  return s;
+  stats_.bytes_written -= std::min(stats_.bytes_written, f.bytes);
+  stats_.frames_written -= std::min(stats_.frames_written, f.records);
+  stats_.fill_frames -= std::min(stats_.fill_frames, f.fills);
+  lose_to(stats_.storage_loss, f.first_index, f.records, f.fills);
+  f.lost = why;
+  lost_files_.push_back(std::move(f));
 }
 
 const std::vector<FileRecord>& RotatingFile::files() {
@@ -390,8 +477,11 @@ bool RotatingFile::retry_due() {
 }
 
 void RotatingFile::lose(uint64_t first, uint64_t count, uint64_t fills) {
+  lose_to(stats_.write_loss, first, count, fills);
+}
+
+void RotatingFile::lose_to(WriteLoss& l, uint64_t first, uint64_t count, uint64_t fills) {
   if (count == 0) return;
-  WriteLoss& l = stats_.write_loss;
   l.frames += count - fills;
   l.fills += fills;
   stats_.frames_dropped += count;
@@ -419,6 +509,7 @@ void RotatingFile::sync_current() noexcept {
   if (files_.empty()) return;
   files_.back().bytes = file_.size();
   files_.back().records = file_.records();
+  files_.back().fills = file_.fill_records();
 }
 
 }  // namespace rocecap::writers

@@ -125,9 +125,12 @@ struct FileRecord {
   uint64_t records = 0;  // frames / pcap records in it
   bool direct = false;   // O_DIRECT in effect
   bool open = false;
-  bool failed = false;       // a write error closed it early (contents up to `bytes` are valid)
-  std::size_t target = 0;    // index in the run's output targets (0 with one directory)
-  uint64_t first_index = 0;  // frame index of its first record (valid when records > 0)
+  bool failed = false;        // a write error closed it early (contents up to `bytes` are valid)
+  std::size_t target = 0;     // index in the run's output targets (0 with one directory)
+  uint64_t first_index = 0;   // frame index of its first record (valid when records > 0)
+  uint64_t fills = 0;         // of `records`, fill frames
+  uint64_t dev = 0, ino = 0;  // the file as created: whether `path` still names it
+  std::string lost;           // why it is gone (RotatingFile::lost_files()); empty: it is not
 };
 
 class RotatingFile {
@@ -159,8 +162,12 @@ class RotatingFile {
   const std::string& io_engine() const noexcept { return io_engine_; }
   // The write path of the current (or last) file.
   WritePath write_path() const noexcept { return file_.write_path(); }
-  // Whether the open file was unlinked; counted (storage_errors) and returned once per file.
-  Status check_unlinked();
+  // Storage checks, once a second off the hot path (the writer loop): whether the open file was
+  // unlinked (counted in storage_errors, returned once per file), and with several targets,
+  // after a target was lost (OutputTargets::loss_epoch), which of this writer's files on it are
+  // gone with it: each leaves files() for lost_files(), its records are counted in
+  // stats().storage_loss (reason storage_lost), and one error names them.
+  Status check_storage();
   // Final: flushes, fsyncs and closes the current file; later records are counted as dropped.
   Status close();
   // The next record starts a new file (SIGHUP), unless the current file is still empty.
@@ -168,6 +175,8 @@ class RotatingFile {
 
   // Files in the order opened (failed opens are not listed). Sizes of the open file are live.
   const std::vector<FileRecord>& files();
+  // Files written and then lost with their storage (FileRecord::lost says why), in order.
+  const std::vector<FileRecord>& lost_files() const noexcept { return lost_files_; }
   const WriterStats& stats() const noexcept { return stats_; }
   WriterStats& stats() noexcept { return stats_; }
 
@@ -176,7 +185,11 @@ class RotatingFile {
   bool spread() const noexcept { return targets_ && targets_->size() > 1; }
   Status start_file(uint64_t seq);
   Status open_on_target(uint64_t seq);
-  Status open_path(const std::filesystem::path& path, uint64_t seq, std::size_t target);
+  Status open_path(const std::filesystem::path& path, uint64_t seq, std::size_t target,
+                   int dir = -1, const std::string& leaf = {});
+  Status check_unlinked();
+  Status drop_lost_files();
+  void drop_file(std::size_t i, const std::string& why);
   void release_target(uint64_t bytes) noexcept;
   Status finish_file(uint64_t index);
   Status append(std::span<const Piece> pieces, uint64_t records, uint64_t fills, uint64_t first,
@@ -190,6 +203,7 @@ class RotatingFile {
   void suspend(bool progressed);
   bool retry_due();
   void lose(uint64_t first, uint64_t count, uint64_t fills);
+  void lose_to(WriteLoss& l, uint64_t first, uint64_t count, uint64_t fills);
   void forget_if_empty();  // after an error: a file left without a whole record is removed
   void sync_current() noexcept;
 
@@ -201,6 +215,7 @@ class RotatingFile {
   std::string io_engine_;
   OutputFile file_;
   std::vector<FileRecord> files_;
+  std::vector<FileRecord> lost_files_;
   WriterStats stats_;
   bool started_ = false;
   bool closed_ = false;
@@ -213,9 +228,10 @@ class RotatingFile {
   uint64_t virtual_bytes_ = 0;  // size of file seq_ (its records accepted so far)
   uint64_t virtual_records_ = 0;
   std::shared_ptr<OutputTargets> targets_;
-  std::size_t target_ = 0;  // of the open file
-  uint64_t expected_ = 0;   // bytes reserved for it on its target
-  bool placed_ = false;     // a reservation is held on target_
+  std::size_t target_ = 0;   // of the open file
+  uint64_t expected_ = 0;    // bytes reserved for it on its target
+  bool placed_ = false;      // a reservation is held on target_
+  uint64_t seen_epoch_ = 0;  // the targets' loss epoch this writer's files were checked at
 };
 
 }  // namespace rocecap::writers

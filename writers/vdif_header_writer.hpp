@@ -29,11 +29,12 @@ class VdifHeaderWriter {
   Status close() { return out_.close(); }
   void request_rotation() noexcept { out_.request_rotation(); }
   void set_next_index(uint64_t index) noexcept { out_.set_next_index(index); }
-  Status check_unlinked() { return out_.check_unlinked(); }
+  Status check_storage() { return out_.check_storage(); }
   // What is buffered, to the kernel (RotatingFile::flush; CaptureWriter::flush's interval).
   Status flush() { return out_.flush(); }
   const WriterStats& stats() const noexcept { return out_.stats(); }
   const std::vector<FileRecord>& files() { return out_.files(); }
+  const std::vector<FileRecord>& lost_files() const noexcept { return out_.lost_files(); }
 
  private:
   RotatingFile out_;

@@ -9,7 +9,8 @@
 
 namespace rocecap::writers {
 
-// Records that a write error kept out of the files: the loss with reason "write_error".
+// Records kept out of the files: with reason "write_error" (WriterStats::write_loss) or
+// "storage_lost" (WriterStats::storage_loss).
 struct WriteLoss {
   uint64_t frames = 0;  // received frames (pcap: records) not in any file
   uint64_t fills = 0;   // fill frames not in any file
@@ -31,6 +32,10 @@ struct WriterStats {
   uint64_t spills = 0;          // errors whose data went to another target (not write_errors)
   std::string last_error;       // message of the latest error (path + strerror); empty if none
   WriteLoss write_loss;
+  // Records written to files that were then lost with their output target (its run directory
+  // removed or replaced, its mount changed, the file deleted): the loss reason "storage_lost".
+  // Also in frames_dropped; no longer in bytes_written, frames_written, fill_frames.
+  WriteLoss storage_loss;
 };
 
 }  // namespace rocecap::writers

@@ -25,6 +25,21 @@ nlohmann::json files_json(const std::vector<ManifestFileEntry>& list) {
   return files;
 }
 
+// Files lost with their output target: where each was, what it held and why it is gone.
+nlohmann::json lost_files_json(const std::vector<ManifestFileEntry>& list) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : list) {
+    files.push_back({{"path", f.path},
+                     {"format", f.format},
+                     {"bytes", f.bytes},
+                     {"target", f.target.value_or(0)},
+                     {"first_index", f.first_index},
+                     {"frames", f.frames},
+                     {"reason", f.lost}});
+  }
+  return files;
+}
+
 nlohmann::json pairs_json(const std::vector<std::pair<uint64_t, uint64_t>>& list) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& [first, count] : list)
@@ -66,12 +81,14 @@ nlohmann::json stream_json(const ManifestStream& s) {
           {"write_errors", s.write_errors},
           {"spills", s.spills},
           {"write_error_lost", write_loss_json(s.write_error_lost)},
+          {"storage_lost", write_loss_json(s.storage_lost)},
           {"qp_recoveries", s.qp_recoveries},
           {"first_frame", frame_time(s.first_frame)},
           {"last_frame", frame_time(s.last_frame)},
           {"gaps", gaps},
           {"gaps_not_listed", s.gaps_not_listed},
-          {"files", files}};
+          {"files", files},
+          {"lost_files", lost_files_json(s.lost_files)}};
 }
 
 nlohmann::json zero_copy_json(const std::optional<ManifestZeroCopy>& z) {
@@ -133,6 +150,8 @@ static nlohmann::json manifest_json(const Manifest& m) {
                           {"write_errors", i.write_errors},
                           {"write_error_lost", i.write_error_lost},
                           {"spills", i.spills},
+                          {"storage_lost", i.storage_lost},
+                          {"lost_files", lost_files_json(i.lost_files)},
                           {"rejected", i.rejected},
                           {"files", files_json(i.files)},
                           {"verbs", verbs_json(i.verbs)},

@@ -24,6 +24,9 @@ struct ManifestFileEntry {  // one output file as the manifest lists it
   // to, the file's first frame index and its frame (record) count. Absent with one target.
   std::optional<std::size_t> target = std::nullopt;
   uint64_t first_index = 0, frames = 0;
+  // Lost files only (lost_files): why the file is gone; target, first_index and frames are
+  // then always listed.
+  std::string lost = {};
 };
 
 // One output target of a run spread over several (output.directories).
@@ -60,7 +63,11 @@ struct ManifestStream {
   uint64_t gaps_not_listed = 0;                     // gap events beyond the bounded list
   std::vector<ManifestFileEntry> files;
   std::vector<ManifestWriteLoss> write_error_lost;  // one per format written
-  std::optional<uint16_t> thread;                   // VDIF streams split by thread
+  // Frames written to files that were then lost with their output target (storage_lost), one
+  // per format written, and those files.
+  std::vector<ManifestWriteLoss> storage_lost;
+  std::vector<ManifestFileEntry> lost_files;
+  std::optional<uint16_t> thread;  // VDIF streams split by thread
   // VDIF with VTP, on a flow's first stream: sequence numbers skipped / out of order.
   std::optional<std::pair<uint64_t, uint64_t>> vtp;
 };
@@ -94,9 +101,11 @@ struct ManifestInterface {
   uint64_t write_errors = 0;       // failed writes of the per-interface output (pcap)
   uint64_t write_error_lost = 0;   // pcap records not written because of write errors
   uint64_t spills = 0;             // several targets: pcap writes moved to another target
-  std::map<std::string, uint64_t> rejected;  // reason -> frames, never written to stream files
-  std::vector<ManifestFileEntry> files;      // per-interface output (pcap)
-  std::optional<ManifestVerbs> verbs;        // backend verbs only
+  uint64_t storage_lost = 0;       // pcap records in files lost with their output target
+  std::vector<ManifestFileEntry> lost_files;  // those files
+  std::map<std::string, uint64_t> rejected;   // reason -> frames, never written to stream files
+  std::vector<ManifestFileEntry> files;       // per-interface output (pcap)
+  std::optional<ManifestVerbs> verbs;         // backend verbs only
   // pcap_reader packet_ring with zero_copy only.
   std::optional<ManifestZeroCopy> zero_copy;
 };

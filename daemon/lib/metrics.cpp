@@ -323,6 +323,11 @@ void add_writers(Exposition& e, const Runtime& rt) {
       {"rocecap_write_spills_total",
        "Write errors whose data went to a new file on another output target (not lost)",
        &FormatCounters::spills},
+      {"rocecap_storage_lost_frames_total",
+       "Received frames (pcap: packets) written to files that were then lost with their output "
+       "target: its run directory removed or replaced, its mount changed (loss reason "
+       "storage_lost; fill frames not counted)",
+       &FormatCounters::storage_lost_frames},
   };
   for (const Item& item : items) {
     auto& f = e.family(item.name, item.help, MetricType::Counter);
@@ -510,9 +515,10 @@ std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
   add_targets(e, rt_);
   add(e.family("rocecap_storage_lost",
                "1 once the run's storage is lost (run directory removed or replaced, a file "
-               "deleted, EIO): the run stops and rocecapd exits 5",
+               "deleted, EIO: the run stops; files lost with one of several output targets: "
+               "the run goes on on the others): rocecapd exits 5",
                MetricType::Gauge),
-      {}, rt_.storage.lost() ? 1 : 0);
+      {}, rt_.storage.lost() || rt_.storage.files_lost() ? 1 : 0);
   add_staging(e, rt_);
   add_dumps(e, rt_);
   return e.take();

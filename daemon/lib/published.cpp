@@ -5,7 +5,7 @@
 namespace rocecap::daemon {
 namespace {
 
-void add_stats(std::array<uint64_t, 10>& sum, const writers::WriterStats& w) noexcept {
+void add_stats(std::array<uint64_t, 11>& sum, const writers::WriterStats& w) noexcept {
   sum[0] += w.bytes_written;
   sum[1] += w.frames_written;
   sum[2] += w.fill_frames;
@@ -16,9 +16,10 @@ void add_stats(std::array<uint64_t, 10>& sum, const writers::WriterStats& w) noe
   sum[7] += w.storage_errors;
   sum[8] += w.retries;
   sum[9] += w.spills;
+  sum[10] += w.storage_loss.frames;
 }
 
-void store(FormatCounters& c, const std::array<uint64_t, 10>& sum) noexcept {
+void store(FormatCounters& c, const std::array<uint64_t, 11>& sum) noexcept {
   c.bytes_written.set(sum[0]);
   c.frames_written.set(sum[1]);
   c.fill_frames.set(sum[2]);
@@ -29,6 +30,7 @@ void store(FormatCounters& c, const std::array<uint64_t, 10>& sum) noexcept {
   c.storage_errors.set(sum[7]);
   c.retries.set(sum[8]);
   c.spills.set(sum[9]);
+  c.storage_lost_frames.set(sum[10]);
 }
 
 }  // namespace
@@ -65,7 +67,7 @@ void publish_capture(InterfaceRuntime& ir, int64_t now_ns) noexcept {
 }
 
 void publish_writer(InterfaceRuntime& ir, int64_t now_ns) noexcept {
-  std::array<uint64_t, 10> raw{}, hdr{}, pcap{}, vhdr{};
+  std::array<uint64_t, 11> raw{}, hdr{}, pcap{}, vhdr{};
   for (std::size_t s = 0; s < ir.streams.size(); ++s) {
     writers::StreamWriters& w = ir.writer->writers(s);
     if (w.raw) add_stats(raw, w.raw->stats());
@@ -97,7 +99,7 @@ void prepare_shards(InterfaceRuntime& ir, std::size_t count) {
 
 void publish_shard(InterfaceRuntime& ir, const writers::WriterShard& shard, std::size_t slot,
                    int64_t now_ns) noexcept {
-  std::array<uint64_t, 10> raw{}, hdr{}, pcap{}, vhdr{};
+  std::array<uint64_t, 11> raw{}, hdr{}, pcap{}, vhdr{};
   for (std::size_t s : shard.streams) {
     writers::StreamWriters& w = ir.writer->writers(s);
     if (w.raw) add_stats(raw, w.raw->stats());

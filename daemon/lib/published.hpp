@@ -33,7 +33,8 @@ struct FormatCounters {
   common::RelaxedCounter write_error_lost_frames;  // received frames / records (write_error)
   common::RelaxedCounter storage_errors;
   common::RelaxedCounter retries;
-  common::RelaxedCounter spills;  // moved to another output target instead of lost
+  common::RelaxedCounter spills;               // moved to another output target instead of lost
+  common::RelaxedCounter storage_lost_frames;  // received frames / records (storage_lost)
 };
 
 // GPU->host payload staging of one interface (writers/staging/payload_stager.hpp); written by

@@ -38,6 +38,17 @@ ManifestFileEntry file_entry(const config::RunConfig& cfg, const writers::FileRe
   return e;
 }
 
+// A file lost with its output target (rundir keeps `frames`, `first_index` and the reason).
+ManifestFileEntry lost_entry(const config::RunConfig& cfg, const writers::FileRecord& f,
+                             const char* format) {
+  ManifestFileEntry e = file_entry(cfg, f, format);
+  e.target = f.target;
+  e.first_index = f.first_index;
+  e.frames = f.records;
+  e.lost = f.lost;
+  return e;
+}
+
 std::vector<ManifestTarget> targets_entry(const Runtime& rt) {
   std::vector<ManifestTarget> out;
   if (!rt.targets || rt.targets->size() < 2) return out;
@@ -91,6 +102,10 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
     m.spills += writer.stats().spills;
     const writers::WriteLoss& l = writer.stats().write_loss;
     m.write_error_lost.push_back({format, l.frames, l.fills, l.gaps, l.gaps_not_listed});
+    const writers::WriteLoss& sl = writer.stats().storage_loss;
+    m.storage_lost.push_back({format, sl.frames, sl.fills, sl.gaps, sl.gaps_not_listed});
+    for (const auto& f : writer.lost_files())
+      m.lost_files.push_back(lost_entry(cfg, f, format));
   };
   if (writers.raw) {
     add_files(*writers.raw, "raw");
@@ -141,6 +156,9 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
     m.spills = pcap->stats().spills;
     for (const auto& f : pcap->files())
       m.files.push_back(file_entry(*rt.config, f, "pcap"));
+    m.storage_lost = pcap->stats().storage_loss.frames;
+    for (const auto& f : pcap->lost_files())
+      m.lost_files.push_back(lost_entry(*rt.config, f, "pcap"));
   }
   m.verbs = device_entry(ir);
   return m;

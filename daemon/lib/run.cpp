@@ -15,6 +15,7 @@
 #include "daemon/lib/manifest_file.hpp"
 #include "daemon/lib/metrics.hpp"
 #include "daemon/lib/open_files.hpp"
+#include "daemon/lib/published.hpp"
 #include "daemon/lib/report.hpp"
 #include "daemon/lib/run_attempt.hpp"
 #include "daemon/lib/service_notifier.hpp"
@@ -62,11 +63,15 @@ std::string save_manifest(Runtime& rt, ManifestFile& file, const RunIdentity& id
 }
 
 // Storage loss (issue 16): the writer thread reports EIO and deleted files; the run directory
-// itself is checked here, twice a second.
+// itself is checked here twice a second, and so is every output target's identity (issue 23:
+// unmounted, its run directory removed or replaced; a few stat calls per target): a lost
+// target is taken out here, and each writer finds its files gone with it at its next storage
+// check (RotatingFile::check_storage, once a second on the writer threads).
 bool storage_lost(Runtime& rt, Clock::time_point now, Clock::time_point& next_check) {
   if (now >= next_check) {
     next_check = now + std::chrono::milliseconds(500);
     if (std::string why = rt.run_directory->check(); !why.empty()) rt.storage.report(why);
+    rt.targets->check_identity();
   }
   return rt.storage.lost();
 }
@@ -162,6 +167,45 @@ void linger(MetricsServer& metrics, SignalWatcher& signals, std::chrono::millise
   while (Clock::now() < until) {
     if (signals.wait(std::chrono::milliseconds(100)) == SignalWatcher::Event::stop) return;
   }
+}
+
+// Received frames and pcap records written to files that were then lost with their output
+// target (storage_lost).
+uint64_t storage_lost_frames(Runtime& rt) {
+  uint64_t n = 0;
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s) {
+      const writers::StreamWriters& w = ir->writer->writers(s);
+      if (w.raw) n += w.raw->stats().storage_loss.frames;
+      if (w.codifhdr) n += w.codifhdr->stats().storage_loss.frames;
+      if (w.vdifhdr) n += w.vdifhdr->stats().storage_loss.frames;
+    }
+    if (const auto* pcap = ir->writer->pcap()) n += pcap->stats().storage_loss.frames;
+  }
+  return n;
+}
+
+// Once the writers are done: a target lost in the last moments (after the writers' last
+// storage check) still has its files found gone and counted before the final manifest.
+void final_storage_check(Runtime& rt) {
+  rt.targets->check_identity();
+  for (const auto& ir : rt.interfaces) {
+    ir->writer->check_storage();
+    publish_writer(*ir, unix_now_ns());
+  }
+}
+
+// The run's storage failure for the final manifest and the log; empty: none. The run directory
+// lost stops the run at once; files lost with one of several targets end it failed.
+std::string storage_failure(Runtime& rt) {
+  auto never = Clock::time_point{};
+  if (storage_lost(rt, Clock::now(), never)) return "storage lost: " + rt.storage.why();
+  const uint64_t n = storage_lost_frames(rt);
+  if (n == 0 && !rt.storage.files_lost()) return {};
+  return fmt::format(
+      "storage lost: {} received frames and pcap records were written to files that were then "
+      "lost with their output target (storage_lost; listed per stream in the manifest){}",
+      n, rt.storage.files_lost() ? ": " + rt.storage.files_why() : std::string());
 }
 
 // Received frames and pcap records that write errors kept out of every file of their format.
@@ -281,7 +325,9 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   std::unique_ptr<MetricsServer> metrics;  // after rt and dumps: it reads both until destroyed
   try {
     dir = begin_attempt(cfg, ROCECAP_VERSION, log);
-    rt = build_runtime(cfg, o.log, [&dir](const std::string& f) { return dir.first_seq(f); });
+    rt = build_runtime(
+        cfg, o.log, [&dir](const std::string& f) { return dir.first_seq(f); },
+        dir.unavailable_targets);
     rt->attempt = dir.attempt;
     metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
     dumps = start_dumps(*rt, metrics.get(), log);
@@ -342,6 +388,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   for (auto& t : capture)
     t.join();
   writer.join();
+  final_storage_check(*rt);
   finish_dumps(*rt, dumps, log);
 
   log_source_events(*rt, log);  // an error of the last moments, logged before the outcome
@@ -353,10 +400,9 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     }
   }
   log_final_summary(*rt, log);
-  // --- storage loss (issue 16): a run that could not be recorded never ends "complete" ---
-  auto never = Clock::time_point{};
-  const bool lost = storage_lost(*rt, Clock::now(), never);
-  const std::string failure = lost ? "storage lost: " + rt->storage.why() : std::string();
+  // --- storage loss (issues 16, 23): a run that could not be recorded never ends "complete" ---
+  const std::string failure = storage_failure(*rt);
+  const bool lost = !failure.empty();
   const std::string manifest_error =
       save_manifest(*rt, manifest, id, failed || lost ? "failed" : "stopped", log, failure);
   if (lost || !manifest_error.empty()) {

@@ -107,9 +107,10 @@ writers::RotationOptions rotation(const config::RunConfig& cfg, uint64_t first_s
   return r;
 }
 
-// Several targets: a file that vanished (unlinked, ENOENT) is the loss of that one file and of
-// its target for this run, not of the run: the other targets still record (exit 5 stays for
-// the run directory itself, RunDirectory's check, and for every target failing).
+// Several targets: files that vanished (unlinked, gone with their target: ENOENT) are the loss
+// of those files and of their target for this run, and the run goes on on the others (exit 5
+// at its end, the run then not recorded as asked; at once only for the run directory itself,
+// RunDirectory's check, and for every target failing).
 bool target_file_lost(const Runtime& rt, const writers::Status& s) {
   return rt.targets && rt.targets->size() > 1 && s.code() == ENOENT &&
          rt.targets->target_of(s.path()).has_value();
@@ -157,7 +158,11 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
   // Runs on the writer thread, once per broken file.
   auto on_error = [&rt, log](const writers::Status& s) {
     if (target_file_lost(rt, s)) {
-      log->error("{} (the target is out of rotation; the run goes on on the others)", s.message());
+      log->error(
+          "storage lost: {} (the target is out of rotation; the run goes on on the others and "
+          "ends failed, exit {})",
+          s.message(), kExitStorageLost);
+      rt.storage.report_files_lost(s.message());
     } else if (writers::is_storage_loss(s.code())) {
       log->critical("storage lost: {} (the run stops; exit {})", s.message(), kExitStorageLost);
       rt.storage.report(s.message());
@@ -226,12 +231,14 @@ std::unique_ptr<capture::memory::PayloadMemory> payload_slab(const Runtime& rt,
 // Every target but the first gets <target>/<run.name>/rocecap-target.json naming the run and
 // where its manifest (and lock) are, so a directory found on a disk alone says which run it
 // belongs to and where the rest of that run is.
-void mark_targets(const config::RunConfig& cfg, const writers::OutputTargets& targets) {
+void mark_targets(const config::RunConfig& cfg, const writers::OutputTargets& targets,
+                  const std::vector<std::string>& unavailable) {
   nlohmann::json dirs = nlohmann::json::array();
   for (std::size_t t = 0; t < targets.size(); ++t)
     dirs.push_back(targets.directory(t).string());
   const fs::path manifest = targets.directory(0) / cfg.run.name / "manifest.json";
   for (std::size_t t = 1; t < targets.size(); ++t) {
+    if (!unavailable[t].empty()) continue;  // never touched in this attempt
     fs::path path;
     if (writers::Status s = writers::place_in_directory(targets.directory(t),
                                                         cfg.run.name + "/" + kTargetMarker, path);
@@ -268,25 +275,50 @@ void install_fault_injection(const std::vector<fs::path>& dirs, spdlog::logger& 
             writers::fault::describe(*spec));
 }
 
+// Per target: why it is left out of this attempt (empty: it is not), logged.
+std::vector<std::string> unavailable_reasons(const std::vector<fs::path>& dirs,
+                                             const UnavailableTargets& unavailable,
+                                             spdlog::logger& log) {
+  std::vector<std::string> out(dirs.size());
+  for (std::size_t t = 1; t < dirs.size(); ++t) {
+    const auto it = unavailable.find(target_key(dirs[t]));
+    if (it == unavailable.end()) continue;
+    out[t] = "could not be read for recovery at this restart (" + it->second +
+             "): left out of rotation for this attempt, not re-created";
+    log.error(
+        "output target {} ({}) left out of rotation for this attempt: it could not be read for "
+        "recovery ({}); it is not re-created and nothing of this attempt is written there",
+        t, dirs[t].string(), it->second);
+  }
+  return out;
+}
+
 // output.directories (or output.directory): each target's state changes are logged once.
 std::shared_ptr<writers::OutputTargets> make_targets(const config::RunConfig& cfg,
-                                                     const std::shared_ptr<spdlog::logger>& log) {
+                                                     const std::shared_ptr<spdlog::logger>& log,
+                                                     const UnavailableTargets& unavailable) {
   std::vector<fs::path> dirs;
   for (const std::string& d : cfg.output.directories)
     dirs.emplace_back(d);
   if (dirs.empty()) dirs.emplace_back(cfg.output.directory);
-  for (const fs::path& d : dirs) {
-    if (writers::Status s = writers::make_directories(d); !s) throw std::runtime_error(s.message());
+  writers::TargetOptions o;
+  o.unavailable = unavailable_reasons(dirs, unavailable, *log);
+  for (std::size_t t = 0; t < dirs.size(); ++t) {
+    if (!o.unavailable[t].empty()) continue;
+    if (writers::Status s = writers::make_directories(dirs[t]); !s)
+      throw std::runtime_error(s.message());
   }
   install_fault_injection(dirs, *log);
-  writers::TargetOptions o;
   // A full target comes back with room for a few files (at most 64 MiB, at least 4 MiB).
   o.recover_bytes = std::clamp<uint64_t>(2 * cfg.output.rotate_bytes, 4u << 20, 64u << 20);
+  // Each target's run directory is held open with it: its removal is the target's loss.
+  o.run_directory = cfg.run.name;
+  const std::vector<std::string> left_out = o.unavailable;
   auto targets = std::make_shared<writers::OutputTargets>(std::move(dirs), o);
   if (targets->size() > 1) {
     for (std::size_t t = 0; t < targets->size(); ++t)
       log->info("output target {}: {}", t, targets->directory(t).string());
-    mark_targets(cfg, *targets);
+    mark_targets(cfg, *targets, left_out);
   }
   targets->set_observer([log, dirs = cfg.output.directories](
                             std::size_t t, writers::TargetState state, const std::string& why) {
@@ -320,9 +352,17 @@ void list_error(WriteErrors& errors, const std::string& path, const std::string&
   }
 }
 
+std::string target_key(const fs::path& directory) {
+  std::string d = directory.lexically_normal().string();
+  while (d.size() > 1 && d.back() == '/')
+    d.pop_back();
+  return d;
+}
+
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
                                        const std::shared_ptr<spdlog::logger>& log,
-                                       const FirstSeq& first_seq) {
+                                       const FirstSeq& first_seq,
+                                       const UnavailableTargets& unavailable) {
   check_backend(cfg);
   auto rt = std::make_unique<Runtime>();
   rt->config = &cfg;
@@ -332,7 +372,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
   prepare_backend(cfg, rt->payload.kind);
   rt->run_dir = fs::path(cfg.output.directory) / cfg.run.name;
   rt->run_directory = std::make_unique<RunDirectory>(cfg.output.directory, rt->run_dir);
-  rt->targets = make_targets(cfg, log);
+  rt->targets = make_targets(cfg, log, unavailable);
 
   const auto refs = config::enumerate_streams(cfg);
   const bool record_arrivals = config::has_format(cfg.output, OutputFormat::pcap);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -97,8 +98,14 @@ struct Runtime {
 // (a restarted run continues after the files of its earlier attempts, never over them); none:
 // 0 for every writer.
 using FirstSeq = std::function<uint64_t(const std::string& file0)>;
+// Output targets left out of rotation for this attempt, keyed by directory (lexically normal,
+// no trailing '/'): why (a target an earlier attempt wrote to that could not be read for
+// recovery). They are not created, marked nor opened: never re-created empty (issue 23).
+using UnavailableTargets = std::map<std::string, std::string>;
+std::string target_key(const std::filesystem::path& directory);
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& config,
                                        const std::shared_ptr<spdlog::logger>& log,
-                                       const FirstSeq& first_seq = {});
+                                       const FirstSeq& first_seq = {},
+                                       const UnavailableTargets& unavailable = {});
 
 }  // namespace rocecap::daemon

@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "daemon/lib/run_assembly.hpp"
 #include "rundir/attempts.hpp"
 #include "rundir/recover.hpp"
 #include "writers/output_path.hpp"
@@ -52,8 +53,15 @@ RunAttempt begin_attempt(const config::RunConfig& cfg, const std::string& versio
   ro.targets = rundir::run_targets(found, earlier ? *earlier : cfg, cfg.output.directory);
   const rundir::RecoveryResult r =
       rundir::recover_run(earlier ? *earlier : cfg, cfg.output.directory, rd.path, ro);
+  // Targets the earlier attempt listed (its manifest's "targets") and wrote to: one that cannot
+  // be read now is not this attempt's to write to (issue 23, item 10). A target new in this run
+  // file has no run directory yet, which is no problem.
+  const bool listed = found.is_object() && found.contains("targets");
   for (std::size_t t = 0; t < r.targets.size(); ++t) {
     if (r.targets[t].problem.empty()) continue;
+    if (listed && t > 0) {
+      rd.unavailable_targets[target_key(r.targets[t].directory)] = r.targets[t].problem;
+    }
     log.error(
         "run directory {}: output target {} ({}) cannot be read for recovery: {}; its {} files "
         "listed in the manifest stay listed as they were, unchecked, and their numbers in use",

@@ -29,6 +29,11 @@ struct RunAttempt {
   // free; were they not, O_EXCL refuses the file, which is counted, never overwritten).
   std::map<std::string, uint64_t> next_seq;
   uint64_t next_seq_any = 0;
+  // Output targets an earlier attempt wrote to that could not be read for recovery (not
+  // mounted, moved away, unmarked), by directory (run_assembly.hpp, target_key) -> why: left
+  // out of rotation for this attempt and never re-created (run_assembly.hpp,
+  // UnavailableTargets).
+  std::map<std::string, std::string> unavailable_targets;
   uint64_t first_seq(const std::string& file0) const {
     const auto it = next_seq.find(file0);
     return it != next_seq.end() ? it->second : 0;

@@ -69,4 +69,13 @@ void StorageLoss::report(const std::string& why) noexcept {
   lost_.store(true, std::memory_order_release);
 }
 
+void StorageLoss::report_files_lost(const std::string& why) noexcept {
+  if (files_claimed_.exchange(true)) return;
+  try {
+    files_why_ = why;
+  } catch (...) {  // out of memory: the flag still says it
+  }
+  files_lost_.store(true, std::memory_order_release);
+}
+
 }  // namespace rocecap::daemon

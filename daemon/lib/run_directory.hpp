@@ -42,6 +42,10 @@ class RunDirectory {
 // Set once, by whichever thread first sees the storage go (the writer thread on EIO or an
 // unlinked file, the main thread on a vanished run directory); read by the main thread, which
 // then stops the run and exits with kExitStorageLost.
+//
+// Files lost with one of several output targets (report_files_lost: its run directory removed
+// or replaced, its mount changed) are storage lost too, but the run goes on on the other
+// targets (stopping would lose everything after it on all of them); it ends failed, exit 5.
 class StorageLoss {
  public:
   // Keeps the first reason; thread-safe.
@@ -49,11 +53,20 @@ class StorageLoss {
   bool lost() const noexcept { return lost_.load(std::memory_order_acquire); }
   // Valid once lost() is true.
   const std::string& why() const noexcept { return why_; }
+  // Files already written were lost with their output target; the run goes on. Keeps the
+  // first reason; thread-safe.
+  void report_files_lost(const std::string& why) noexcept;
+  bool files_lost() const noexcept { return files_lost_.load(std::memory_order_acquire); }
+  // Valid once files_lost() is true.
+  const std::string& files_why() const noexcept { return files_why_; }
 
  private:
   std::atomic<bool> claimed_{false};
   std::atomic<bool> lost_{false};
   std::string why_;
+  std::atomic<bool> files_claimed_{false};
+  std::atomic<bool> files_lost_{false};
+  std::string files_why_;
 };
 
 }  // namespace rocecap::daemon

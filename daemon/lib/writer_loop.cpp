@@ -34,7 +34,7 @@ void writer_loop(Runtime& rt, std::atomic<bool>& rotate,
     if (Clock::now() >= next_unlink_check) {  // files deleted under us: storage lost
       next_unlink_check = Clock::now() + std::chrono::seconds(1);
       for (const auto& ir : rt.interfaces)
-        ir->writer->check_unlinked();
+        ir->writer->check_storage();
     }
     if (Clock::now() >= next_flush) {  // buffered bytes to the kernel: what a kill may cost
       next_flush = Clock::now() + writers::kFlushInterval;

@@ -112,7 +112,7 @@ void pool_thread(Runtime& rt, const std::vector<PoolShard>& shards, std::size_t 
     if (Clock::now() >= next_unlink_check) {  // files deleted under us: storage lost
       next_unlink_check = Clock::now() + std::chrono::seconds(1);
       for (const PoolShard& s : shards)
-        s.ir->writer->check_unlinked(s.part);
+        s.ir->writer->check_storage(s.part);
     }
     if (Clock::now() >= next_flush) {  // buffered bytes to the kernel: what a kill may cost
       next_flush = Clock::now() + writers::kFlushInterval;

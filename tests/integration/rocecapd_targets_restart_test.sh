@@ -19,7 +19,10 @@
 #             which lie on more than one target;
 #   missing   attempt 4 killed, target 2 moved away before attempt 5: attempt 5 logs the target
 #             it cannot read, the manifest names it (recovery.targets), its listed files stay
-#             listed, and no new file takes one of their names.
+#             listed, and no new file takes one of their names; target 2 is left out of
+#             rotation for attempt 5 (failed, logged, out of rotation once) and never
+#             re-created: nothing appears at its path, no file of attempt 5 is on it
+#             (issue 23, item 10).
 # Needs no privileges.
 #
 # usage: rocecapd_targets_restart_test.sh ROCECAPD ROCECAP
@@ -215,6 +218,9 @@ e2e_wait_exit "$E2E_PID" 60
 grep -q "output target 2 ($work/t2) cannot be read for recovery" "$work/attempt5.log" ||
   fail "attempt 5 does not name the missing target: $(grep -i recover "$work/attempt5.log" | head -5)"
 grep -q "File exists" "$work/attempt5.log" && fail "attempt 5 met a file name already in use"
+[ ! -e "$work/t2" ] || fail "attempt 5 re-created the missing target: $(find "$work/t2" | head -5)"
+grep -q "output target 2 ($work/t2) left out of rotation" "$work/attempt5.log" ||
+  fail "attempt 5 does not log target 2 out of rotation: $(grep "target 2" "$work/attempt5.log" | head -5)"
 python3 - "$manifest" "$work" <<'PY' || fail "the run with target 2 missing at the restart"
 import json, os, sys
 m = json.load(open(sys.argv[1])); work = sys.argv[2]
@@ -232,10 +238,15 @@ kept = {p for t, p in listed if t == 2 and listed[(t, p)]["attempt"] <= 4}
 assert kept and kept <= away, ("listed files of the missing target dropped", sorted(kept - away))
 for p in kept:
     assert "could not be read" in listed[(2, p)]["recovered"]["note"], listed[(2, p)]
-# Attempt 5's new files (on every target, the recreated empty t2 included) reuse no name
-# listed on the missing target, nor one on another target.
+# Attempt 5's new files are on targets 0 and 1 only and reuse no name listed on the missing
+# target, nor one on another target.
 new = {p for (t, p), f in listed.items() if f["attempt"] == 5}
 assert new and not new & kept, sorted(new & kept)
+on_2 = sorted(p for (t, p), f in listed.items() if f["attempt"] == 5 and t == 2)
+assert not on_2, f"attempt 5 wrote on the missing target: {on_2}"
+t2 = m["targets"][2]
+assert t2["state"] == "failed" and t2["out_of_rotation"] == 1, t2
+assert "could not be read for recovery" in t2["reason"] and "no run directory" in t2["reason"], t2
 names = {}
 for t in range(3):
     for dirpath, _, ns in os.walk(os.path.join(work, f"t{t}")):

@@ -27,19 +27,30 @@
 #   the failed target are in files on the others), every file holds exactly its frames,
 #   `spills` (streams and pcap) >= 1, at most one per writer, no write error anywhere;
 #   `rocecap verify` finds every frame.
+# vanish, umount (issue 23, items 8 and 7): three targets, a recorded-pace replay (6 s) with
+#   1 MiB rotation, so target 1 holds closed files of every format after 3 s. Then target 1's
+#   run directory is removed (vanish), or target 1, a tmpfs of its own, is lazily unmounted
+#   (umount -l, root, own mount namespace). Expected: target 1 failed (the reason says the run
+#   directory was removed / its mount changed), the run goes on on the others, nothing is
+#   re-created under target 1's path; every file that was on target 1 is gone from `files` and
+#   listed in `lost_files` (target 1, its frames), and its frames are counted lost with reason
+#   storage_lost: per stream and format the listed files, the write_error gaps and the
+#   storage_lost gaps tile the stream's frames exactly, storage_lost frames equal the lost
+#   files' received frames (pcap: records); rocecapd ends "NOT recorded as asked", exit 5.
 #
-# usage: rocecapd_targets_test.sh ROCECAPD ROCECAP stripe|spill|eio|eio_direct
+# usage: rocecapd_targets_test.sh ROCECAPD ROCECAP stripe|spill|eio|eio_direct|vanish|umount
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
+usage="usage: $0 ROCECAPD ROCECAP stripe|spill|eio|eio_direct|vanish|umount"
 # shellcheck disable=SC2034  # read by e2e_lib.sh
-ROCECAPD=${1:?usage: $0 ROCECAPD ROCECAP stripe|spill|eio|eio_direct}
-ROCECAP=${2:?usage: $0 ROCECAPD ROCECAP stripe|spill|eio|eio_direct}
-mode=${3:?usage: $0 ROCECAPD ROCECAP stripe|spill|eio|eio_direct}
+ROCECAPD=${1:?$usage}
+ROCECAP=${2:?$usage}
+mode=${3:?$usage}
 # shellcheck source=e2e_lib.sh
 source "$here/e2e_lib.sh"
 
-if [ "$mode" = spill ] && [ "${ROCECAP_TARGETS_NS:-}" != 1 ]; then
-  [ "$(id -u)" = 0 ] || { echo "SKIPPED: the spill test mounts tmpfs (needs root)"; exit 77; }
+if { [ "$mode" = spill ] || [ "$mode" = umount ]; } && [ "${ROCECAP_TARGETS_NS:-}" != 1 ]; then
+  [ "$(id -u)" = 0 ] || { echo "SKIPPED: the $mode test mounts tmpfs (needs root)"; exit 77; }
   command -v unshare >/dev/null || { echo "SKIPPED: no unshare"; exit 77; }
   # Private mounts: the tmpfs exist only for this process tree and vanish with it.
   exec unshare -m --propagation private env ROCECAP_TARGETS_NS=1 bash "$0" "$@"
@@ -85,6 +96,133 @@ replay() {
     exit 1
   fi
 }
+
+# lose_target NAME ACTION: a recorded-pace replay into $work/t0..t2; ACTION runs 3 s in; the
+# run must end with exit 5 (storage lost).
+lose_target() {
+  local name=$1 action=$2
+  e2e_gen_args 6000
+  "$ROCECAP" "${E2E_GEN[@]}" --rate 1000 --pcap "$work/sent.pcap" \
+    --summary "$work/summary.json" >/dev/null
+  E2E_BACKEND=pcap-file E2E_PCAP_FILE=$work/sent.pcap E2E_IFACE=rec0 E2E_OUT=$work/t0 \
+    E2E_ROTATE=1MiB E2E_REPLAY_PACE=recorded e2e_config "$work/$name.yaml"
+  sed -i "s|^  directory: .*|  directories: [$work/t0, $work/t1, $work/t2]|" "$work/$name.yaml"
+  e2e_start_rocecapd "" "$work/$name.log" "$work/$name.yaml"
+  rocecapd_pid=$E2E_PID
+  sleep 3
+  kill -0 "$rocecapd_pid" 2>/dev/null || { tail -20 "$work/$name.log"; echo "FAIL: ended early"; exit 1; }
+  eval "$action"
+  e2e_wait_exit "$rocecapd_pid" 60
+  rocecapd_pid=""
+  echo "$name: rocecapd exited $E2E_RC"
+  grep -E "out of rotation|storage|NOT recorded|complete|not written" "$work/$name.log" |
+    cut -c1-260 || true
+  if grep -E "runtime error|AddressSanitizer|LeakSanitizer" "$work/$name.log"; then
+    echo "FAIL: the sanitizers reported errors in rocecapd (above)"
+    exit 1
+  fi
+}
+
+# check_lost_target NAME REASON: the checks of vanish and umount (see the top).
+check_lost_target() {
+  local name=$1 reason=$2 fail=0
+  [ "$E2E_RC" = 5 ] || { echo "FAIL: $name: exit $E2E_RC, expected 5 (storage lost)"; fail=1; }
+  grep -q "NOT recorded as asked" "$work/$name.log" || { echo "FAIL: no 'NOT recorded' line"; fail=1; }
+  if grep -q "complete; manifest" "$work/$name.log"; then echo "FAIL: the run is called complete"; fail=1; fi
+  left=$(find "$work/t1" -mindepth 1 2>/dev/null | head -5)
+  [ -z "$left" ] || { echo "FAIL: re-created under target 1's path: $left"; fail=1; }
+  python3 - "$work/t0/e2e/manifest.json" "$E2E_FRAME_BYTES" "$reason" <<'PY' || fail=1
+import json, os, sys
+m, frame, reason = json.load(open(sys.argv[1])), int(sys.argv[2]), sys.argv[3]
+bad = []
+t = m["targets"]
+if t[1]["state"] != "failed" or reason not in (t[1]["reason"] or ""):
+    bad.append(f"target 1: {t[1]['state']}, reason {t[1]['reason']!r}; expected failed, {reason!r}")
+if [x["state"] for x in (t[0], t[2])] != ["active", "active"]:
+    bad.append(f"targets 0 and 2: {t[0]['state']}, {t[2]['state']}")
+if m["state"] != "failed" or "storage lost" not in (m["failure"] or ""):
+    bad.append(f"manifest state {m['state']}, failure {m['failure']!r}")
+lost_total, lost_files = 0, 0
+for owner in m["streams"] + m["interfaces"]:
+    for f in owner["files"]:
+        path = os.path.join(t[f["target"]]["directory"], f["path"])
+        if f["target"] == 1:
+            bad.append(f"{f['path']} still listed on target 1")
+        elif not os.path.exists(path) or os.path.getsize(path) != f["bytes"]:
+            bad.append(f"{path}: listed with {f['bytes']} bytes, not so on disk")
+    for f in owner.get("lost_files", []):
+        lost_files += 1
+        if f["target"] != 1 or "frames" not in f or not f.get("reason"):
+            bad.append(f"lost file {f}")
+for s in m["streams"]:
+    name = f"{s['group']} {s['antenna']}"
+    for fmt in ("raw", "codifhdr"):
+        sl = s["storage_lost"][fmt]
+        lf = [f for f in s["lost_files"] if f["format"] == fmt]
+        lost_total += sl["frames"]
+        if sl["frames"] + sl["fill_frames"] != sum(f["frames"] for f in lf):
+            bad.append(f"{name} {fmt}: storage_lost {sl}, lost files hold "
+                       f"{sum(f['frames'] for f in lf)} frames")
+        pieces = [(f["first_index"], f["frames"], f["path"]) for f in s["files"]
+                  if f["format"] == fmt and f["frames"] > 0]
+        pieces += [(a, c, "write_error gap") for a, c in s["write_error_lost"][fmt]["gaps"]]
+        pieces += [(a, c, "storage_lost gap") for a, c in sl["gaps"]]
+        pieces.sort()
+        at = s["first_frame"]["index"]
+        for first, count, what in pieces:
+            if first != at:
+                bad.append(f"{name} {fmt}: {what} starts at frame {first}, expected {at}")
+                break
+            at = first + count
+        else:
+            if at != s["last_frame"]["index"] + 1:
+                bad.append(f"{name} {fmt}: files and gaps end at {at - 1}, last frame "
+                           f"{s['last_frame']['index']}")
+for i in m["interfaces"]:
+    recs = sum(f["frames"] for f in i["lost_files"])
+    lost_total += i["storage_lost"]
+    if i["storage_lost"] != recs:
+        bad.append(f"interface {i['name']}: storage_lost {i['storage_lost']}, lost files {recs}")
+print(f"{lost_files} files lost with target 1, {lost_total} frames and records storage_lost")
+if lost_files == 0 or lost_total == 0:
+    bad.append("nothing counted lost: target 1 held no file (the test proves nothing)")
+for b in bad:
+    print("FAIL: " + b)
+sys.exit(1 if bad else 0)
+PY
+  [ "$fail" = 0 ] || exit 1
+}
+
+# remove_until_gone DIR: rm -rf races the writers (a file opened in between leaves the
+# directory not empty), so remove until it is gone (bounded).
+remove_until_gone() {
+  local i
+  for i in $(seq 50); do
+    rm -rf "$1" 2>/dev/null
+    [ -e "$1" ] || return 0
+  done
+}
+
+if [ "$mode" = vanish ]; then
+  mkdir -p "$work/t0" "$work/t1" "$work/t2"
+  lose_target vanish "remove_until_gone '$work/t1/e2e'"
+  check_lost_target vanish "removed"
+  passed=1
+  exit 0
+fi
+
+if [ "$mode" = umount ]; then
+  # Three tmpfs of one size: placement weighs targets by free space, so target 1 takes a third
+  # of the files (one small tmpfs beside the root file system would get almost none).
+  for i in 0 1 2; do
+    mkdir -p "$work/t$i"
+    mount -t tmpfs -o size=64m,mode=0755 "rocecap-target$i" "$work/t$i"
+  done
+  lose_target umount "umount -l '$work/t1'"
+  check_lost_target umount "mount"
+  passed=1
+  exit 0
+fi
 
 if [ "$mode" = eio ] || [ "$mode" = eio_direct ]; then
   e2e_gen_args 3000

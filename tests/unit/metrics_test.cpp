@@ -321,6 +321,47 @@ TEST_F(MetricsTwoTargets, EioOnOneTargetSpillsAndTheRunGoesOn) {
   EXPECT_FALSE(rt_->storage.lost());
 }
 
+// Issue 23: target 1's run directory removed mid-run. The next identity check loses the
+// target, the writers' storage check finds their files there gone: their frames are exported
+// as storage_lost, rocecap_storage_lost is 1 (rocecapd goes on and exits 5 at the end), and
+// the manifest lists those files under lost_files, no longer under files.
+TEST_F(MetricsTwoTargets, FilesLostWithATargetAreCountedAndListedAsLost) {
+  for (uint64_t i = 0; i < 20; ++i) {
+    feed(test::frame(test::kSrcA, i));
+    feed(test::frame(test::kSrcB, i));
+  }
+  settle();
+  fs::remove_all(dir_ / "b" / "m1");
+  EXPECT_EQ(rt_->targets->check_identity(), 1u);
+  rec0().writer->check_storage();
+  daemon::publish_writer(rec0(), 1'800'000'002'000'000'000);
+  auto s = scrape();
+  EXPECT_EQ(s["rocecap_storage_lost"], 1) << "files already written were lost";
+  EXPECT_FALSE(rt_->storage.lost()) << "the run goes on on target 0";
+  const auto raw = R"({format="raw",interface="rec0"})";
+  const auto hdr = R"({format="codifhdr",interface="rec0"})";
+  // Placement spreads the four first files (2 streams x raw, codifhdr) over both targets.
+  const double lost = s[m("rocecap_storage_lost_frames_total", raw)] +
+                      s[m("rocecap_storage_lost_frames_total", hdr)];
+  EXPECT_GE(lost, 20) << "every file on target 1 holds 20 frames";
+  EXPECT_EQ(
+      lost + s[m("rocecap_written_frames_total", raw)] + s[m("rocecap_written_frames_total", hdr)],
+      80);
+  const nlohmann::json j = daemon::to_json(daemon::snapshot(*rt_, {"t", "h", "v"}, "running"));
+  uint64_t listed_lost = 0;
+  for (const auto& st : j["streams"]) {
+    for (const auto& f : st["files"])
+      EXPECT_EQ(f["target"], 0) << f;
+    for (const auto& f : st["lost_files"]) {
+      EXPECT_EQ(f["target"], 1) << f;
+      EXPECT_NE(f["reason"].get<std::string>().find("was removed"), std::string::npos) << f;
+      listed_lost += f["frames"].get<uint64_t>();
+    }
+  }
+  EXPECT_EQ(double(listed_lost), lost);
+  EXPECT_EQ(j["targets"][1]["state"], "failed");
+}
+
 // output.writer_threads: 2 threads, one stream each (raw + codifhdr, no pcap: the interface
 // splits); each shard publishes its own counters, the exposition adds them, and each thread's
 // own counters are exported.

@@ -495,8 +495,11 @@ class TargetsRecoverTest : public RundirTest {
     return config::stream_file_name(cfg_, config::enumerate_streams(cfg_).front(),
                                     config::OutputFormat::raw, seq);
   }
-  void marker(int i, const std::string& run) {
-    std::ofstream(t(i) / "r" / kTargetMarkerName) << json{{"run", run}, {"target", i}}.dump();
+  // As rocecapd writes it: the run, this target's index and every target's directory.
+  void marker(int i, const std::string& run, int index = -1) {
+    const json dirs = {t(0).string(), t(1).string(), t(2).string()};
+    std::ofstream(t(i) / "r" / kTargetMarkerName)
+        << json{{"run", run}, {"target", index < 0 ? i : index}, {"targets", dirs}}.dump();
   }
   // The killed attempt's last snapshot, listing `files` ({target, seq, bytes}).
   void snapshot(const std::vector<std::array<uint64_t, 3>>& files) {
@@ -610,6 +613,37 @@ TEST_F(TargetsRecoverTest, AnUnreadableTargetKeepsItsListedFilesAndTheirNumbers)
   EXPECT_FALSE(m2["streams"][0]["files"][1].contains("recovered")) << m2["streams"][0]["files"][1];
   EXPECT_EQ(m2["streams"][0]["files"][1]["target"], 2);
   EXPECT_EQ(m2["streams"][0]["files"][1]["frames"], 3u) << "read again, not taken as listed";
+}
+// Issue 23, item 11: only a target directory marked as this run's (rocecap-target.json naming
+// the run and this target) is touched. One without the marker, or whose marker names another
+// target, may be another run's or a disk mounted in the wrong place: nothing there is cut or
+// removed, its listed files stay listed unchecked, and the result says why.
+TEST_F(TargetsRecoverTest, ATargetWithoutThisRunsMarkerIsNeverCutNorCleaned) {
+  const auto three = frames(3, false);
+  snapshot({{0, 0, three.size()}, {1, 1, three.size()}, {2, 2, three.size()}});
+  write(t(0) / name(0), three);
+  auto torn = three;
+  torn.resize(three.size() + 500);
+  write(t(1) / name(1), torn);  // listed and torn: recovery would cut it
+  write(t(1) / name(3), {});    // no whole record: recovery would remove it
+  write(t(2) / name(2), torn);  // the same on target 2, whose marker says target 1
+  fs::remove(t(1) / "r" / kTargetMarkerName);
+  marker(2, "r", 1);
+  RecoveryResult r;
+  ASSERT_NO_THROW(r = recover());
+  ASSERT_EQ(r.targets.size(), 3u);
+  EXPECT_NE(r.targets[1].problem.find(kTargetMarkerName), std::string::npos)
+      << "target 1: " << r.targets[1].problem;
+  EXPECT_NE(r.targets[2].problem.find("target 1"), std::string::npos)
+      << "target 2: " << r.targets[2].problem;
+  EXPECT_EQ(fs::file_size(t(1) / name(1)), torn.size()) << "cut without the run's marker";
+  EXPECT_TRUE(fs::exists(t(1) / name(3))) << "removed without the run's marker";
+  EXPECT_EQ(fs::file_size(t(2) / name(2)), torn.size()) << "cut under another target's marker";
+  const json m = read_manifest(t(0) / "r");
+  const json& files = m["streams"][0]["files"];
+  ASSERT_EQ(files.size(), 3u) << files;
+  EXPECT_NE(files[1].dump().find("could not be read"), std::string::npos) << files[1];
+  EXPECT_EQ(r.next_seq.at(name(0)), 3u) << "listed files on unmarked targets keep their numbers";
 }
 
 json stream(uint64_t packets, uint64_t lost, uint64_t first, uint64_t last, const char* file) {

@@ -255,12 +255,12 @@ TEST(WriterErrors, AFileDeletedWhileOpenIsReportedOnce) {
   const Stream s;
   RawWriter w(test::simple_paths(dir.path()), rotation(0, 1 << 20));
   (void)write_stream(w, s, 3);
-  EXPECT_TRUE(w.check_unlinked().ok());
+  EXPECT_TRUE(w.check_storage().ok());
   std::filesystem::remove(dir.path() / "f.0");
-  const Status st = w.check_unlinked();
+  const Status st = w.check_storage();
   EXPECT_EQ(st.code(), ENOENT);
   EXPECT_TRUE(contains(st.message(), "was deleted")) << st.message();
-  EXPECT_TRUE(w.check_unlinked().ok()) << "once per file";
+  EXPECT_TRUE(w.check_storage().ok()) << "once per file";
   EXPECT_EQ(w.stats().storage_errors, 1u);
 }
 

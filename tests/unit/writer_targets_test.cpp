@@ -80,13 +80,15 @@ Status put(RawWriter& w, uint32_t stream, uint32_t i) {
                        std::span<const std::byte>(f).subspan(kHeader));
 }
 
-// The stream's files in the writer's order hold exactly the frames outside the write_error gaps.
+// The stream's files in the writer's order hold exactly the frames outside the write_error and
+// storage_lost gaps.
 void expect_whole(RawWriter& w, uint32_t stream, uint32_t total) {
   Bytes in_files, expected;
   std::vector<bool> lost(total, false);
-  for (const auto& [first, count] : w.stats().write_loss.gaps)
-    for (uint64_t i = first; i < first + count && i < total; ++i)
-      lost[i] = true;
+  for (const WriteLoss* l : {&w.stats().write_loss, &w.stats().storage_loss})
+    for (const auto& [first, count] : l->gaps)
+      for (uint64_t i = first; i < first + count && i < total; ++i)
+        lost[i] = true;
   for (uint32_t i = 0; i < total; ++i)
     if (!lost[i]) test::append(expected, frame(stream, i));
   uint64_t next = 0;
@@ -415,7 +417,8 @@ TEST(OutputTargets, WritesInFlightAreTheTargetsBacklogUntilTheyComplete) {
 }
 
 // A file deleted under the writer on one of several targets: reported, its frames counted lost
-// (write_error gaps), the target out of rotation, and the stream goes on on another target.
+// (storage_lost gaps: written, then lost with the storage), the file listed as lost, the target
+// lost (failed), and the stream goes on on another target.
 TEST(OutputTargets, AFileDeletedOnOneTargetIsCountedLostAndTheStreamMovesOn) {
   Targets t(2);
   RawWriter w(PathMaker{}, rotation(t, 1000 * kFrame, "s"));
@@ -423,19 +426,128 @@ TEST(OutputTargets, AFileDeletedOnOneTargetIsCountedLostAndTheStreamMovesOn) {
     ASSERT_TRUE(put(w, 0, i).ok());
   const FileRecord first = w.files().back();
   fs::remove(first.path);
-  const Status s = w.check_unlinked();
+  const Status s = w.check_storage();
   EXPECT_EQ(s.code(), ENOENT);
   for (uint32_t i = 30; i < 60; ++i)
     ASSERT_TRUE(put(w, 0, i).ok());
   ASSERT_TRUE(w.close().ok());
   EXPECT_EQ(w.stats().frames_dropped, 30u);
-  ASSERT_EQ(w.stats().write_loss.gaps.size(), 1u);
-  EXPECT_EQ(w.stats().write_loss.gaps[0], (std::pair<uint64_t, uint64_t>{0, 30}));
+  EXPECT_TRUE(w.stats().write_loss.gaps.empty());
+  ASSERT_EQ(w.stats().storage_loss.gaps.size(), 1u);
+  EXPECT_EQ(w.stats().storage_loss.gaps[0], (std::pair<uint64_t, uint64_t>{0, 30}));
+  EXPECT_EQ(w.stats().storage_loss.frames, 30u);
   ASSERT_EQ(w.files().size(), 1u);
   EXPECT_NE(w.files()[0].target, first.target);
   EXPECT_EQ(w.files()[0].first_index, 30u);
+  ASSERT_EQ(w.lost_files().size(), 1u);
+  EXPECT_EQ(w.lost_files()[0].path, first.path);
+  EXPECT_NE(w.lost_files()[0].lost.find("deleted"), std::string::npos) << w.lost_files()[0].lost;
   EXPECT_EQ(t.set->snapshot()[first.target].state, TargetState::failed);
+  EXPECT_TRUE(t.set->snapshot()[first.target].lost);
   expect_whole(w, 0, 60);
+}
+
+// Issue 23, items 7 and 8, at the writer: a target's run directory removed, or the target's
+// path naming another directory (as after umount -l: the mount point's own, empty directory).
+// The target is lost at the next identity check; every file of the writer that was on it,
+// closed ones included, leaves files() for lost_files(), its frames counted storage_lost;
+// the stream goes on on the other target; nothing is created under the target's path again.
+struct LostTargetRun {
+  TargetOptions options() {
+    TargetOptions o;
+    o.run_directory = "run";
+    return o;
+  }
+  Targets t{2, options()};
+  RawWriter w{PathMaker{}, rotation(t, 10 * kFrame, "s")};
+  void put_frames(uint32_t from, uint32_t to) {
+    for (uint32_t i = from; i < to; ++i)
+      ASSERT_TRUE(put(w, 0, i).ok()) << i;
+  }
+  uint64_t frames_on(std::size_t target) {
+    uint64_t n = 0;
+    for (const FileRecord& f : w.files())
+      n += f.target == target ? f.records : 0;
+    return n;
+  }
+};
+
+void expect_lost_with_target(LostTargetRun& r, uint64_t lost_frames, const std::string& why) {
+  EXPECT_GT(lost_frames, 0u) << "nothing was on target 1: the test proves nothing";
+  const Status s = r.w.check_storage();
+  EXPECT_EQ(s.code(), ENOENT);
+  EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+  EXPECT_EQ(r.frames_on(1), 0u) << "a file of the lost target is still listed";
+  uint64_t in_lost = 0;
+  for (const FileRecord& f : r.w.lost_files()) {
+    EXPECT_EQ(f.target, 1u) << f.path;
+    EXPECT_NE(f.lost.find(why), std::string::npos) << f.lost;
+    in_lost += f.records;
+  }
+  EXPECT_EQ(in_lost, lost_frames);
+  EXPECT_EQ(r.w.stats().storage_loss.frames, lost_frames);
+  EXPECT_TRUE(r.w.check_storage().ok()) << "reported once";
+  const TargetSnapshot t1 = r.t.set->snapshot()[1];
+  EXPECT_EQ(t1.state, TargetState::failed);
+  EXPECT_TRUE(t1.lost);
+  EXPECT_NE(t1.reason.find(why), std::string::npos) << t1.reason;
+}
+
+TEST(OutputTargets, ClosedFilesOnATargetWhoseRunDirectoryWasRemovedAreCountedLost) {
+  LostTargetRun r;
+  r.put_frames(0, 100);
+  const uint64_t on_1 = r.frames_on(1);
+  fs::remove_all(r.t.dirs[1]->path() / "run");
+  EXPECT_EQ(r.t.set->check_identity(), 1u);
+  EXPECT_EQ(r.t.set->check_identity(), 0u) << "lost once";
+  expect_lost_with_target(r, on_1, "was removed");
+  r.put_frames(100, 200);
+  ASSERT_TRUE(r.w.close().ok());
+  EXPECT_EQ(r.frames_on(0), 200 - on_1);
+  EXPECT_FALSE(fs::exists(r.t.dirs[1]->path() / "run")) << "the removed run directory came back";
+  expect_whole(r.w, 0, 200);
+}
+
+TEST(OutputTargets, ATargetWhosePathNamesAnotherDirectoryIsLostAndNeverWrittenThrough) {
+  LostTargetRun r;
+  r.put_frames(0, 100);
+  const uint64_t on_1 = r.frames_on(1);
+  // What umount -l leaves: the path now names another (empty) directory; the one written to
+  // is still open, reachable only through the descriptors held.
+  const fs::path dir = r.t.dirs[1]->path();
+  fs::rename(dir, dir.string() + ".detached");
+  fs::create_directory(dir);
+  // No check yet: the next file placed there finds it changed at its open.
+  r.put_frames(100, 200);
+  EXPECT_TRUE(r.t.set->lost(1));
+  EXPECT_TRUE(fs::is_empty(dir)) << "a file went through the target's path";
+  expect_lost_with_target(r, on_1, "was replaced");
+  ASSERT_TRUE(r.w.close().ok());
+  expect_whole(r.w, 0, 200);
+  fs::remove_all(dir.string() + ".detached");
+}
+
+// Issue 23, item 10: a target given as unavailable (a restart could not read it for recovery)
+// is out of rotation from the start and never created, opened nor written to.
+TEST(OutputTargets, AnUnavailableTargetIsNeverCreatedNorWritten) {
+  test::TempDir base;
+  TargetOptions o;
+  o.run_directory = "run";
+  o.unavailable = {"", "could not be read for recovery"};
+  const fs::path missing = base.path() / "moved-away";
+  fs::create_directory(base.path() / "t0");
+  Targets t({base.path() / "t0", missing}, o);
+  RawWriter w(PathMaker{}, rotation(t, 10 * kFrame, "s"));
+  for (uint32_t i = 0; i < 50; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok());
+  ASSERT_TRUE(w.close().ok());
+  EXPECT_FALSE(fs::exists(missing)) << "the unavailable target was created";
+  const TargetSnapshot s = t.set->snapshot()[1];
+  EXPECT_EQ(s.state, TargetState::failed);
+  EXPECT_EQ(s.out_of_rotation, 1u);
+  EXPECT_EQ(s.reason, "could not be read for recovery");
+  EXPECT_EQ(w.stats().spills, 0u);
+  expect_whole(w, 0, 50);
 }
 
 // ROCECAP_FAULT_EIO's seam (writers/fault_injection.hpp), installed as rocecapd installs it:
