@@ -49,12 +49,11 @@ constexpr uint64_t kSlotAlign = 64;
 
 // Host memory of every ring: header slots always; payload slots unless they may be GPU
 // memory (payload_memory gpu, or auto with verbs, the only backend that can scatter into a
-// GPU: the start-up check covers those once the choice is made).
+// GPU: the start-up check covers those once the choice is made). Every stream has its own
+// ring, each listed VDIF thread included (1024 threads are 1024 times the memory).
 uint64_t host_ring_bytes(const RunConfig& cfg, bool& with_payload) {
   const CaptureSection& c = cfg.capture;
-  uint64_t streams = 0;
-  for (const InterfaceConfig& itf : c.interfaces)
-    streams += itf.groups.size() * cfg.streams.antennas.size();
+  const uint64_t streams = count_streams(cfg);
   with_payload = c.payload_memory == PayloadMemory::host ||
                  (c.payload_memory == PayloadMemory::automatic && c.backend != Backend::verbs);
   const uint64_t per_slot =
@@ -68,9 +67,10 @@ void check_memory(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
   }
   bool with_payload = false;
   const uint64_t need = host_ring_bytes(cfg, with_payload);
-  const std::string what = fmt::format("the rings need {} of host memory ({} slots, {})",
-                                       format_size(need), cfg.capture.ring_depth,
-                                       with_payload ? "header and payload" : "header slots only");
+  const std::string what =
+      fmt::format("the rings need {} of host memory ({} streams x {} slots, {})", format_size(need),
+                  count_streams(cfg), cfg.capture.ring_depth,
+                  with_payload ? "header and payload" : "header slots only");
   const MemoryFacts facts = read_memory_facts(host.proc_root);
   if (facts.available_bytes && need > *facts.available_bytes) {
     ctx.report("capture.ring_depth",
@@ -150,6 +150,7 @@ void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
     const std::string why = check_writable_directory(o.directory);
     if (!why.empty()) ctx.report("output.directory", why);
   }
+  if (ctx.present("output.directories")) check_target_identity(ctx, o, true);
   for (std::size_t i = 0; ctx.present("output.directories") && i < o.directories.size(); ++i) {
     const std::string path = fmt::format("output.directories[{}]", i);
     if (ctx.failed(path)) continue;

@@ -47,8 +47,9 @@ std::string capture_lines(const RunConfig& cfg) {
 std::string stream_lines(const RunConfig& cfg) {
   const StreamsSection& s = cfg.streams;
   const auto streams = enumerate_streams(cfg);
-  std::string out = fmt::format("streams     {} ({} antennas x groups), format {}", streams.size(),
-                                s.antennas.size(), to_string(s.format));
+  std::string out = fmt::format(
+      "streams     {} ({} antennas x groups{}), format {}", streams.size(), s.antennas.size(),
+      s.threads.empty() ? "" : fmt::format(" x {} threads", s.threads.size()), to_string(s.format));
   for (std::size_t i = 0; i < s.sync.size(); ++i) {
     out += fmt::format("{}0x{:08X} {}", i ? ", " : ", sync ", s.sync[i].word,
                        to_string(s.sync[i].layout));

@@ -89,6 +89,13 @@ WriterPlan plan_writers(Runtime& rt, spdlog::logger& log) {
           : default_writer_threads(shards, streams, rt.targets ? rt.targets->size() : 1, cpus);
   WriterPlan plan;
   if (threads > 1) plan = plan_writer_pool(rt, threads);
+  // The loader refuses more threads than streams (or pcap interfaces); GPU payload staging,
+  // chosen only now with payload_memory auto, can leave fewer units than that: say so.
+  if (out.writer_threads > std::max<std::size_t>(1, plan.size()))
+    log.warn(
+        "output.writer_threads {}: {} started; an interface with GPU payload staging is "
+        "written whole by one thread",
+        out.writer_threads, std::max<std::size_t>(1, plan.size()));
   const std::string direct = !out.direct_io  ? "off"
                              : !out.io_uring ? "write() (output.io_uring: false)"
                                              : writers::probe_io_engine().reason;
