@@ -6,6 +6,7 @@
 #include "config/host_checks.hpp"
 #include "config/retention_plan.hpp"
 #include "config/schema.hpp"
+#include "config/token_file.hpp"
 #include "config/units.hpp"
 
 namespace rocecap::config {
@@ -156,6 +157,12 @@ void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
     if (ctx.failed(path)) continue;
     const std::string why = check_writable_directory(o.directories[i]);
     if (!why.empty()) ctx.report(path, why);
+  }
+  const RetentionSection& r = cfg.retention;
+  if (r.enabled && !r.http_token_file.empty() && r.http_token_file.front() == '/' &&
+      !ctx.failed("retention.http_token_file")) {
+    const TokenFile t = read_token_file(r.http_token_file);
+    if (!t.error.empty()) ctx.report("retention.http_token_file", t.error);
   }
   if (cfg.capture.backend == Backend::pcap_file && !ctx.failed("capture.pcap_file") &&
       !ctx.failed("capture.backend") && !cfg.capture.pcap_file.empty()) {

@@ -4,6 +4,7 @@
 
 #include "config/name_template.hpp"
 #include "config/retention_plan.hpp"
+#include "config/token_file.hpp"
 #include "config/units.hpp"
 
 namespace rocecap::config {
@@ -129,6 +130,11 @@ std::string retention_lines(const RunConfig& cfg) {
       formats, format_size(r.write_rate), format_duration(r.max_future),
       r.socket.empty() ? cfg.output.directory + "/" + cfg.run.name + "/trigger.sock" : r.socket);
   if (trigger_exposed_without_token(cfg)) out += kTriggerExposedNote;
+  if (!r.http_token_file.empty()) {
+    const std::string warning = read_token_file(r.http_token_file).warning;
+    if (!warning.empty())
+      out += "            (warning: retention.http_token_file " + warning + ")\n";
+  }
   return out;
 }
 

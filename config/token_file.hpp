@@ -13,7 +13,10 @@ struct TokenFile {
   std::string warning;  // usable, but others may read it
 };
 
-// Reads at most 512 bytes of `path`.
+// Reads `path`, a regular file of at most 512 bytes: the token is its contents without the
+// whitespace around it (a trailing newline from `echo`); whitespace only, a control character
+// inside (a second line) or an unreadable file is an error. A file every user may read or
+// write gets a warning; group access is the service group's and is not warned about.
 TokenFile read_token_file(const std::string& path);
 
 }  // namespace rocecap::config

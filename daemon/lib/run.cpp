@@ -9,6 +9,7 @@
 
 #include "capture/net/packet.hpp"
 #include "config/summary.hpp"
+#include "config/token_file.hpp"
 #include "config/units.hpp"
 #include "daemon/lib/dump_service.hpp"
 #include "daemon/lib/manifest_file.hpp"
@@ -198,6 +199,10 @@ Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
   DumpServiceOptions o;
   o.cuda_device = rt.payload.kind == capture::memory::MemoryKind::gpu ? rt.payload.gpu : -1;
   d.service = std::make_unique<DumpService>(cfg, rt.run_dir, std::move(streams), o);
+  if (!cfg.retention.http_token_file.empty()) {
+    const std::string warning = config::read_token_file(cfg.retention.http_token_file).warning;
+    if (!warning.empty()) log.warn("retention.http_token_file {}", warning);
+  }
   const std::string path =
       cfg.retention.socket.empty() ? (rt.run_dir / "trigger.sock").string() : cfg.retention.socket;
   DumpService* service = d.service.get();

@@ -8,6 +8,8 @@
 #include <fstream>
 
 #include "config/loader.hpp"
+#include "config/summary.hpp"
+#include "config/token_file.hpp"
 #include "config_test_support.hpp"
 
 namespace rocecap::config {
@@ -192,6 +194,68 @@ TEST(ConfigPromises, AnEmptyDumpFormatListNamesOnlyTheDumpFormats) {
   text += "retention:\n  retain: 1s\n  frame_rate: 1000\n  formats: []\n";
   EXPECT_EQ(only_problem(load(text)),
             "run.yaml:36:12: retention.formats: needs at least one of raw, codifhdr, pcap");
+}
+
+// --- retention.http_token_file ---------------------------------------------------------------
+
+class ConfigTokenFile : public ConfigTargetsOnDisk {
+ protected:
+  std::string token_file(const std::string& text, mode_t mode) {
+    const std::string path = (dir_ / "token").string();
+    std::ofstream(path, std::ios::trunc) << text;
+    EXPECT_EQ(::chmod(path.c_str(), mode), 0);
+    return path;
+  }
+  LoadResult load_with_token(const std::string& path) {
+    HostChecks host = fixed_host();
+    host.check_filesystem = true;
+    std::string text = pcap_base();
+    text.replace(text.find("/tmp/rocecap-test"), 17, (dir_ / "out").string());
+    text +=
+        "retention:\n  retain: 1s\n  frame_rate: 1000\n  formats: [raw]\n"
+        "  http_token_file: " +
+        path + "\n";
+    return load_string(text, "run.yaml", host);
+  }
+};
+
+TEST_F(ConfigTokenFile, SurroundingWhitespaceIsNotPartOfTheToken) {
+  const TokenFile t = read_token_file(token_file(" \t s3cret-token \r\n\n", 0600));
+  EXPECT_EQ(t.error, "");
+  EXPECT_EQ(t.token, "s3cret-token");
+  EXPECT_EQ(t.warning, "");
+}
+
+TEST_F(ConfigTokenFile, AWorldReadableTokenIsWarnedAboutGroupReadableIsNot) {
+  const TokenFile world = read_token_file(token_file("s3cret\n", 0644));
+  EXPECT_EQ(world.token, "s3cret");
+  EXPECT_NE(world.warning.find("is readable by every user (mode 0644)"), std::string::npos)
+      << world.warning;
+  EXPECT_EQ(read_token_file(token_file("s3cret\n", 0640)).warning, "");
+  EXPECT_EQ(read_token_file(token_file("s3cret\n", 0600)).warning, "");
+  // check-config shows the warning under the retention plan.
+  const LoadResult r = load_with_token(token_file("s3cret\n", 0604));
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_NE(render_summary(*r.config).find("warning: retention.http_token_file " +
+                                           (dir_ / "token").string() +
+                                           " is readable by every user (mode 0604)"),
+            std::string::npos)
+      << render_summary(*r.config);
+}
+
+TEST_F(ConfigTokenFile, AnEmptyOrMissingTokenFileIsAProblemOfTheKey) {
+  std::string p = only_problem(load_with_token(token_file(" \n\t\n", 0600)));
+  EXPECT_NE(p.find("retention.http_token_file: " + (dir_ / "token").string() +
+                   " holds no token (only whitespace)"),
+            std::string::npos)
+      << p;
+  p = only_problem(load_with_token(token_file("two\nlines\n", 0600)));
+  EXPECT_NE(p.find("holds a control character (0x0A) inside the token"), std::string::npos) << p;
+  p = only_problem(load_with_token((dir_ / "absent").string()));
+  EXPECT_NE(p.find("retention.http_token_file: " + (dir_ / "absent").string() +
+                   " cannot be read: No such file or directory"),
+            std::string::npos)
+      << p;
 }
 
 }  // namespace
