@@ -48,6 +48,13 @@ struct VdifIngest : ::testing::Test {
   StreamPipeline t0{spec(0)}, t3{spec(3)};
   Ingest ingest{{&t0, &t3}, false};
   void feed(const std::vector<std::byte>& f) { ingest.on_frame(f, f.size(), 0); }
+  // Frames rejected under the reason of that name (manifest and metrics label).
+  uint64_t rejected_as(std::string_view name) const {
+    uint64_t n = 0;
+    for (std::size_t i = 0; i < kRejectReasonCount; ++i)
+      n += reject_name(i) == name ? ingest.rejected(i) : 0;
+    return n;
+  }
   std::vector<uint64_t> drain(StreamPipeline& sp) {
     std::vector<uint64_t> out;
     SlotId id;
@@ -92,8 +99,12 @@ TEST_F(VdifIngest, RejectsWithVdifReasons) {
   auto out_of_range = datagram(3, 0, 503);
   out_of_range[42 + 8 + 4] = std::byte{static_cast<uint8_t>(kFps)};  // frame number 100 of 100
   feed(out_of_range);
+  auto version7 = datagram(4, 0, 504);
+  version7[42 + 8 + 11] |= std::byte{0xE0};  // word 2 bits 29-31: VDIF version 7
+  feed(version7);
   ingest.flush_all();
   EXPECT_EQ(drain(t0), (std::vector<uint64_t>{500}));
+  EXPECT_EQ(rejected_as("vdif_version"), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::header_form)), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::size_mismatch)), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::frame_out_of_range)), 1u);
