@@ -1,7 +1,7 @@
 // Per UDP flow with VTP (doc/vdif.md): what the packet sequence numbers say. `skipped` counts
 // the numbers never seen: a number jumped over may still arrive late (reordered on the way), so
 // it is only counted once it cannot be taken back any more. A user wants the packets the
-// network lost; counting every jump (main before issue 23) also counted every late packet.
+// network lost; counting every jump (before issue 23) also counted every late packet.
 #pragma once
 
 #include <array>
