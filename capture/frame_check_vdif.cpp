@@ -9,18 +9,6 @@
 namespace rocecap::capture {
 namespace {
 
-// Counts the flow's VTP numbers: a jump forward skips numbers, a number at or below the
-// highest arrived out of order (late, or repeated).
-void note_vtp(VtpState& v, uint64_t psn) noexcept {
-  if (v.started && psn <= v.highest) {
-    v.out_of_order.add();
-    return;
-  }
-  if (v.started && psn > v.highest + 1) v.skipped.add(psn - v.highest - 1);
-  v.started = true;
-  v.highest = psn;
-}
-
 // The stream of the flow (starting at `first`) that records `thread`, or kNoStream.
 uint32_t thread_stream(const std::vector<StreamPipeline*>& streams, uint32_t first,
                        uint16_t thread) noexcept {
@@ -44,7 +32,7 @@ std::size_t check_vdif(std::span<const std::byte> head, const std::vector<Stream
   std::size_t skip = 0;
   if (spec.vtp) {
     if (udp.size() < vdif::kVtpBytes) return reject_index(vdif::Invalid::vtp_missing);
-    note_vtp(flow.vtp, vdif::vtp_sequence(udp.first<vdif::kVtpBytes>()));
+    flow.vtp.note(vdif::vtp_sequence(udp.first<vdif::kVtpBytes>()));
     skip = vdif::kVtpBytes;
   }
   vdif::Header h;

@@ -167,17 +167,29 @@ bool Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byt
   return lend;
 }
 
+// A VDIF flow is quiet when none of its thread streams placed a frame since `idle_since`.
+bool Ingest::flow_quiet(const StreamPipeline& first, int64_t idle_since) const noexcept {
+  for (const StreamPipeline* sp = &first;; sp = streams_[sp->next_thread_stream]) {
+    if (sp->last_arrival_tick > idle_since) return false;
+    if (sp->next_thread_stream == StreamClassifier::kNoStream) return true;
+  }
+}
+
 void Ingest::flush_idle(int64_t idle_since) noexcept {
   for (StreamPipeline* sp : streams_) {
     if (sp->last_arrival_tick <= idle_since && sp->sequencer().pending() != 0) {
       sp->sequencer().flush();
     }
+    // A quiet flow's late packets are not coming: its pending VTP numbers are lost.
+    if (sp->vtp.pending() != 0 && flow_quiet(*sp, idle_since)) sp->vtp.settle();
   }
 }
 
 void Ingest::flush_all() noexcept {
-  for (StreamPipeline* sp : streams_)
+  for (StreamPipeline* sp : streams_) {
     sp->sequencer().flush();
+    sp->vtp.settle();
+  }
 }
 
 }  // namespace rocecap::capture

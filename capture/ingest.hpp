@@ -60,9 +60,10 @@ class Ingest final {
   // per-packet clock read is needed.
   void set_tick(int64_t tick) noexcept { tick_ = tick; }
   // Capture thread. Delivers the frames held in the reorder window of every stream that has
-  // received nothing since `idle_since` (so a quiet stream's last frames reach the files).
+  // received nothing since `idle_since` (so a quiet stream's last frames reach the files), and
+  // settles a quiet VTP flow's pending numbers as skipped (VtpState::settle).
   void flush_idle(int64_t idle_since) noexcept;
-  // Capture thread, at stop: delivers everything held.
+  // Capture thread, at stop: delivers everything held; every pending VTP number is skipped.
   void flush_all() noexcept;
 
   // The writer side of the arrival queue (null without record_arrivals).
@@ -78,6 +79,7 @@ class Ingest final {
   static constexpr std::size_t kJoinBytes = 256;
 
   void reject(std::size_t reason) noexcept { rejected_[reason].add(); }
+  bool flow_quiet(const StreamPipeline& first, int64_t idle_since) const noexcept;
   // check_frame on the header slot's `head` bytes followed by the payload slot's.
   std::size_t check_joined(const StreamRing& ring, SlotId slot, std::size_t head, uint32_t byte_len,
                            Checked& c) const noexcept;

@@ -16,6 +16,7 @@
 #include "capture/sequencer.hpp"
 #include "capture/stream_ring.hpp"
 #include "capture/vdif/header.hpp"
+#include "capture/vtp_state.hpp"
 #include "common/relaxed_counter.hpp"
 
 namespace rocecap::capture {
@@ -29,15 +30,6 @@ struct VdifSpec {
   vdif::Rate rate;
   bool vtp = false;
   uint32_t thread = kAnyThread;
-};
-
-// Per UDP flow with VTP: the highest packet sequence number seen and what the numbers showed.
-// Kept on the flow's first stream (its thread streams share the flow). Capture thread writes.
-struct VtpState {
-  bool started = false;
-  uint64_t highest = 0;
-  common::RelaxedCounter skipped;       // numbers jumped over (packets lost, or late)
-  common::RelaxedCounter out_of_order;  // numbers at or below the highest (late or repeated)
 };
 
 // The last version 3 CODIF header accepted on a stream. Within a stream consecutive headers
@@ -100,7 +92,8 @@ class StreamPipeline {
   int64_t last_arrival_tick = 0;
   CodifMemo codif_memo;
   // VDIF: the next stream of the same UDP flow (another thread; kNoStream: none), the header
-  // form the stream started with (0: none yet, 16 or 32 bytes), and the flow's VTP numbers.
+  // form the stream started with (0: none yet, 16 or 32 bytes), and the flow's VTP numbers
+  // (kept on the flow's first stream: its thread streams share the flow).
   uint32_t next_thread_stream = StreamClassifier::kNoStream;
   uint8_t vdif_header_bytes = 0;
   VtpState vtp;

@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <string_view>
 #include <unordered_map>
@@ -278,29 +277,17 @@ void check_format_options(Context& ctx, RunConfig& cfg) {
   o.strip_headers = false;
 }
 
-// Each target absolute, none inside another (a file placed on one would be inside the other's
-// run directory too).
+// Each target absolute, none the same as another or inside another (a file placed on one
+// would be inside the other's run directory too): check_targets.cpp.
 void check_output_targets(Context& ctx, const OutputSection& o) {
   for (std::size_t i = 0; i < o.directories.size(); ++i) {
     const std::string path = fmt::format("output.directories[{}]", i);
     const std::string& d = o.directories[i];
-    if (ctx.failed(path)) continue;
-    if (d.empty() || d.front() != '/') {
+    if (!ctx.failed(path) && (d.empty() || d.front() != '/')) {
       ctx.report(path, fmt::format("'{}' is relative; use an absolute path", d));
-      continue;
-    }
-    for (std::size_t j = 0; j < o.directories.size(); ++j) {
-      const std::string a = std::filesystem::path(o.directories[j]).lexically_normal().string();
-      const std::string b = std::filesystem::path(d).lexically_normal().string();
-      if (j == i || a == b) continue;
-      const std::string prefix = a.back() == '/' ? a : a + "/";
-      if (b.compare(0, prefix.size(), prefix) == 0) {
-        ctx.report(path, fmt::format("'{}' is inside output.directories[{}] '{}'; targets must "
-                                     "not nest",
-                                     d, j, o.directories[j]));
-      }
     }
   }
+  check_target_identity(ctx, o, false);
 }
 
 void check_output_sizes(Context& ctx, const RunConfig& cfg) {
@@ -375,6 +362,7 @@ void check_consistency(Context& ctx, RunConfig& cfg) {
   check_antennas(ctx, cfg.streams);
   if (!ctx.failed("streams.antennas")) check_cq_size(ctx, cfg);
   check_cpu_plan(ctx, cfg);
+  check_writer_plan(ctx, cfg);
   check_sync_words(ctx, cfg.streams);
   check_vdif(ctx, cfg);
   check_format_options(ctx, cfg);

@@ -6,6 +6,7 @@
 #include "config/host_checks.hpp"
 #include "config/retention_plan.hpp"
 #include "config/schema.hpp"
+#include "config/token_file.hpp"
 #include "config/units.hpp"
 
 namespace rocecap::config {
@@ -49,12 +50,11 @@ constexpr uint64_t kSlotAlign = 64;
 
 // Host memory of every ring: header slots always; payload slots unless they may be GPU
 // memory (payload_memory gpu, or auto with verbs, the only backend that can scatter into a
-// GPU: the start-up check covers those once the choice is made).
+// GPU: the start-up check covers those once the choice is made). Every stream has its own
+// ring, each listed VDIF thread included (1024 threads are 1024 times the memory).
 uint64_t host_ring_bytes(const RunConfig& cfg, bool& with_payload) {
   const CaptureSection& c = cfg.capture;
-  uint64_t streams = 0;
-  for (const InterfaceConfig& itf : c.interfaces)
-    streams += itf.groups.size() * cfg.streams.antennas.size();
+  const uint64_t streams = count_streams(cfg);
   with_payload = c.payload_memory == PayloadMemory::host ||
                  (c.payload_memory == PayloadMemory::automatic && c.backend != Backend::verbs);
   const uint64_t per_slot =
@@ -68,9 +68,10 @@ void check_memory(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
   }
   bool with_payload = false;
   const uint64_t need = host_ring_bytes(cfg, with_payload);
-  const std::string what = fmt::format("the rings need {} of host memory ({} slots, {})",
-                                       format_size(need), cfg.capture.ring_depth,
-                                       with_payload ? "header and payload" : "header slots only");
+  const std::string what =
+      fmt::format("the rings need {} of host memory ({} streams x {} slots, {})", format_size(need),
+                  count_streams(cfg), cfg.capture.ring_depth,
+                  with_payload ? "header and payload" : "header slots only");
   const MemoryFacts facts = read_memory_facts(host.proc_root);
   if (facts.available_bytes && need > *facts.available_bytes) {
     ctx.report("capture.ring_depth",
@@ -150,11 +151,18 @@ void check_host(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
     const std::string why = check_writable_directory(o.directory);
     if (!why.empty()) ctx.report("output.directory", why);
   }
+  if (ctx.present("output.directories")) check_target_identity(ctx, o, true);
   for (std::size_t i = 0; ctx.present("output.directories") && i < o.directories.size(); ++i) {
     const std::string path = fmt::format("output.directories[{}]", i);
     if (ctx.failed(path)) continue;
     const std::string why = check_writable_directory(o.directories[i]);
     if (!why.empty()) ctx.report(path, why);
+  }
+  const RetentionSection& r = cfg.retention;
+  if (r.enabled && !r.http_token_file.empty() && r.http_token_file.front() == '/' &&
+      !ctx.failed("retention.http_token_file")) {
+    const TokenFile t = read_token_file(r.http_token_file);
+    if (!t.error.empty()) ctx.report("retention.http_token_file", t.error);
   }
   if (cfg.capture.backend == Backend::pcap_file && !ctx.failed("capture.pcap_file") &&
       !ctx.failed("capture.backend") && !cfg.capture.pcap_file.empty()) {

@@ -65,7 +65,7 @@ void parse_retention(Context& ctx, const Field& f, RetentionSection& r) {
   if (const auto formats = m.get("formats")) {
     const auto items = list_items(ctx, formats);
     if (formats->node.IsSequence() && items.empty()) {
-      ctx.report(formats->pos, formats->path, "needs at least one of raw, codifhdr, vdifhdr, pcap");
+      ctx.report(formats->pos, formats->path, "needs at least one of raw, codifhdr, pcap");
     }
     r.formats.clear();
     for (const Field& item : items) {

@@ -204,7 +204,14 @@ void parse_streams(Context& ctx, const Field& f, StreamsSection& s) {
     s.frames_per_second = *v;
   if (auto v = read_uint(ctx, m.get("sample_rate"), 1, uint64_t{1} << 40)) s.sample_rate = *v;
   if (auto v = read_bool(ctx, m.get("vtp"))) s.vtp = *v;
-  for (const Field& item : list_items(ctx, m.get("threads"))) {
+  // An empty list would mean "every thread" like no list at all: refused rather than guessed.
+  const auto threads = m.get("threads");
+  if (threads && threads->node.IsSequence() && threads->node.size() == 0) {
+    ctx.report(threads->pos, threads->path,
+               "needs at least one VDIF thread id; leave threads out to record every thread as "
+               "one stream");
+  }
+  for (const Field& item : list_items(ctx, threads)) {
     const auto v = read_uint(ctx, item, 0, 1023);
     if (v && std::find(s.threads.begin(), s.threads.end(), *v) != s.threads.end()) {
       ctx.report(item.pos, item.path, "listed twice");
@@ -261,11 +268,11 @@ void parse_output_directories(Context& ctx, const MapView& m, OutputSection& o) 
 }
 
 void parse_output(Context& ctx, const Field& f, OutputSection& o) {
-  const MapView m(ctx, f,
-                  {"directory", "directories", "formats", "rotate", "name_template",
-                   "pcap_name_template", "fill_gaps", "strip_headers", "reorder_window",
-                   "direct_io", "writer_cpu", "writer_threads", "writer_cpus", "io_uring",
-                   "preallocate"});
+  const MapView m(
+      ctx, f,
+      {"directory", "directories", "formats", "rotate", "name_template", "pcap_name_template",
+       "fill_gaps", "strip_headers", "reorder_window", "direct_io", "writer_cpu", "writer_threads",
+       "writer_cpus", "io_uring", "preallocate"});
   if (!m.valid()) return;
   parse_output_directories(ctx, m, o);
   const auto formats = m.get("formats");

@@ -105,6 +105,18 @@ std::vector<StreamRef> enumerate_streams(const RunConfig& config) {
   return out;
 }
 
+uint64_t interface_streams(const RunConfig& config, std::size_t i) noexcept {
+  return uint64_t{config.capture.interfaces[i].groups.size()} * config.streams.antennas.size() *
+         std::max<std::size_t>(1, config.streams.threads.size());
+}
+
+uint64_t count_streams(const RunConfig& config) noexcept {
+  uint64_t n = 0;
+  for (std::size_t i = 0; i < config.capture.interfaces.size(); ++i)
+    n += interface_streams(config, i);
+  return n;
+}
+
 bool has_format(const OutputSection& output, OutputFormat format) noexcept {
   return std::find(output.formats.begin(), output.formats.end(), format) != output.formats.end();
 }

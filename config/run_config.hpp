@@ -166,6 +166,10 @@ struct StreamRef {
 // Every stream of the run, interface by interface, group by group, antenna by antenna, thread
 // by thread.
 std::vector<StreamRef> enumerate_streams(const RunConfig& config);
+// How many streams interface `i` has (groups x antennas x listed VDIF threads, at least one),
+// and the whole run: enumerate_streams(config).size() without building the list.
+uint64_t interface_streams(const RunConfig& config, std::size_t i) noexcept;
+uint64_t count_streams(const RunConfig& config) noexcept;
 
 bool has_format(const OutputSection& output, OutputFormat format) noexcept;
 

@@ -38,6 +38,13 @@ void parse_document(Context& ctx, const Field& root, RunConfig& out);
 // Pass 2: rules between fields; fills derived values (cq_size, format-dependent defaults).
 void check_consistency(Context& ctx, RunConfig& config);
 
+// Part of pass 2: output.writer_cpu / writer_cpus / writer_threads against each other and the
+// threads the run can use (check_writers.cpp); fills writer_threads from writer_cpus.
+void check_writer_plan(Context& ctx, RunConfig& config);
+// output.directories: none listed twice under two spellings, none inside another; resolve:
+// compare what they resolve to on this host (symlinks), else the normalised paths.
+void check_target_identity(Context& ctx, const OutputSection& output, bool resolve);
+
 // Part of pass 2: the VDIF keys (streams.frames_per_second, sample_rate, vtp, threads), the
 // header split they need, vdifhdr output, and the default file names of several threads.
 void check_vdif(Context& ctx, RunConfig& config);

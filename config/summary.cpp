@@ -4,6 +4,7 @@
 
 #include "config/name_template.hpp"
 #include "config/retention_plan.hpp"
+#include "config/token_file.hpp"
 #include "config/units.hpp"
 
 namespace rocecap::config {
@@ -47,8 +48,9 @@ std::string capture_lines(const RunConfig& cfg) {
 std::string stream_lines(const RunConfig& cfg) {
   const StreamsSection& s = cfg.streams;
   const auto streams = enumerate_streams(cfg);
-  std::string out = fmt::format("streams     {} ({} antennas x groups), format {}", streams.size(),
-                                s.antennas.size(), to_string(s.format));
+  std::string out = fmt::format(
+      "streams     {} ({} antennas x groups{}), format {}", streams.size(), s.antennas.size(),
+      s.threads.empty() ? "" : fmt::format(" x {} threads", s.threads.size()), to_string(s.format));
   for (std::size_t i = 0; i < s.sync.size(); ++i) {
     out += fmt::format("{}0x{:08X} {}", i ? ", " : ", sync ", s.sync[i].word,
                        to_string(s.sync[i].layout));
@@ -128,6 +130,11 @@ std::string retention_lines(const RunConfig& cfg) {
       formats, format_size(r.write_rate), format_duration(r.max_future),
       r.socket.empty() ? cfg.output.directory + "/" + cfg.run.name + "/trigger.sock" : r.socket);
   if (trigger_exposed_without_token(cfg)) out += kTriggerExposedNote;
+  if (!r.http_token_file.empty()) {
+    const std::string warning = read_token_file(r.http_token_file).warning;
+    if (!warning.empty())
+      out += "            (warning: retention.http_token_file " + warning + ")\n";
+  }
   return out;
 }
 

@@ -100,6 +100,8 @@ std::string_view to_string(Invalid v) noexcept {
       return "vdif_header_form";
     case Invalid::vtp_missing:
       return "vdif_vtp_missing";
+    case Invalid::version:
+      return "vdif_version";
     case Invalid::count_:
       break;
   }
@@ -108,6 +110,7 @@ std::string_view to_string(Invalid v) noexcept {
 
 Invalid validate(const Header& h, std::size_t frame_bytes, const Rate& rate,
                  Timing& timing) noexcept {
+  if (h.version > kMaxVersion) return Invalid::version;
   if (h.frame_bytes() <= h.header_bytes()) return Invalid::short_frame;
   if (h.frame_bytes() != frame_bytes) return Invalid::size_mismatch;
   Timing t;

@@ -21,6 +21,10 @@ inline constexpr std::size_t kLegacyHeaderBytes = 16;
 inline constexpr std::size_t kVtpBytes = 8;  // VTP packet sequence number, before the frame
 inline constexpr uint32_t kMaxFrameNumber = (1u << 24) - 1;
 inline constexpr uint16_t kMaxThreadId = (1u << 10) - 1;
+// The version field of VDIF data: 0 in the VDIF 1.0 document, 1 in what most writers send
+// (baseband's default, which also requires bits 30-31 to be 0; rocecap gen). 2 to 7 are no
+// layout anyone defined: such a header is noise or another format, not a frame to place.
+inline constexpr uint8_t kMaxVersion = 1;
 
 // Every field of the header, decoded. A legacy header leaves edv and extended at 0.
 struct Header {
@@ -78,6 +82,7 @@ enum class Invalid : uint8_t {
   unlisted_thread,     // a thread the stream does not record (streams.threads)
   header_form,         // legacy and 32-byte headers mixed in one stream
   vtp_missing,         // vtp: true and the UDP payload has no room for the 8-byte number
+  version,             // version field 2-7: no VDIF layout (0 and 1 are, see kMaxVersion)
   count_
 };
 inline constexpr std::size_t kInvalidCount = static_cast<std::size_t>(Invalid::count_);
@@ -88,8 +93,8 @@ struct Timing {
   uint64_t frames_per_second = 0;
 };
 
-// Checks the header against itself, the frame bytes (UDP payload less any VTP number) and the
-// rate; fills `timing` when ok.
+// Checks the header against itself (its version first), the frame bytes (UDP payload less any VTP
+// number) and the rate; fills `timing` when ok.
 Invalid validate(const Header& h, std::size_t frame_bytes, const Rate& rate,
                  Timing& timing) noexcept;
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "config/token_file.hpp"
 #include "config/units.hpp"
 #include "daemon/lib/atomic_file.hpp"
 #include "writers/output_path.hpp"
@@ -229,22 +230,9 @@ DumpService::DumpService(const config::RunConfig& config, std::filesystem::path 
   for (std::size_t t = 0; t < targets_->size(); ++t)
     next_id_ = std::max(next_id_, first_free_dump_id(dump_root(t)));
   if (!config.retention.http_token_file.empty()) {
-    std::FILE* f = std::fopen(config.retention.http_token_file.c_str(), "rb");
-    if (f == nullptr) {
-      throw std::runtime_error("retention.http_token_file " + config.retention.http_token_file +
-                               ": " + std::strerror(errno));
-    }
-    char buf[512];
-    const std::size_t n = std::fread(buf, 1, sizeof buf, f);
-    std::fclose(f);
-    token_.assign(buf, n);
-    while (!token_.empty() &&
-           (token_.back() == '\n' || token_.back() == '\r' || token_.back() == ' '))
-      token_.pop_back();
-    if (token_.empty()) {
-      throw std::runtime_error("retention.http_token_file " + config.retention.http_token_file +
-                               " is empty");
-    }
+    config::TokenFile t = config::read_token_file(config.retention.http_token_file);
+    if (!t.error.empty()) throw std::runtime_error("retention.http_token_file " + t.error);
+    token_ = std::move(t.token);
   }
   std::size_t stride = 0;
   capture::memory::MemoryKind kind = capture::memory::MemoryKind::host;

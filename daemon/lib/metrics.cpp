@@ -68,8 +68,9 @@ Labels stream_labels(const Runtime& rt, const InterfaceRuntime& ir, std::size_t 
 void add_vtp(Exposition& e, const Runtime& rt) {
   if (!rt.config->streams.vtp) return;
   auto& skipped = e.family("rocecap_vtp_skipped_total",
-                           "VTP packet sequence numbers jumped over (packets lost on the way, or "
-                           "arriving late), per UDP flow",
+                           "VTP packet sequence numbers never seen (packets lost on the way), "
+                           "counted once no longer expected: 4096 numbers behind the highest, the "
+                           "flow quiet, or the stop; per UDP flow",
                            MetricType::Counter);
   auto& ooo = e.family("rocecap_vtp_out_of_order_total",
                        "Packets whose VTP sequence number was at or below the highest seen "

@@ -10,6 +10,7 @@
 
 #include "capture/net/packet.hpp"
 #include "config/summary.hpp"
+#include "config/token_file.hpp"
 #include "config/units.hpp"
 #include "daemon/lib/dump_service.hpp"
 #include "daemon/lib/manifest_file.hpp"
@@ -102,6 +103,13 @@ WriterPlan plan_writers(Runtime& rt, spdlog::logger& log) {
           : default_writer_threads(shards, streams, rt.targets ? rt.targets->size() : 1, cpus);
   WriterPlan plan;
   if (threads > 1) plan = plan_writer_pool(rt, threads);
+  // The loader refuses more threads than streams (or pcap interfaces); GPU payload staging,
+  // chosen only now with payload_memory auto, can leave fewer units than that: say so.
+  if (out.writer_threads > std::max<std::size_t>(1, plan.size()))
+    log.warn(
+        "output.writer_threads {}: {} started; an interface with GPU payload staging is "
+        "written whole by one thread",
+        out.writer_threads, std::max<std::size_t>(1, plan.size()));
   const std::string direct = !out.direct_io  ? "off"
                              : !out.io_uring ? "write() (output.io_uring: false)"
                                              : writers::probe_io_engine().reason;
@@ -266,6 +274,10 @@ Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
     log.info("{}", line);
   };
   d.service = std::make_unique<DumpService>(cfg, rt.run_dir, std::move(streams), o);
+  if (!cfg.retention.http_token_file.empty()) {
+    const std::string warning = config::read_token_file(cfg.retention.http_token_file).warning;
+    if (!warning.empty()) log.warn("retention.http_token_file {}", warning);
+  }
   const std::string path =
       cfg.retention.socket.empty() ? (rt.run_dir / "trigger.sock").string() : cfg.retention.socket;
   DumpService* service = d.service.get();

@@ -9,6 +9,8 @@
 #   200000 antennas with one duplicate source          exit 2 naming it (the check was quadratic:
 #                                                      hours; each command here is bounded)
 #   metrics.listen 0.0.0.0                             check-config notes it, the daemon warns
+#   writer_threads: 256 for one stream                 exit 2 naming the limit (ran as 1)
+#   a token file every user can read                   check-config and the daemon warn
 #   metrics port in use                                exit 3 "already in use" (was: "null
 #                                                      context when constructing CivetServer")
 # Usage: rocecapd_hostile_config.sh ROCECAPD ROCECAP
@@ -89,6 +91,23 @@ check "$work/many.yaml" 2 "streams.antennas[199999].source: 10.1.0.12 is already
 
 base "" "metrics: { listen: 0.0.0.0:9464 }" >"$work/exposed.yaml"
 check "$work/exposed.yaml" 0 "metrics     http://0.0.0.0:9464/metrics  (warning: not loopback"
+
+# Accepted but wrong on main (issue 23): more writer threads than streams ran as one; a token
+# file every user can read was taken without a word (and its surrounding spaces kept).
+base "" 'metrics: { enabled: false }' | sed 's/formats: \[raw\] }/formats: [raw], writer_threads: 256 }/' >"$work/threads.yaml"
+check "$work/threads.yaml" 2 "output.writer_threads: 256 writer threads, but this run has 1 stream to share out (a ring has one writer); at most 1"
+printf '  s3cret \n' >"$work/token"
+chmod 0644 "$work/token"
+base "" "metrics: { enabled: false }
+retention: { retain: 1s, frame_rate: 1000, http_token_file: $work/token }" >"$work/token.yaml"
+check "$work/token.yaml" 0 "(warning: retention.http_token_file $work/token is readable by every user (mode 0644)"
+rc=0
+timeout 60 "$rocecapd" --config "$work/token.yaml" 2>"$work/token.log" || rc=$?
+if [ "$rc" != 0 ] || ! grep -qF "retention.http_token_file $work/token is readable by every user" "$work/token.log"; then
+  cat "$work/token.log" >&2
+  fail "world-readable token file: exit $rc (want 0), the start-up log must warn about it"
+fi
+echo "ok: world-readable token file: the daemon warns: $(grep -o "retention.http_token_file .*" "$work/token.log" | head -1 | cut -c1-100)"
 
 # A port someone else listens on: exit 3 naming the address and why.
 port=$(python3 -c "import socket; s = socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")

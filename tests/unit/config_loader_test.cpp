@@ -572,11 +572,12 @@ TEST_F(RingMemory, RingsBeyondMemAvailableAreRefusedWithTheNumbers) {
   ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
   EXPECT_EQ(r.problems[0].key_path, "capture.ring_depth");
   EXPECT_EQ(r.problems[0].line, 6);
-  EXPECT_NE(r.problems[0].message.find("the rings need 1.1 GiB of host memory (32768 slots, "
-                                       "header and payload) but this host has 1 GiB available "
-                                       "(MemAvailable, " +
-                                       dir_.string() + "/meminfo)"),
-            std::string::npos)
+  EXPECT_NE(
+      r.problems[0].message.find("the rings need 1.1 GiB of host memory (4 streams x 32768 slots, "
+                                 "header and payload) but this host has 1 GiB available "
+                                 "(MemAvailable, " +
+                                 dir_.string() + "/meminfo)"),
+      std::string::npos)
       << r.problems[0].message;
   // The same rings fit in 2 GiB; with verbs and payload auto only the header slots count.
   fake_proc("2097152", "unlimited", "0000000000000000");
@@ -590,9 +591,10 @@ TEST_F(RingMemory, VerbsRingsBeyondTheMemlockLimitNeedCapIpcLock) {
   fake_proc("16777216", "65536", "0000000000000000");
   LoadResult r = load("ring_depth: 1024", "ring_depth: 1024");
   ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
-  EXPECT_NE(r.problems[0].message.find("the rings need 768 KiB of host memory (1024 slots, header "
-                                       "slots only) locked, but this process may lock 64 KiB "
-                                       "(RLIMIT_MEMLOCK"),
+  EXPECT_NE(r.problems[0].message.find(
+                "the rings need 768 KiB of host memory (4 streams x 1024 slots, header "
+                "slots only) locked, but this process may lock 64 KiB "
+                "(RLIMIT_MEMLOCK"),
             std::string::npos)
       << r.problems[0].message;
   fake_proc("16777216", "65536", "0000000000004000");  // CAP_IPC_LOCK (bit 14)

@@ -692,5 +692,17 @@ TEST(DumpService, GpuRetentionDumpsTheSameBytes) {
             expected_raw(995, 1009, dropped));
 }
 
+// A token file written with spaces, a tab and `echo`'s newline around the token: the token is
+// what is between them (main kept the leading spaces and the tab, so the token never matched).
+TEST(DumpService, TheTokenIsTheFileWithoutTheWhitespaceAroundIt) {
+  Rig rig("  s3cret\t");
+  rig.feed(800, 1199);
+  const std::string window =
+      fmt::format("\"start\": {}, \"end\": {}", time_of(1000), time_of(1005));
+  EXPECT_TRUE(rig.dumps->handle("{" + window + "}", true, "s3cret").at("ok").get<bool>());
+  const json wrong = rig.dumps->handle("{" + window + "}", true, "  s3cret\t");
+  EXPECT_EQ(wrong.at("reason"), "unauthorized") << wrong.dump();
+}
+
 }  // namespace
 }  // namespace rocecap::daemon

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <set>
 #include <vector>
 
 #include "capture/ingest.hpp"
@@ -48,6 +49,13 @@ struct VdifIngest : ::testing::Test {
   StreamPipeline t0{spec(0)}, t3{spec(3)};
   Ingest ingest{{&t0, &t3}, false};
   void feed(const std::vector<std::byte>& f) { ingest.on_frame(f, f.size(), 0); }
+  // Frames rejected under the reason of that name (manifest and metrics label).
+  uint64_t rejected_as(std::string_view name) const {
+    uint64_t n = 0;
+    for (std::size_t i = 0; i < kRejectReasonCount; ++i)
+      n += reject_name(i) == name ? ingest.rejected(i) : 0;
+    return n;
+  }
   std::vector<uint64_t> drain(StreamPipeline& sp) {
     std::vector<uint64_t> out;
     SlotId id;
@@ -74,13 +82,74 @@ TEST_F(VdifIngest, ThreadsGoToTheirStreamsAndVtpGapsAreCounted) {
   EXPECT_EQ(drain(t3), (std::vector<uint64_t>{9998, 9999, 10000, 10001, 10002, 10004}));
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::unlisted_thread)), 5u);
   EXPECT_EQ(reject_name(reject_index(vdif::Invalid::unlisted_thread)), "vdif_unlisted_thread");
-  EXPECT_EQ(t0.vtp.skipped.get(), 2u);  // kept on the flow's first stream
+  EXPECT_EQ(t0.vtp.skipped.get(), 1u);  // kept on the flow's first stream; 16 came late
   EXPECT_EQ(t0.vtp.out_of_order.get(), 1u);
   EXPECT_EQ(t3.vtp.skipped.get(), 0u);
   const SequencerStats s = t0.sequencer().stats();
   EXPECT_EQ(s.received, 6u);
   EXPECT_EQ(s.lost, 1u);
   EXPECT_EQ(s.bytes, 6u * (32 + kData));  // VDIF frame bytes, VTP number excluded
+}
+
+// The VTP `skipped` count is the numbers never seen (doc/vdif.md): a number skipped and then
+// arriving late is taken back, a repeat is not. 100 numbers with 18 lost, 15 pairs swapped and
+// 10 repeated: main reported 33 skipped (every swap counted) for 18 missing.
+TEST_F(VdifIngest, VtpSkippedCountsTheNumbersNeverSeen) {
+  std::vector<uint64_t> order;
+  for (uint64_t n = 0; n < 100; ++n)
+    order.push_back(n);
+  const std::set<uint64_t> lost{3,  7,  11, 19, 23, 29, 31, 37, 41,
+                                43, 47, 53, 59, 61, 67, 71, 73, 79};
+  std::vector<uint64_t> sent;
+  for (uint64_t n : order)
+    if (lost.count(n) == 0) sent.push_back(n);
+  for (std::size_t i = 1; i + 1 < sent.size() && i < 60; i += 4)  // 15 disjoint swaps
+    std::swap(sent[i], sent[i + 1]);
+  for (std::size_t i = 62; i < 72; ++i)  // 10 repeats, each right after its original
+    sent.insert(sent.begin() + static_cast<std::ptrdiff_t>(2 * i - 62 + 1), sent[2 * i - 62]);
+  uint64_t previous = 0;
+  for (uint64_t n : sent) {
+    feed(datagram(n, 0, 1000 + n));
+    EXPECT_GE(t0.vtp.skipped.get(), previous) << "a counter never goes back (Prometheus)";
+    previous = t0.vtp.skipped.get();
+  }
+  ingest.flush_all();
+  EXPECT_EQ(t0.vtp.skipped.get(), lost.size());
+  EXPECT_EQ(t0.vtp.out_of_order.get(), 15u + 10u);
+}
+
+// Numbers count as skipped once they can no longer arrive: kWindow numbers behind the highest,
+// the flow quiet for a housekeeping period (flush_idle), or the stop (flush_all). A packet later
+// than that is out of order but stays counted as skipped: the count never goes back.
+TEST_F(VdifIngest, VtpSkipsAreSettledBehindTheWindowWhenQuietAndAtStop) {
+  constexpr uint64_t kWindow = VtpState::kWindow;
+  feed(datagram(0, 0, 1000));
+  feed(datagram(6, 0, 1001));  // 1-5 not (yet) seen
+  EXPECT_EQ(t0.vtp.skipped.get(), 0u) << "they may still come";
+  feed(datagram(2, 0, 1002));  // late: taken back before it was ever counted
+  for (uint64_t n = 7; n <= 5 + kWindow; ++n)
+    feed(datagram(n, 0, 1000 + n));
+  EXPECT_EQ(t0.vtp.skipped.get(), 4u) << "1, 3, 4, 5: a window behind the highest";
+  feed(datagram(1, 0, 1003));  // later than the window: out of order, still skipped
+  EXPECT_EQ(t0.vtp.skipped.get(), 4u);
+  EXPECT_EQ(t0.vtp.out_of_order.get(), 2u);
+  const uint64_t next = 6 + kWindow;
+  ingest.set_tick(5);
+  feed(datagram(next + 3, 0, 1000 + next));  // next .. next + 2 missing
+  EXPECT_EQ(t0.vtp.skipped.get(), 4u);
+  ingest.set_tick(6);
+  ingest.flush_idle(4);  // the flow spoke at tick 5: not quiet
+  EXPECT_EQ(t0.vtp.skipped.get(), 4u);
+  ingest.flush_idle(5);  // quiet since tick 5
+  EXPECT_EQ(t0.vtp.skipped.get(), 7u);
+  feed(datagram(next + 1, 0, 1000 + next + 1));  // after settling: out of order only
+  ingest.flush_all();
+  EXPECT_EQ(t0.vtp.skipped.get(), 7u);
+  // A jump longer than the window counts what falls out of it at once.
+  feed(datagram(next + 4 + 3 * kWindow, 0, 1000 + next + 4));
+  EXPECT_EQ(t0.vtp.skipped.get(), 7u + 2 * kWindow + 1);
+  ingest.flush_all();
+  EXPECT_EQ(t0.vtp.skipped.get(), 7u + 3 * kWindow);
 }
 
 TEST_F(VdifIngest, RejectsWithVdifReasons) {
@@ -92,8 +161,12 @@ TEST_F(VdifIngest, RejectsWithVdifReasons) {
   auto out_of_range = datagram(3, 0, 503);
   out_of_range[42 + 8 + 4] = std::byte{static_cast<uint8_t>(kFps)};  // frame number 100 of 100
   feed(out_of_range);
+  auto version7 = datagram(4, 0, 504);
+  version7[42 + 8 + 11] |= std::byte{0xE0};  // word 2 bits 29-31: VDIF version 7
+  feed(version7);
   ingest.flush_all();
   EXPECT_EQ(drain(t0), (std::vector<uint64_t>{500}));
+  EXPECT_EQ(rejected_as("vdif_version"), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::header_form)), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::size_mismatch)), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(vdif::Invalid::frame_out_of_range)), 1u);

@@ -127,6 +127,18 @@ TEST(VdifHeader, ValidateNamesEachReason) {
   h.nbits = 3;  // 8000 x 8 bits / 12 bits per sample set: not whole
   EXPECT_EQ(validate(h, 8032, Rate{.sample_rate = 1'000'000}, t), Invalid::fractional_samples);
   EXPECT_EQ(validate(h, 8032, fps, t), Invalid::ok);  // a given rate needs no sample count
+  // Version 0 (VDIF 1.0) and 1 (what writers use: baseband, DiFX tools, rocecap gen) are VDIF;
+  // 2 to 7 name no layout anyone defined: a frame of one is not taken for VDIF.
+  for (uint8_t version : {0, 1}) {
+    h = small();
+    h.version = version;
+    EXPECT_EQ(validate(h, 8032, fps, t), Invalid::ok) << int{version};
+  }
+  for (uint8_t version = 2; version < 8; ++version) {
+    h = small();
+    h.version = version;
+    EXPECT_EQ(to_string(validate(h, 8032, fps, t)), "vdif_version") << int{version};
+  }
   std::set<std::string> names;
   for (std::size_t i = 0; i < kInvalidCount; ++i)
     names.insert(std::string(to_string(static_cast<Invalid>(i))));

@@ -130,10 +130,40 @@ void finish(InspectStream& s) {
 struct PcapKey {
   uint32_t group, source;
   uint16_t port;
+  uint16_t thread;  // VDIF payloads: the header's thread id (one flow may carry several); else 0
   bool operator<(const PcapKey& o) const noexcept {
-    return std::tie(group, port, source) < std::tie(o.group, o.port, o.source);
+    return std::tie(group, port, source, thread) < std::tie(o.group, o.port, o.source, o.thread);
   }
 };
+
+// How a pcap's UDP payloads are read: CODIF frames, or VDIF frames at a frame rate (not in
+// VDIF headers), each preceded by an 8-byte VTP sequence number with `vtp`.
+struct PayloadRead {
+  uint64_t vdif_frames_per_second = 0;  // 0: CODIF
+  bool vtp = false;
+};
+
+// What one pcap file's records turned out to be, to say so when they are not what was asked.
+struct PcapTally {
+  uint64_t datagrams = 0;  // UDP datagrams whole in the capture
+  uint64_t frames = 0;     // read as a valid frame
+  uint64_t vdif_like = 0;  // refused as CODIF, but a self-consistent VDIF frame
+  uint64_t vtp_like = 0;   // ... of them, behind an 8-byte VTP number
+};
+
+// A payload whose VDIF length field (x 8 bytes) is exactly the payload, at offset 0 or behind
+// an 8-byte VTP number, with a VDIF version (0 or 1): with no sync word, that is what tells a
+// VDIF frame. Returns the offset (0 or 8), or -1.
+int vdif_offset(std::span<const std::byte> payload) {
+  for (const std::size_t skip : {std::size_t{0}, capture::vdif::kVtpBytes}) {
+    capture::vdif::Header h;
+    if (payload.size() <= skip || !capture::vdif::decode(payload.subspan(skip), h)) continue;
+    if (h.version <= capture::vdif::kMaxVersion && h.frame_bytes() > h.header_bytes() &&
+        h.frame_bytes() == payload.size() - skip)
+      return static_cast<int>(skip);
+  }
+  return -1;
+}
 
 void finish_all(InspectReport& r) {
   for (auto& s : r.streams)
@@ -141,7 +171,7 @@ void finish_all(InspectReport& r) {
   for (auto& s : r.streams) {
     if (s.first_header && !s.group.empty()) {
       s.station_id = s.first_header->station_id;
-      s.thread_id = s.first_header->thread_id;
+      s.thread_id = s.first_header->thread_id;  // a VDIF stream's is its key's
       s.group_id = s.first_header->group_id;
     }
   }
@@ -158,8 +188,90 @@ struct InspectSlots {
 
 namespace {
 
+InspectStream& pcap_stream(InspectReport& r, std::map<PcapKey, std::size_t>& slot,
+                           const capture::net::UdpFrame& u, uint16_t thread) {
+  const PcapKey key{u.dst_ip, u.src_ip, u.dst_port, thread};
+  auto [it, fresh] = slot.try_emplace(key, r.streams.size());
+  if (fresh) {
+    InspectStream s;
+    s.group = dotted(u.dst_ip);
+    s.port = u.dst_port;
+    s.source = dotted(u.src_ip);
+    s.thread_id = thread;
+    r.streams.push_back(std::move(s));
+  }
+  return r.streams[it->second];
+}
+
+// A datagram's VDIF frame: its thread's stream, then validated and sequenced as the capture
+// does (capture/frame_check_vdif.cpp). No header: a record of no stream.
+void add_vdif_datagram(InspectReport& r, std::map<PcapKey, std::size_t>& slot,
+                       const capture::net::UdpFrame& u, std::span<const std::byte> payload,
+                       const PayloadRead& how, PcapTally& tally) {
+  namespace vdif = capture::vdif;
+  const std::size_t skip = how.vtp ? vdif::kVtpBytes : 0;
+  vdif::Header h;
+  if (payload.size() < skip || !vdif::decode(payload.subspan(skip), h)) {
+    ++r.rejected[std::string(vdif::to_string(payload.size() < skip ? vdif::Invalid::vtp_missing
+                                                                   : vdif::Invalid::short_header))];
+    return;
+  }
+  InspectStream& s = pcap_stream(r, slot, u, h.thread_id);
+  ++s.records;
+  vdif::Timing t;
+  const vdif::Invalid why = vdif::validate(h, payload.size() - skip,
+                                           {.frames_per_second = how.vdif_frames_per_second}, t);
+  if (why != vdif::Invalid::ok) {
+    ++s.rejected[std::string(vdif::to_string(why))];
+    return;
+  }
+  capture::codif::Header view;
+  capture::codif::Timing view_t;
+  vdif::sequencer_view(h, t, view, view_t);
+  add_frame(s, view, view_t);
+  ++tally.frames;
+}
+
+// One UDP datagram of a pcap, read as the payloads are asked to be read.
+void add_datagram(InspectReport& r, std::map<PcapKey, std::size_t>& slot,
+                  const capture::net::UdpFrame& u, std::span<const std::byte> frame,
+                  const PayloadRead& how, PcapTally& tally) {
+  const std::size_t have = frame.size() > u.payload_offset ? frame.size() - u.payload_offset : 0;
+  if (have < u.payload_bytes) {  // snapped capture: the frame is not all there
+    InspectStream& s = pcap_stream(r, slot, u, 0);
+    ++s.records;
+    ++s.rejected["snapped"];
+    return;
+  }
+  ++tally.datagrams;
+  const auto payload = frame.subspan(u.payload_offset, u.payload_bytes);
+  if (how.vdif_frames_per_second != 0) return add_vdif_datagram(r, slot, u, payload, how, tally);
+  InspectStream& s = pcap_stream(r, slot, u, 0);
+  const uint64_t frames = s.frames;
+  add_codif(s, payload, u.payload_bytes);
+  if (s.frames != frames) {
+    ++tally.frames;
+    return;
+  }
+  const int offset = vdif_offset(payload);
+  if (offset >= 0) ++tally.vdif_like;
+  if (offset > 0) ++tally.vtp_like;
+}
+
+// Not one CODIF frame, and VDIF frames instead: reading on would report every record
+// bad_sync, which says nothing about the file.
+void refuse_vdif_as_codif(const std::string& name, const PcapTally& t) {
+  if (t.frames != 0 || t.vdif_like == 0) return;
+  fail(name,
+       "its UDP payloads are VDIF frames (" + std::to_string(t.vdif_like) + " of " +
+           std::to_string(t.datagrams) +
+           " datagrams), not CODIF: give --vdif FPS (VDIF headers do not carry the frame "
+           "rate)" +
+           (t.vtp_like != 0 ? " and --vtp (each starts with an 8-byte VTP sequence number)" : ""));
+}
+
 void pcap_into(InspectReport& r, std::map<PcapKey, std::size_t>& slot,
-               std::span<const std::byte> file, const std::string& name) {
+               std::span<const std::byte> file, const std::string& name, const PayloadRead& how) {
   if (file.size() < 24) fail(name, "shorter than a pcap file header");
   const uint32_t magic = load32(file.data(), false);
   const bool swap =
@@ -171,6 +283,7 @@ void pcap_into(InspectReport& r, std::map<PcapKey, std::size_t>& slot,
   if (linktype != kLinktypeEthernet) {
     fail(name, "link type " + std::to_string(linktype) + " is not Ethernet (1)");
   }
+  PcapTally tally;
   std::size_t off = 24;
   while (off < file.size()) {
     if (file.size() - off < 16)
@@ -190,24 +303,9 @@ void pcap_into(InspectReport& r, std::map<PcapKey, std::size_t>& slot,
       ++r.rejected[std::string(capture::net::to_string(e))];
       continue;
     }
-    const PcapKey key{u.dst_ip, u.src_ip, u.dst_port};
-    auto [it, fresh] = slot.try_emplace(key, r.streams.size());
-    if (fresh) {
-      InspectStream s;
-      s.group = dotted(u.dst_ip);
-      s.port = u.dst_port;
-      s.source = dotted(u.src_ip);
-      r.streams.push_back(std::move(s));
-    }
-    InspectStream& s = r.streams[it->second];
-    const std::size_t have = frame.size() > u.payload_offset ? frame.size() - u.payload_offset : 0;
-    if (have < u.payload_bytes) {  // snapped capture: the frame is not all there
-      ++s.records;
-      ++s.rejected["snapped"];
-      continue;
-    }
-    add_codif(s, frame.subspan(u.payload_offset, u.payload_bytes), u.payload_bytes);
+    add_datagram(r, slot, u, frame, how, tally);
   }
+  if (how.vdif_frames_per_second == 0) refuse_vdif_as_codif(name, tally);
 }
 
 void codif_into(InspectReport& r,
@@ -292,42 +390,45 @@ bool is_pcap(std::span<const std::byte> bytes) {
 }  // namespace
 
 InspectReport inspect_pcap_bytes(std::span<const std::byte> file, const std::string& name) {
-  InspectReport r{name, "pcap", "", 0, {}, {}};
+  InspectReport r{name, "pcap", "", "codif", 0, {}, {}};
   InspectSlots slots;
-  pcap_into(r, slots.pcap, file, name);
+  pcap_into(r, slots.pcap, file, name, {});
   finish_all(r);
   return r;
 }
 
 InspectReport inspect_codif_bytes(std::span<const std::byte> file, const std::string& name) {
-  InspectReport r{name, "codif", "", 0, {}, {}};
+  InspectReport r{name, "codif", "", "", 0, {}, {}};
   InspectSlots slots;
   codif_into(r, slots.codif, file, name);
   finish_all(r);
   return r;
 }
 
-InspectReport inspect_file(const std::string& path, uint64_t vdif_frames_per_second) {
+InspectReport inspect_file(const std::string& path, uint64_t vdif_frames_per_second, bool vtp) {
   InspectAccumulator acc(path);
-  acc.add_file(path, vdif_frames_per_second);
+  acc.add_file(path, vdif_frames_per_second, vtp);
   return acc.finish();
 }
 
 InspectAccumulator::InspectAccumulator(std::string name)
-    : report_{std::move(name), "", "", 0, {}, {}}, slots_(std::make_unique<InspectSlots>()) {}
+    : report_{std::move(name), "", "", "", 0, {}, {}}, slots_(std::make_unique<InspectSlots>()) {}
 InspectAccumulator::~InspectAccumulator() = default;
 
-void InspectAccumulator::add_file(const std::string& path, uint64_t vdif_frames_per_second) {
+void InspectAccumulator::add_file(const std::string& path, uint64_t vdif_frames_per_second,
+                                  bool vtp) {
   MappedFile f(path);
   const auto bytes = f.bytes();
   // One report holds one kind of file: the first decides, a later one of another kind is refused.
-  const std::string kind = vdif_frames_per_second != 0 ? "vdif" : is_pcap(bytes) ? "pcap" : "codif";
+  // A pcap is a pcap whatever its payloads (--vdif says how to read them).
+  const std::string kind = is_pcap(bytes) ? "pcap" : vdif_frames_per_second != 0 ? "vdif" : "codif";
   if (report_.format.empty()) report_.format = kind;
   if (kind != report_.format) fail(path, "a " + kind + " file among " + report_.format + " files");
   if (kind == "vdif") {
     vdif_into(report_, slots_->vdif, bytes, vdif_frames_per_second);
   } else if (kind == "pcap") {
-    pcap_into(report_, slots_->pcap, bytes, path);
+    report_.payload = vdif_frames_per_second != 0 ? "vdif" : "codif";
+    pcap_into(report_, slots_->pcap, bytes, path, {vdif_frames_per_second, vtp});
   } else {
     codif_into(report_, slots_->codif, bytes, path);
   }

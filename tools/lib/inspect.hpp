@@ -50,6 +50,7 @@ struct InspectReport {
   std::string file;
   std::string format;     // "pcap", "codif" or "vdif"
   std::string precision;  // pcap: "ns" or "us"
+  std::string payload;    // pcap: what its UDP payloads were read as, "codif" or "vdif"
   uint64_t records = 0;
   std::map<std::string, uint64_t> rejected;  // records of no stream (not IPv4/UDP, ...)
   std::vector<InspectStream> streams;        // in order of first appearance
@@ -57,9 +58,12 @@ struct InspectReport {
 
 // Reads `path` (pcap detected by magic, else raw CODIF); throws std::runtime_error naming the
 // file and what is wrong with it.
-// With vdif_frames_per_second, the file is read as raw VDIF (doc/vdif.md; the frame rate is not
-// in VDIF headers), streams by (station, thread).
-InspectReport inspect_file(const std::string& path, uint64_t vdif_frames_per_second = 0);
+// With vdif_frames_per_second (doc/vdif.md; the frame rate is not in VDIF headers) VDIF is
+// read: a raw VDIF file, streams by (station, thread), or a pcap whose UDP payloads are VDIF
+// frames, preceded by the 8-byte VTP sequence number with `vtp`, streams by (group, port,
+// source, thread). A pcap whose payloads are VDIF read without it is refused saying so.
+InspectReport inspect_file(const std::string& path, uint64_t vdif_frames_per_second = 0,
+                           bool vtp = false);
 
 struct InspectSlots;
 
@@ -72,7 +76,7 @@ class InspectAccumulator {
   InspectAccumulator(const InspectAccumulator&) = delete;
   InspectAccumulator& operator=(const InspectAccumulator&) = delete;
   // Throws std::runtime_error naming the file (unreadable, malformed, of another kind).
-  void add_file(const std::string& path, uint64_t vdif_frames_per_second = 0);
+  void add_file(const std::string& path, uint64_t vdif_frames_per_second = 0, bool vtp = false);
   uint64_t files() const noexcept { return files_; }
   InspectReport finish();  // once, after the last file
 

@@ -18,7 +18,11 @@ std::string iso_time(int64_t unix_ns) {
   return std::string(buf) + frac;
 }
 
-std::string stream_name(const InspectStream& s) {
+std::string stream_name(const InspectReport& r, const InspectStream& s) {
+  if (!s.group.empty() && r.payload == "vdif") {  // one flow may carry several VDIF threads
+    return s.group + ":" + std::to_string(s.port) + " <- " + s.source + " thread " +
+           std::to_string(s.thread_id);
+  }
   if (!s.group.empty()) return s.group + ":" + std::to_string(s.port) + " <- " + s.source;
   return std::string("station ") + capture::codif::station_name(s.station_id).data() + " group " +
          std::to_string(s.group_id) + " thread " + std::to_string(s.thread_id);
@@ -102,12 +106,14 @@ nlohmann::json to_json(const InspectReport& r) {
                      {"rejected", r.rejected},
                      {"streams", streams}};
   if (!r.precision.empty()) out["timestamp_precision"] = r.precision;
+  if (!r.payload.empty()) out["payload"] = r.payload;
   return out;
 }
 
 void print_table(const InspectReport& r, std::ostream& out) {
-  out << r.file << ": " << r.format << (r.precision.empty() ? "" : " (" + r.precision + ")") << ", "
-      << r.records << " records, " << r.streams.size() << " streams";
+  out << r.file << ": " << r.format << (r.precision.empty() ? "" : " (" + r.precision + ")")
+      << (r.payload == "vdif" ? " of VDIF frames" : "") << ", " << r.records << " records, "
+      << r.streams.size() << " streams";
   if (!r.rejected.empty()) {
     out << ", not CODIF/UDP:";
     for (const auto& [k, v] : r.rejected)
@@ -115,7 +121,7 @@ void print_table(const InspectReport& r, std::ostream& out) {
   }
   out << "\n\n";
   for (const auto& s : r.streams) {
-    out << stream_name(s) << "\n";
+    out << stream_name(r, s) << "\n";
     out << "  frames " << s.frames << " (unique " << s.unique_frames << "), duplicates "
         << s.duplicates << ", late " << s.late << ", invalid " << s.invalid << ", missing "
         << s.missing << " in " << s.gaps.size() << " gaps, rejected " << total(s.rejected) << "\n";

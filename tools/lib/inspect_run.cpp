@@ -26,6 +26,7 @@ json read_manifest(const fs::path& p) {
 struct RawKind {
   bool vdif = false;
   uint64_t frames_per_second = 0;
+  bool vtp = false;       // VDIF: each datagram (so each pcap record) starts with a VTP number
   bool stripped = false;  // strip_headers or format udp: data only, nothing to inspect
 };
 
@@ -37,6 +38,7 @@ RawKind raw_kind(const json& m) {
   if (!r.ok()) return k;
   k.vdif = r.config->streams.format == config::StreamFormat::vdif;
   k.frames_per_second = r.config->streams.frames_per_second;
+  k.vtp = r.config->streams.vtp;
   k.stripped =
       r.config->output.strip_headers || r.config->streams.format == config::StreamFormat::udp;
   return k;
@@ -60,7 +62,8 @@ bool is_run_path(const fs::path& path) {
   return fs::is_directory(path, ec) || path.filename() == "manifest.json";
 }
 
-RunInspectReport inspect_run(const fs::path& run_or_manifest, uint64_t vdif_frames_per_second) {
+RunInspectReport inspect_run(const fs::path& run_or_manifest, uint64_t vdif_frames_per_second,
+                             bool vtp) {
   std::error_code ec;
   const fs::path manifest_path =
       fs::is_directory(run_or_manifest, ec) ? run_or_manifest / "manifest.json" : run_or_manifest;
@@ -105,7 +108,8 @@ RunInspectReport inspect_run(const fs::path& run_or_manifest, uint64_t vdif_fram
           continue;
         }
         try {
-          acc.add_file(path, streams ? fps : 0);
+          // A VDIF run's pcap records are VDIF datagrams too (raw files hold no VTP numbers).
+          acc.add_file(path, fps, !streams && (vtp || kind.vtp));
           part.files.push_back(path);
         } catch (const std::exception& e) {
           out.unreadable.push_back(e.what());

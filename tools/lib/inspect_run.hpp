@@ -36,8 +36,10 @@ struct RunInspectReport {
 // A run directory (its manifest.json) or the manifest itself. vdif_frames_per_second: as
 // `--vdif` (0: the manifest's run file says, for a VDIF run). Throws std::runtime_error when
 // the manifest cannot be read; a listed file that cannot be read is named in `unreadable`.
+// A VDIF run's pcap files are read as VDIF datagrams, behind VTP numbers when the run file
+// says `vtp` (or `vtp` is given).
 RunInspectReport inspect_run(const std::filesystem::path& run_or_manifest,
-                             uint64_t vdif_frames_per_second = 0);
+                             uint64_t vdif_frames_per_second = 0, bool vtp = false);
 
 // Whether `path` names a run (a directory, or a file named manifest.json) rather than a file.
 bool is_run_path(const std::filesystem::path& path);

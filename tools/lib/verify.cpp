@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cstring>
-#include <fstream>
 #include <map>
 #include <memory>
 #include <tuple>
@@ -12,6 +11,7 @@
 #include "tools/lib/gen_summary.hpp"
 #include "tools/lib/verify_counts.hpp"
 #include "tools/lib/verify_files.hpp"
+#include "tools/lib/verify_inputs.hpp"
 #include "tools/lib/verify_model.hpp"
 #include "tools/lib/verify_partial.hpp"
 #include "tools/lib/verify_pcap.hpp"
@@ -25,16 +25,6 @@ using nlohmann::json;
 namespace {
 
 using StreamKey = std::tuple<std::string, uint16_t, std::string>;  // group, port, source
-
-json read_json(const fs::path& path, const char* what) {
-  std::ifstream in(path);
-  if (!in) throw VerifyInputError(std::string(what) + " " + path.string() + ": cannot open");
-  try {
-    return json::parse(in);
-  } catch (const json::exception& e) {
-    throw VerifyInputError(std::string(what) + " " + path.string() + ": " + e.what());
-  }
-}
 
 // One stream of the manifest with everything needed to judge it.
 struct Judged {
@@ -458,15 +448,18 @@ void resolve_targets(json& manifest) {
 
 VerifyResult verify_run(const fs::path& manifest_path, const fs::path& summary_path,
                         const VerifyOptions& options) {
-  json manifest = read_json(manifest_path, "manifest");
+  json manifest = read_manifest_json(manifest_path);
   resolve_targets(manifest);
-  GenSummary summary;
+  const GenSummary summary = read_gen_summary(summary_path);
   std::unique_ptr<FrameBuilder> frames;
   try {
-    summary = read_json(summary_path, "summary").get<GenSummary>();
     frames = std::make_unique<FrameBuilder>(summary.frame);
   } catch (const std::exception& e) {
-    throw VerifyInputError("summary " + summary_path.string() + ": " + e.what());
+    // The builder speaks in the generator's options: say where they come from here.
+    throw VerifyInputError("summary " + summary_path.string() +
+                           ": its \"frame\" parameters are not a valid stream (as rocecap gen "
+                           "options: " +
+                           e.what() + ")");
   }
   VerifyResult r;
   r.manifest = manifest_path.string();
