@@ -91,7 +91,7 @@ void count(benchmark::State& state, const Corpus& c) {
 }
 
 // rocecapd's stream set-up for a CODIF stream with default capture/output settings
-// (daemon/lib/run_assembly.cpp stream_spec).
+// (daemon/lib/run/run_assembly.cpp stream_spec).
 capture::StreamSpec spec_for(const capture::StreamKey& key) {
   capture::StreamSpec s;
   s.key = key;

@@ -4,10 +4,10 @@
 // with valid CODIF v3 frames at full speed, like a NIC's DMA engine on its own core.
 //
 // Threads: the capture thread (this one) runs the loop of rocecapd's verbs capture thread
-// (daemon/lib/capture_loop.cpp: poll up to 256, sched_yield on an empty poll, one clock read per
-// iteration); a discarding writer thread pops every published slot and releases it at once,
-// as a writer that keeps up would, so the release -> re-post path and its cross-thread
-// queue traffic are part of the measurement; softverbs' wire thread is the third.
+// (daemon/lib/run/capture_loop.cpp: poll up to 256, sched_yield on an empty poll, one clock read
+// per iteration); a discarding writer thread pops every published slot and releases it at once, as
+// a writer that keeps up would, so the release -> re-post path and its cross-thread queue traffic
+// are part of the measurement; softverbs' wire thread is the third.
 //
 // Phases, each its own function so callgrind can count them apart (bench/verbs_capture_bench.sh):
 //   capture_packets  the measured loop, until --packets N or --seconds S;
@@ -37,7 +37,7 @@
 
 #include "capture/ingest.hpp"
 #include "capture/verbs/verbs_source.hpp"
-#include "daemon/lib/privileges.hpp"
+#include "daemon/lib/run/privileges.hpp"
 
 namespace {
 
@@ -82,7 +82,7 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-// rocecapd's defaults (daemon/lib/run_assembly.cpp): 4096 slots, 128-byte split, 9216-byte
+// rocecapd's defaults (daemon/lib/run/run_assembly.cpp): 4096 slots, 128-byte split, 9216-byte
 // frames, reorder window 8. One group, one antenna (source address) per stream.
 StreamSpec stream_spec(uint32_t index) {
   StreamSpec s;

@@ -9,7 +9,7 @@ find_package(spdlog REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
 # Debian 12 ships prometheus-cpp 1.0.1 without a version file: no version may be asked for.
 # Only its core (metric families, TextSerializer): the metrics listener is our own event-driven
-# HTTP server (daemon/lib/http_listener.hpp). The package's config still finds civetweb for its
+# HTTP server (daemon/lib/listeners/http_listener.hpp). The package's config still finds civetweb for its
 # pull library, so libcivetweb-dev stays installed.
 find_package(prometheus-cpp CONFIG REQUIRED)
 pkg_check_modules(PCAP REQUIRED IMPORTED_TARGET libpcap)

@@ -78,7 +78,7 @@ void check_ring_geometry(Context& ctx, const CaptureSection& c, StreamFormat for
 
 // The shared CQ of a device collects the completions of every receive queue on it. A stream's
 // receive queue holds its whole ring (capture/verbs/verbs_source.cpp): ring_depth slots, plus
-// the retained frames and pin headroom with retention (daemon/lib/run_assembly.cpp).
+// the retained frames and pin headroom with retention (daemon/lib/run/run_assembly.cpp).
 void check_cq_size(Context& ctx, RunConfig& cfg) {
   CaptureSection& c = cfg.capture;
   if (c.backend != Backend::verbs || ctx.failed("capture")) return;

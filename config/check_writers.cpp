@@ -1,7 +1,7 @@
 // Part of pass 2: the writer pool's keys (output.writer_threads, writer_cpus, writer_cpu)
 // against what the run can use. The pool gives each thread whole rings (a ring has one
 // consumer) and an interface with pcap output or GPU payload staging to one thread
-// (daemon/lib/writer_pool.cpp): threads beyond that ran idle, or were silently not started.
+// (daemon/lib/run/writer_pool.cpp): threads beyond that ran idle, or were silently not started.
 #include <fmt/format.h>
 
 #include "config/schema.hpp"

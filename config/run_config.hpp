@@ -112,7 +112,7 @@ struct OutputSection {
   bool direct_io = false;
   std::optional<unsigned> writer_cpu;
   // Writer pool (issue 12): threads (0: chosen from streams and targets, see
-  // daemon/lib/writer_pool.hpp) and the CPU of each, in order (writer_cpu: the one-entry form).
+  // daemon/lib/run/writer_pool.hpp) and the CPU of each, in order (writer_cpu: the one-entry form).
   uint32_t writer_threads = 0;
   std::vector<unsigned> writer_cpus;
   bool io_uring = true;     // O_DIRECT files through io_uring where the kernel allows it

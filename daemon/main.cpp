@@ -4,9 +4,9 @@
 
 #include "config/loader.hpp"
 #include "config/problem.hpp"
-#include "daemon/lib/check_config.hpp"
-#include "daemon/lib/logging.hpp"
-#include "daemon/lib/run.hpp"
+#include "daemon/lib/reporting/logging.hpp"
+#include "daemon/lib/run/check_config.hpp"
+#include "daemon/lib/run/run.hpp"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // Replacing a small file (the manifest) so that a reader or a crash sees the old or the new
 // whole file: temporary file beside it, fsync, rename, fsync of the directory. The same steps as
-// daemon/lib/atomic_file.hpp, here so that `rocecap recover` does not link the daemon.
+// daemon/lib/reporting/atomic_file.hpp, here so that `rocecap recover` does not link the daemon.
 #pragma once
 
 #include <filesystem>

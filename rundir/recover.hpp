@@ -26,7 +26,8 @@ namespace rocecap::rundir {
 
 inline constexpr const char* kManifestName = "manifest.json";
 // In the run directory of every output target but the first (output.directories): which run,
-// which target, all targets, where the manifest is (written by rocecapd, daemon/lib/run_assembly).
+// which target, all targets, where the manifest is (written by rocecapd,
+// daemon/lib/run/run_assembly).
 inline constexpr const char* kTargetMarkerName = "rocecap-target.json";
 
 // A missing sequence number (a failed open during a full disk) does not end the search; this

@@ -8,7 +8,7 @@
 // by anyone who can unlink that path: the next process would create a new file, lock that inode
 // and "recover" a live run (removing the files it is writing). The directory's inode cannot be
 // swapped under its name without the holder's storage check seeing it (a run directory
-// replaced is storage lost, daemon/lib/run_directory.hpp).
+// replaced is storage lost, daemon/lib/run/run_directory.hpp).
 //
 // `.rocecapd.lock` inside the directory holds the holder's PID for the refused process's
 // message, and is flock'ed too, so that a holder that locks only the file (an older rocecapd)

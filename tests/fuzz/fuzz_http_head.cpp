@@ -1,11 +1,11 @@
 // The metrics listener's HTTP request head parser and bearer-token reader on arbitrary bytes
-// (daemon/lib/http_request.hpp): whatever a network client sends, no crash, and what comes back
-// is consistent with the input.
+// (daemon/lib/listeners/http_request.hpp): whatever a network client sends, no crash, and what
+// comes back is consistent with the input.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
 
-#include "daemon/lib/http_request.hpp"
+#include "daemon/lib/listeners/http_request.hpp"
 #include "fuzz_check.hpp"
 
 namespace d = rocecap::daemon;

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "config_test_support.hpp"
-#include "daemon/lib/check_config.hpp"
+#include "daemon/lib/run/check_config.hpp"
 
 namespace rocecap::daemon {
 namespace {

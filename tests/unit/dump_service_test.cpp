@@ -2,7 +2,7 @@
 // continuously) and retained by the CaptureWriter, dumped by the DumpService on request. Each
 // dump file must be byte-identical to the generator's frames of the window, with fill frames
 // where frames were dropped, across a CODIF period boundary (1000 frames per 1 s period).
-#include "daemon/lib/dump_service.hpp"
+#include "daemon/lib/dumps/dump_service.hpp"
 
 #include <arpa/inet.h>
 #include <fmt/format.h>
@@ -23,8 +23,8 @@
 #include "capture/ingest.hpp"
 #include "capture/memory/cuda_runtime.hpp"
 #include "capture/memory/gpu_memory.hpp"
-#include "daemon/lib/http_listener.hpp"
-#include "daemon/lib/trigger_socket.hpp"
+#include "daemon/lib/listeners/http_listener.hpp"
+#include "daemon/lib/listeners/trigger_socket.hpp"
 #include "test_frames.hpp"
 #include "writer_test_util.hpp"
 #include "writers/capture_writer.hpp"

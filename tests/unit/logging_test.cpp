@@ -1,4 +1,4 @@
-#include "daemon/lib/logging.hpp"
+#include "daemon/lib/reporting/logging.hpp"
 
 #include <fcntl.h>
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "daemon/lib/manifest_file.hpp"
+#include "daemon/lib/reporting/manifest_file.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,4 +1,4 @@
-#include "daemon/lib/manifest.hpp"
+#include "daemon/lib/reporting/manifest.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 // The metrics exposer of a run, scraped over loopback like Prometheus would, after feeding
 // known frames through the run's own Ingest and writers.
-#include "daemon/lib/metrics.hpp"
+#include "daemon/lib/reporting/metrics.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
@@ -19,8 +19,8 @@
 #include <sstream>
 
 #include "config/loader.hpp"
-#include "daemon/lib/report.hpp"
-#include "daemon/lib/writer_pool.hpp"
+#include "daemon/lib/reporting/report.hpp"
+#include "daemon/lib/run/writer_pool.hpp"
 #include "test_frames.hpp"
 #include "writers/output_file.hpp"
 

@@ -1,6 +1,6 @@
 // The run directory: created 0750 inside output.directory, refused when it is a symlink or
 // resolves outside; removed or replaced during the run is a storage loss (issue 16).
-#include "daemon/lib/run_directory.hpp"
+#include "daemon/lib/run/run_directory.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 // The sd_notify messages rocecapd sends, read from a NOTIFY_SOCKET datagram socket as systemd
 // would read them.
-#include "daemon/lib/service_notifier.hpp"
+#include "daemon/lib/run/service_notifier.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>

@@ -1,4 +1,4 @@
-#include "daemon/lib/signals.hpp"
+#include "daemon/lib/run/signals.hpp"
 
 #include <gtest/gtest.h>
 #include <signal.h>

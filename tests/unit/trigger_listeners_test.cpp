@@ -22,9 +22,9 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/lib/http_listener.hpp"
-#include "daemon/lib/open_files.hpp"
-#include "daemon/lib/trigger_socket.hpp"
+#include "daemon/lib/listeners/http_listener.hpp"
+#include "daemon/lib/listeners/trigger_socket.hpp"
+#include "daemon/lib/run/open_files.hpp"
 #include "writer_test_util.hpp"
 #include "writers/output_file.hpp"
 

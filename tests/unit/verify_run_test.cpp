@@ -9,8 +9,8 @@
 
 #include "capture/net/packet.hpp"
 #include "config/loader.hpp"
-#include "daemon/lib/logging.hpp"
-#include "daemon/lib/run.hpp"
+#include "daemon/lib/reporting/logging.hpp"
+#include "daemon/lib/run/run.hpp"
 #include "tests/unit/writer_test_util.hpp"
 #include "tools/lib/gen_engine.hpp"
 #include "tools/lib/gen_sinks.hpp"

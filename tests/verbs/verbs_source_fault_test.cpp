@@ -15,7 +15,7 @@
 
 #include "capture/ingest.hpp"
 #include "capture/verbs/verbs_source.hpp"
-#include "daemon/lib/privileges.hpp"
+#include "daemon/lib/run/privileges.hpp"
 
 namespace rocecap::capture::verbs {
 namespace {
