@@ -36,7 +36,9 @@
 #   listed in `lost_files` (target 1, its frames), and its frames are counted lost with reason
 #   storage_lost: per stream and format the listed files, the write_error gaps and the
 #   storage_lost gaps tile the stream's frames exactly, storage_lost frames equal the lost
-#   files' received frames (pcap: records); rocecapd ends "NOT recorded as asked", exit 5.
+#   files' received frames (pcap: records); rocecapd ends "NOT recorded as asked", exit 5;
+#   `rocecap verify` fails the run on its state alone: every stream's files match, the frames
+#   in no file are its counted storage_lost gaps.
 #
 # usage: rocecapd_targets_test.sh ROCECAPD ROCECAP stripe|spill|eio|eio_direct|vanish|umount
 set -euo pipefail
@@ -190,6 +192,18 @@ for b in bad:
     print("FAIL: " + b)
 sys.exit(1 if bad else 0)
 PY
+  # rocecap verify: the run failed (exit 5), so verify fails it on its state, but every stream's
+  # files are whole and every frame not in them is a counted storage_lost gap: no stream fails.
+  local vrc=0
+  e2e_verify "$work/t0/e2e/manifest.json" "$work/summary.json" >"$work/verify.txt" || vrc=$?
+  cut -c1-200 "$work/verify.txt"
+  [ "$vrc" != 0 ] || { echo "FAIL: verify accepted a failed run"; fail=1; }
+  if grep -v '^FAIL  run: state "failed"' "$work/verify.txt" | grep -q '^FAIL'; then
+    echo "FAIL: verify finds differences beyond the failed run's state (above)"; fail=1
+  fi
+  grep -q 'counted lost to a lost output target (storage_lost gaps)' "$work/verify.txt" || {
+    echo "FAIL: verify does not account for the storage_lost gaps"; fail=1
+  }
   [ "$fail" = 0 ] || exit 1
 }
 

@@ -1,5 +1,6 @@
 #include "tools/lib/verify.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <map>
@@ -76,25 +77,47 @@ void compare_gaps(Judged& s) {
   }
 }
 
-// Frames and fill frames the manifest counts lost to write errors, over the stream's formats.
-uint64_t write_error_frames(const json& stream) {
+// Frames and fill frames the manifest counts lost under `reason` (write_error_lost: no target
+// had room; storage_lost: files gone with a lost output target), over the stream's formats.
+uint64_t counted_lost_frames(const json& stream, const char* reason) {
   uint64_t n = 0;
-  const auto w = stream.find("write_error_lost");
+  const auto w = stream.find(reason);
   if (w == stream.end() || !w->is_object()) return 0;
   for (const auto& [format, l] : w->items())
     n += l.value("frames", uint64_t{0}) + l.value("fill_frames", uint64_t{0});
   return n;
 }
 
-// The write_error gaps of one format of a stream, [first index, count] in order.
-std::vector<std::pair<uint64_t, uint64_t>> write_error_gaps(const json& stream,
-                                                            const char* format) {
+uint64_t write_error_frames(const json& stream) {
+  return counted_lost_frames(stream, "write_error_lost");
+}
+
+// The gaps of one format of a stream counted lost under `reason`, [first index, count].
+std::vector<std::pair<uint64_t, uint64_t>> lost_gaps(const json& stream, const char* reason,
+                                                     const char* format) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
-  const auto w = stream.find("write_error_lost");
+  const auto w = stream.find(reason);
   if (w == stream.end() || !w->is_object() || !w->contains(format)) return out;
   for (const json& g : w->at(format).value("gaps", json::array()))
     out.emplace_back(g.at(0).get<uint64_t>(), g.at(1).get<uint64_t>());
   return out;
+}
+
+// What a format of a stream holds in no file, counted: write_error and storage_lost gaps in
+// index order (a file is frame-contiguous, so the two never overlap).
+std::vector<std::pair<uint64_t, uint64_t>> unwritten_gaps(const json& stream, const char* format) {
+  auto out = lost_gaps(stream, "write_error_lost", format);
+  const auto lost = lost_gaps(stream, "storage_lost", format);
+  out.insert(out.end(), lost.begin(), lost.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Raw fill frames counted lost under `reason` (not in the manifest's fill_frames count).
+uint64_t raw_fills_lost(const json& stream, const char* reason) {
+  const auto w = stream.find(reason);
+  if (w == stream.end() || !w->is_object() || !w->contains("raw")) return 0;
+  return w->at("raw").value("fill_frames", uint64_t{0});
 }
 
 void compare_counts(Judged& s, const FrameBuilder& frames, const RunSettings& run) {
@@ -103,15 +126,16 @@ void compare_counts(Judged& s, const FrameBuilder& frames, const RunSettings& ru
   StreamVerdict& v = s.verdict;
   auto get = [&](const char* key) { return m.at(key).get<uint64_t>(); };
   compare_sequencing(v, m, e, frames.frame_bytes());
-  // Fill frames a write error kept out of the raw files are not in the manifest's count.
-  uint64_t fills_unwritten = 0;
-  if (const auto w = m.find("write_error_lost"); w != m.end() && w->contains("raw"))
-    fills_unwritten = w->at("raw").value("fill_frames", uint64_t{0});
+  // Fill frames a write error kept out of the raw files, or lost with their files on a lost
+  // target, are not in the manifest's count.
+  const uint64_t fills_unwritten =
+      raw_fills_lost(m, "write_error_lost") + raw_fills_lost(m, "storage_lost");
   compare_count(v, "fill_frames", get("fill_frames"),
                 run.raw && run.fill_gaps ? e.lost - std::min(e.lost, fills_unwritten) : 0);
   // Frames lost to write errors (no target had room) are counted and listed, not a verdict on
   // the capture: the files are compared with the rest (compare_stream_files).
-  if (write_error_frames(m) == 0) compare_count(v, "write_errors", get("write_errors"), 0);
+  if (write_error_frames(m) == 0 && counted_lost_frames(m, "storage_lost") == 0)
+    compare_count(v, "write_errors", get("write_errors"), 0);
   compare_frame(v, "first_frame", m.at("first_frame"), e.any, e.first);
   compare_frame(v, "last_frame", m.at("last_frame"), e.any, e.last);
   compare_gaps(s);
@@ -147,6 +171,16 @@ std::array<StreamFileKind, 2> file_kinds(const RunSettings& run) {
   return {{{"raw", run.raw, !run.strip_headers, true}, {"codifhdr", run.codifhdr, true, false}}};
 }
 
+void note_unwritten(StreamVerdict& v, const json& stream, const char* format, const char* reason,
+                    const char* why) {
+  uint64_t lost = 0;
+  for (const auto& g : lost_gaps(stream, reason, format))
+    lost += g.second;
+  if (lost != 0)
+    v.checked.push_back(std::string(format) + ": " + std::to_string(lost) +
+                        " frames counted lost to " + why + ", in no file");
+}
+
 void compare_stream_files(Judged& s, const FrameBuilder& frames, const RunSettings& run,
                           const fs::path& root) {
   StreamVerdict& v = s.verdict;
@@ -164,14 +198,9 @@ void compare_stream_files(Judged& s, const FrameBuilder& frames, const RunSettin
                       k.headers,
                       k.data,
                       run.fill_gaps,
-                      write_error_gaps(s.m, k.format)};
-    if (!spec.unwritten.empty()) {
-      uint64_t lost = 0;
-      for (const auto& g : spec.unwritten)
-        lost += g.second;
-      v.checked.push_back(std::string(k.format) + ": " + std::to_string(lost) +
-                          " frames counted lost to write errors (write_error gaps), in no file");
-    }
+                      unwritten_gaps(s.m, k.format)};
+    note_unwritten(v, s.m, k.format, "write_error_lost", "write errors (write_error gaps)");
+    note_unwritten(v, s.m, k.format, "storage_lost", "a lost output target (storage_lost gaps)");
     if (std::string problem = compare_sequence(spec, list); !problem.empty()) {
       v.problems.push_back(std::string(k.format) + ": " + problem);
     } else if (list.empty()) {
@@ -297,10 +326,12 @@ void check_interfaces(const json& manifest, std::vector<Judged>& streams,
     }
     if (!p.problem.empty()) r.run_problems.push_back("interface " + name + " pcap: " + p.problem);
     // pcap records lost to write errors (no target had room) are counted, not in the files.
-    const uint64_t pcap_lost = i.value("write_error_lost", uint64_t{0});
-    if (pcap_lost != 0) {
+    for (const auto& [key, why] : {std::pair{"write_error_lost", "write errors"},
+                                   std::pair{"storage_lost", "a lost output target"}}) {
+      const uint64_t pcap_lost = i.value(key, uint64_t{0});
+      if (pcap_lost == 0) continue;
       r.run_checked.push_back("interface " + name + " pcap: " + std::to_string(pcap_lost) +
-                              " records counted lost to write errors");
+                              " records counted lost to " + why);
       expected -= std::min(expected, pcap_lost);
       any_pcap_lost = true;
     }
@@ -356,9 +387,11 @@ void check_run_state(const json& manifest, bool partial, VerifyResult& r) {
   // lost them: listed as checked, not as differences; the files are compared with the rest.
   bool counted_losses = false;
   for (const json& st : manifest.at("streams"))
-    counted_losses = counted_losses || write_error_frames(st) != 0;
+    counted_losses = counted_losses || write_error_frames(st) != 0 ||
+                     counted_lost_frames(st, "storage_lost") != 0;
   for (const json& i : manifest.at("interfaces"))
-    counted_losses = counted_losses || i.value("write_error_lost", uint64_t{0}) != 0;
+    counted_losses = counted_losses || i.value("write_error_lost", uint64_t{0}) != 0 ||
+                     i.value("storage_lost", uint64_t{0}) != 0;
   // A periodic manifest snapshot that could not be written (its target full) lost no frame:
   // the manifest read here was written after it. Said, not a difference.
   json errors = json::array();
@@ -373,7 +406,8 @@ void check_run_state(const json& manifest, bool partial, VerifyResult& r) {
                             " manifest snapshot(s) not written, listed in errors (no frame lost)");
   if (counted_losses && !errors.empty()) {
     r.run_checked.push_back(std::to_string(errors.size()) +
-                            " write errors listed, their frames counted as write_error_lost");
+                            " write errors listed, their frames counted as write_error_lost or "
+                            "storage_lost");
     return;
   }
   for (const json& e : errors)
