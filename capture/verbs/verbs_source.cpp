@@ -70,6 +70,7 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
   create_cq(static_cast<uint32_t>(entries), dev);
   streams_.resize(ingest_.streams().size());
   recoveries_ = std::make_unique<common::RelaxedCounter[]>(streams_.size());
+  qp_event_ = std::make_unique<std::atomic<int>[]>(streams_.size());
   for (uint32_t i = 0; i < streams_.size(); ++i)
     build_stream(i, *ingest_.streams()[i]);
   if (event_mode_ && ibv_req_notify_cq(ibv_cq_ex_to_cq(cq_.get()), 0) != 0) {
@@ -184,6 +185,7 @@ int VerbsSource::poll(int max) noexcept {
   }
   if (rc != 0) fail("polling the CQ (overrun or device error)", rc);
   completions_.add(static_cast<uint64_t>(n));
+  if (qp_events_pending_.load(std::memory_order_relaxed) != 0) take_qp_events();
   if (recovering_ != 0 || flushed_ != 0) {
     advance_recoveries();
     n -= flushed_;
@@ -318,6 +320,31 @@ SourceReport VerbsSource::report() const {
   return r;
 }
 
+// IBV_EVENT_QP_FATAL (and the other QP error events) on a stream's QP: flagged for the capture
+// thread, which recovers that QP as after a completion error. On mlx5 a receive-only raw packet
+// QP can raise only IBV_EVENT_QP_FATAL, for a work queue catastrophic error of its receive
+// queue: the kernel registers mlx5_ib_qp_event as the RQ's handler (drivers/infiniband/hw/
+// mlx5/qp.c create_user_qp), an RQ may raise only WQ_CATAS_ERROR and SRQ_LAST_WQE
+// (qpc.c rq_allowed_event_types), and mlx5_ib_qp_event maps WQ_CATAS_ERROR to
+// IB_EVENT_QP_FATAL; the QP has no send queue (max_send_wr 0) to raise one. The receive queue
+// is then in error and flushes (created with flush_in_error_en: qp.c create_raw_packet_qp_rq),
+// which RESET -> INIT -> RTR recovers like the error an error CQE leaves
+// (ibv_get_async_event(3): the QP "transitioned to error state"). REQ_ERR and ACCESS_ERR, which
+// mlx5 cannot raise here, mean the same error state on any device and are treated alike. The
+// recovery bound applies: a QP that keeps failing fails the source.
+int VerbsSource::on_async_qp_event(const ibv_async_event& ev) noexcept {
+  const ibv_event_type type = ev.event_type;
+  if (type != IBV_EVENT_QP_FATAL && type != IBV_EVENT_QP_REQ_ERR && type != IBV_EVENT_QP_ACCESS_ERR)
+    return -1;
+  for (uint32_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i].qp.get() != ev.element.qp) continue;
+    qp_event_[i].store(static_cast<int>(type));  // before the count: take_qp_events
+    qp_events_pending_.fetch_add(1);
+    return static_cast<int>(i);
+  }
+  return -1;  // not one of the streams' QPs: fatal as before
+}
+
 // Also the raw clock's refresh path: this thread wakes at least every 100 ms.
 void VerbsSource::async_events(const std::stop_token& stop) {
   int64_t next_refresh = monotonic_ns() + kClockRefreshNs;
@@ -332,12 +359,15 @@ void VerbsSource::async_events(const std::stop_token& stop) {
     ibv_async_event ev{};
     if (ibv_get_async_event(ctx_.get(), &ev) != 0) continue;
     const ibv_event_type type = ev.event_type;
+    // A QP error event of one of the streams' QPs is that stream's to recover (on_qp_event).
+    const int stream = on_async_qp_event(ev);
     ibv_ack_async_event(&ev);
-    const bool fatal = type == IBV_EVENT_CQ_ERR || type == IBV_EVENT_DEVICE_FATAL ||
-                       type == IBV_EVENT_QP_FATAL || type == IBV_EVENT_QP_REQ_ERR ||
-                       type == IBV_EVENT_QP_ACCESS_ERR;
-    const std::string msg = "RDMA device " + device_ + " (" + interface_ + ") port " +
-                            std::to_string(port_) + ": async event " + ibv_event_type_str(type);
+    const bool fatal = stream < 0 && (type == IBV_EVENT_CQ_ERR || type == IBV_EVENT_DEVICE_FATAL ||
+                                      type == IBV_EVENT_QP_FATAL || type == IBV_EVENT_QP_REQ_ERR ||
+                                      type == IBV_EVENT_QP_ACCESS_ERR);
+    std::string msg = "RDMA device " + device_ + " (" + interface_ + ") port " +
+                      std::to_string(port_) + ": async event " + ibv_event_type_str(type);
+    if (stream >= 0) msg += " on the QP of stream " + streams_[stream].name + ": it is recovered";
     if (fatal) on_fatal_event(type);
     if (on_event_) on_event_(msg, fatal);
   }

@@ -44,6 +44,8 @@ enum class TimeSource {
 };
 // "nic-wallclock", "nic-raw-clock", "software": for logs, manifest and metrics.
 const char* time_source_name(TimeSource s) noexcept;
+// "IBV_EVENT_QP_FATAL" and the other QP error events, for messages.
+const char* qp_event_name(ibv_event_type type) noexcept;
 
 struct VerbsStats {
   uint64_t polls = 0;        // CQ polls
@@ -141,7 +143,15 @@ class VerbsSource final : public PacketSource {
   void build_stream(uint32_t index, StreamPipeline& sp);
   void handle_completion(int64_t now_ns) noexcept;
   void on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status, uint32_t vendor_err) noexcept;
+  void on_qp_event(uint32_t index, ibv_event_type type) noexcept;
+  void start_recovery(uint32_t index, const char* cause, const char* tag,
+                      const char* where) noexcept;
+  void take_qp_events() noexcept;
+  // Async thread: the stream whose QP a QP error event names (flagged for the capture thread),
+  // or -1.
+  int on_async_qp_event(const ibv_async_event& ev) noexcept;
   void advance_recoveries() noexcept;
+  bool flush_through_err(uint32_t index) noexcept;
   void finish_recovery(uint32_t index) noexcept;
   bool sample_clock(uint64_t& ticks, int64_t& ns) noexcept;
   void refresh_clock() noexcept;
@@ -190,6 +200,10 @@ class VerbsSource final : public PacketSource {
   common::RelaxedCounter polls_, empty_polls_, completions_, oversize_, wc_errors_, posted_;
   common::RelaxedCounter qp_recoveries_;
   std::unique_ptr<common::RelaxedCounter[]> recoveries_;  // per stream
+  // QP error events from the async thread, per stream (the ibv_event_type, 0: none), and how
+  // many were flagged since the capture thread last looked (one load per poll).
+  std::unique_ptr<std::atomic<int>[]> qp_event_;
+  std::atomic<uint32_t> qp_events_pending_{0};
   uint32_t recovering_ = 0;                // streams whose QP is being recovered (capture thread)
   int flushed_ = 0;                        // flush completions in the current poll (capture thread)
   std::atomic<int> first_error_state_{0};  // 0 none, 1 being written, 2 recorded, 3 taken
