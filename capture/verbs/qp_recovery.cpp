@@ -1,6 +1,7 @@
 // Recovery of one stream's receive QP after a completion error or a QP error event
 // (VerbsSource members): count, flush, RESET -> INIT -> RTR, re-post; bounded, and the first
 // error kept for the log.
+#include <cerrno>
 #include <cstdio>
 
 #include "capture/verbs/qp_state.hpp"
@@ -116,19 +117,24 @@ const char* qp_event_name(ibv_event_type type) noexcept {
 // device and refreshes the cache (mlx5_ib_query_qp -> query_raw_packet_qp_rq_state), so the
 // state is queried first, the move to ERR skipped when it is already there (the queue flushes
 // by itself: flush_in_error_en), and the RESET that follows starts from the right state.
+// The device may also put the queue in error between the query and the move (another error
+// frame): the move is then refused like any from a stale state, and a second query finds ERR.
 bool VerbsSource::flush_through_err(uint32_t index) noexcept {
-  StreamQp& s = streams_[index];
+  ibv_qp* qp = streams_[index].qp.get();
   ibv_qp_state state = IBV_QPS_RTR;
-  const char* call = "ibv_query_qp";
-  int rc = query_state(s.qp.get(), state);
-  if (rc == 0 && state != IBV_QPS_ERR) {
-    call = "ibv_modify_qp to ERR";
-    rc = set_state(s.qp.get(), IBV_QPS_ERR, port_);
-  }
-  if (rc == 0) return true;
+  if (const int rc = query_state(qp, state); rc != 0)
+    return recovery_failed(index, "ibv_query_qp", rc);
+  if (state == IBV_QPS_ERR) return true;
+  const int rc = set_state(qp, IBV_QPS_ERR, port_);
+  if (rc == 0 || (rc == EINVAL && query_state(qp, state) == 0 && state == IBV_QPS_ERR)) return true;
+  return recovery_failed(index, "ibv_modify_qp to ERR", rc);
+}
+
+bool VerbsSource::recovery_failed(uint32_t index, const char* call, int err) noexcept {
   char what[160];
-  std::snprintf(what, sizeof what, "stream %s: QP recovery: %s", s.name.c_str(), call);
-  fail(what, rc);
+  std::snprintf(what, sizeof what, "stream %s: QP recovery: %s", streams_[index].name.c_str(),
+                call);
+  fail(what, err);
   return false;
 }
 

@@ -152,6 +152,7 @@ class VerbsSource final : public PacketSource {
   int on_async_qp_event(const ibv_async_event& ev) noexcept;
   void advance_recoveries() noexcept;
   bool flush_through_err(uint32_t index) noexcept;
+  bool recovery_failed(uint32_t index, const char* call, int err) noexcept;
   void finish_recovery(uint32_t index) noexcept;
   bool sample_clock(uint64_t& ticks, int64_t& ns) noexcept;
   void refresh_clock() noexcept;
