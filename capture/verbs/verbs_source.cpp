@@ -28,8 +28,6 @@ std::string stream_name(const StreamKey& k) {
 
 const char* time_source_name(TimeSource s) noexcept {
   switch (s) {
-    case TimeSource::nic_wallclock:
-      return "nic-wallclock";
     case TimeSource::nic_raw_clock:
       return "nic-raw-clock";
     case TimeSource::software:
@@ -312,9 +310,6 @@ SourceReport VerbsSource::report() const {
   r.errors = v.wc_errors;
   r.recoveries = v.qp_recoveries;
   r.time_source = time_source_name(time_source_);
-  r.clock_offset_seconds = nic_clock_offset_seconds();
-  if (const auto e = wallclock_encoding(); e != WallclockEncoding::unknown)
-    r.clock_encoding = encoding_name(e);
   r.first_error = first_error();
   r.device_view = true;
   return r;
@@ -353,7 +348,6 @@ void VerbsSource::async_events(const std::stop_token& stop) {
       refresh_clock();
       next_refresh += kClockRefreshNs;
     }
-    if (time_source_ == TimeSource::nic_wallclock) refresh_wallclock();
     pollfd p{ctx_->async_fd, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     ibv_async_event ev{};

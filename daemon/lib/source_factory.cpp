@@ -76,10 +76,6 @@ std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg,
 #ifdef ROCECAP_HAVE_VERBS
 const char* time_source_text(capture::verbs::TimeSource t) {
   switch (t) {
-    case capture::verbs::TimeSource::nic_wallclock:
-      return "NIC hardware completion timestamps (the NIC's PTP hardware clock as libmlx5 "
-             "reports it, mapped to CLOCK_REALTIME with an offset measured every second; host "
-             "time until the first measurement)";
     case capture::verbs::TimeSource::nic_raw_clock:
       return "NIC hardware completion timestamps (raw HCA clock, converted with a fit against "
              "CLOCK_REALTIME refreshed every second)";
