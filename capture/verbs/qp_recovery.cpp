@@ -39,13 +39,17 @@ void VerbsSource::on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status,
 }
 
 // A QP error event (IBV_EVENT_QP_FATAL, as the kernel reports a work queue catastrophic error
-// of a raw packet QP's receive queue; see take_qp_events) on a QP that is not yet recovering:
-// recovered like a completion error, within the same bound. Its flushed WRs may have been
-// polled first, as errors of their own: then the QP is recovering already and this adds
-// nothing but the async thread's log line.
+// of a raw packet QP's receive queue; see on_async_qp_event) on a QP in error: recovered like a
+// completion error, within the same bound. The event and the QP's flushed WRs race: when the
+// flushes were polled first they started the recovery (a WR flushed on a QP that is not
+// recovering is an error of its own), which may even be over when the event is taken; then
+// the QP is recovering, or no longer in error, and the event adds only the async thread's log
+// line.
 void VerbsSource::on_qp_event(uint32_t index, ibv_event_type type) noexcept {
   StreamQp& s = streams_[index];
   if (s.recovering) return;
+  ibv_qp_state state = IBV_QPS_ERR;
+  if (query_state(s.qp.get(), state) == 0 && state != IBV_QPS_ERR) return;
   char tag[48];
   std::snprintf(tag, sizeof tag, "async event %s", qp_event_name(type));
   char where[72];
