@@ -164,8 +164,7 @@ void install_readers(ibv_cq_ex& c, uint64_t f) {
   if (f & IBV_WC_EX_WITH_DLID_PATH_BITS) c.read_dlid_path_bits = read_dlid_path_bits;
   if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) c.read_completion_ts = read_completion_ts;
   if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) {
-    const bool rt =
-        clock_mode() == ClockMode::realtime && !(f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+    const bool rt = real_time_clock() && !(f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
     c.read_completion_wallclock_ns = rt ? read_wallclock_rt : read_wallclock_ns;
   }
   if (f & IBV_WC_EX_WITH_CVLAN) c.read_cvlan = read_cvlan;
@@ -333,7 +332,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* ic, ibv_cq_init_attr_ex* a) {
   // mode (the raw s << 32 | ns field), else EOPNOTSUPP (mlx5_cq_fill_pfns); a device without a
   // clock offers no timestamps at all.
   const ClockMode clock = clock_mode();
-  const bool wallclock = clock == ClockMode::wallclock || clock == ClockMode::realtime;
+  const bool wallclock = clock == ClockMode::wallclock || real_time_clock();
   if (((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) && !wallclock) ||
       ((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) && clock == ClockMode::none)) {
     errno = EOPNOTSUPP;

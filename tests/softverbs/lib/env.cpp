@@ -60,6 +60,8 @@ bool clock_kind(const std::string& k, ClockMode& out) {
     out = ClockMode::wallclock;
   else if (k == "realtime")
     out = ClockMode::realtime;
+  else if (k == "rtonly")
+    out = ClockMode::rtonly;
   else if (k == "raw")
     out = ClockMode::raw;
   else if (k == "none")

@@ -46,6 +46,15 @@ int check_create(ibv_pd* pd, const ibv_qp_init_attr& in) {
   if (cap.max_recv_wr > kMaxQpWr || cap.max_send_wr > kMaxQpWr || cap.max_recv_sge > kMaxSge ||
       cap.max_send_sge > kMaxSge)
     return EINVAL;
+  // A device whose queues take real-time timestamps only (rq_ts_format REAL_TIME): a CQ with
+  // COMPLETION_TIMESTAMP asks for free-running ones (kernel infiniband/hw/mlx5/qp.c
+  // get_ts_format: IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION without fr_sup -> EOPNOTSUPP; a CQ
+  // with WALLCLOCK alone is created MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS and passes).
+  const auto free_running = [](ibv_cq* c) {
+    return (cq_of(c)->wc_flags_ex & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) != 0;
+  };
+  if (clock_mode() == ClockMode::rtonly && (free_running(in.recv_cq) || free_running(in.send_cq)))
+    return EOPNOTSUPP;
   return 0;
 }
 

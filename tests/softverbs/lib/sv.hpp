@@ -106,6 +106,8 @@ bool peer_memory_loaded();                                 // SOFTVERBS_PEERMEM=
 enum class ClockMode {
   wallclock,  // clock-info page: raw ticks and libmlx5-converted PHC ns (default)
   realtime,   // real-time clock mode: WALLCLOCK alone reads the raw CQE field, s << 32 | ns
+  rtonly,     // the same, and the receive queues take real-time timestamps only: a QP on a CQ
+              // with COMPLETION_TIMESTAMP (free-running ticks) is refused, EOPNOTSUPP
   raw,        // no clock-info page: WALLCLOCK refused (EOPNOTSUPP), raw ticks offered
   none,       // no clock: completion_timestamp_mask 0, both timestamp flags refused
 };
@@ -117,6 +119,9 @@ struct ClockConfig {
 const ClockConfig& clock_config();
 inline ClockMode clock_mode() {
   return clock_config().mode;
+}
+inline bool real_time_clock() {
+  return clock_mode() == ClockMode::realtime || clock_mode() == ClockMode::rtonly;
 }
 uint64_t phc_ns(uint64_t host_ns);  // the PHC's reading at CLOCK_REALTIME `host_ns`
 unsigned modify_qp_delay_us();      // SOFTVERBS_MODIFY_QP_US: how long ibv_modify_qp takes
