@@ -81,6 +81,28 @@ void VerbsSource::create_cq(uint32_t entries, const ibv_device_attr_ex& dev) {
   cq_entries_ = static_cast<uint32_t>(ibv_cq_ex_to_cq(cq_.get())->cqe);
 }
 
+// The shared CQ again, of the same size, without timestamps (a device that refused raw ones for
+// its receive queues: build_stream), and software time from here on. The raw clock's fit stops.
+void VerbsSource::software_time_instead() {
+  cq_.reset();  // no QP uses it yet
+  cq_ = make_cq(cq_entries_, IBV_WC_EX_WITH_BYTE_LEN);
+  if (!cq_) {
+    throw VerbsError("RDMA device " + device_ + ": ibv_create_cq_ex with " +
+                         std::to_string(cq_entries_) + " entries (without timestamps)",
+                     errno);
+  }
+  time_source_ = TimeSource::software;
+  raw_clock_ = hw_timestamps_ = false;
+  fit_.reset();
+  if (on_event_) {
+    on_event_("RDMA device " + device_ + " (" + interface_ +
+                  "): its receive queues refuse raw completion timestamps (ibv_create_qp: "
+                  "EOPNOTSUPP; a NIC whose receive queues take real-time timestamps only): "
+                  "software receive time instead",
+              false);
+  }
+}
+
 // Called once per polled batch, right after ibv_start_poll found its first completion.
 int64_t VerbsSource::batch_now() noexcept {
   return time_source_ == TimeSource::software ? wall_ns() : 0;

@@ -101,6 +101,15 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
   qa.cap.max_recv_wr = ring.slots();
   qa.cap.max_recv_sge = 2;
   s.qp.reset(ibv_create_qp(pd_.get(), &qa));
+  if (!s.qp && errno == EOPNOTSUPP && index == 0 && raw_clock_) {
+    // The device's receive queues take no free-running timestamps (kernel
+    // drivers/infiniband/hw/mlx5/qp.c get_ts_format: a CQ with COMPLETION_TIMESTAMP needs them,
+    // a NIC whose rq_ts_format is real-time only refuses the QP). No QP uses the CQ yet: it is
+    // made again without timestamps, software time, and said so.
+    software_time_instead();
+    qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq_.get());
+    s.qp.reset(ibv_create_qp(pd_.get(), &qa));
+  }
   if (!s.qp) {
     const int err = errno;
     throw VerbsError(what + ": ibv_create_qp (raw packet)" +

@@ -133,6 +133,7 @@ class VerbsSource final : public PacketSource {
   void create_cq(uint32_t entries, const ibv_device_attr_ex& dev);
   CompletionQueue make_cq(uint32_t entries, uint64_t wc_flags) const;
   bool start_raw_clock(const ibv_device_attr_ex& dev);
+  void software_time_instead();
   void build_stream(uint32_t index, StreamPipeline& sp);
   void handle_completion(int64_t now_ns) noexcept;
   void on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status, uint32_t vendor_err) noexcept;

@@ -2,6 +2,8 @@
 // QP-fatal completion error) and SOFTVERBS_CLOCK=raw (a free-running HCA clock): the QP is
 // recovered once and keeps receiving, the first error is handed over once with its context,
 // and completion timestamps come from the raw clock converted to wall-clock time.
+// VerbsSourceRtOnly (ctest verbs_source_clock_rtonly, SOFTVERBS_CLOCK=rtonly): a device whose
+// receive queues refuse raw timestamps gets software time.
 // VerbsSourceQpFatal (ctest verbs_source_qp_fatal, SOFTVERBS_INJECT_QP_FATAL=after=20000): an
 // IBV_EVENT_QP_FATAL is recovered like a completion error. VerbsSourceClock (ctest
 // verbs_source_clock: a PHC on TAI offering WALLCLOCK, whose clock-info reads fail with EBUSY
@@ -16,6 +18,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "capture/ingest.hpp"
@@ -56,7 +59,7 @@ struct Rig {
   uint64_t without_hw_flag = 0;
 
   // `trace`: softverbs' creation trace (SOFTVERBS_TRACE=1) is kept here.
-  explicit Rig(std::string* trace = nullptr) {
+  explicit Rig(std::string* trace = nullptr, EventLog log = {}) {
     std::vector<StreamPipeline*> ptrs;
     for (uint32_t src : {0xC000020Bu, 0xC000020Cu}) {  // 192.0.2.11, 192.0.2.12
       pipes.push_back(std::make_unique<StreamPipeline>(spec(src)));
@@ -69,7 +72,7 @@ struct Rig {
     o.interface = "wire";
     o.sysfs_root = "/nonexistent";
     if (trace != nullptr) testing::internal::CaptureStderr();
-    source = std::make_unique<VerbsSource>(o, *ingest);
+    source = std::make_unique<VerbsSource>(o, *ingest, std::move(log));
     if (trace != nullptr) *trace = testing::internal::GetCapturedStderr();
   }
 
@@ -260,6 +263,29 @@ TEST(VerbsSourceClock, WallclockEbusyNeverStopsTheCapture) {
   EXPECT_EQ(rig.without_hw_flag, 0u);
   EXPECT_EQ(rig.before_start, 0) << "timestamps before the capture started (the PHC's TAI?)";
   EXPECT_EQ(rig.after_pop, 0) << "timestamps after the frames were taken (the PHC's TAI?)";
+}
+
+// SOFTVERBS_CLOCK=rtonly: a NIC whose receive queues take real-time timestamps only refuses a QP
+// on a CQ with raw (free-running) ones; the source makes its CQ again without timestamps and
+// captures with software time, saying so.
+TEST(VerbsSourceRtOnly, RealTimeOnlyQueuesGetSoftwareTime) {
+  const char* clock = std::getenv("SOFTVERBS_CLOCK");
+  if (clock == nullptr || std::string(clock) != "rtonly")
+    GTEST_SKIP() << "needs SOFTVERBS_CLOCK=rtonly";
+  std::vector<std::string> said;
+  Rig rig(nullptr, [&said](const std::string& m, bool) { said.push_back(m); });
+  EXPECT_EQ(rig.source->time_source(), TimeSource::software);
+  EXPECT_FALSE(rig.source->hw_timestamps());
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("RDMA device svw (wire): its receive queues refuse raw completion "
+                         "timestamps (ibv_create_qp: EOPNOTSUPP"),
+            std::string::npos)
+      << said[0];
+  rig.run_for(std::chrono::milliseconds(500));
+  ASSERT_FALSE(rig.source->failed()) << rig.source->failure();
+  EXPECT_GT(rig.got[0] + rig.got[1], 1000u);
+  EXPECT_EQ(rig.before_start, 0);
+  EXPECT_EQ(rig.after_pop, 0);
 }
 
 }  // namespace
