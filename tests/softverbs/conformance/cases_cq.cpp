@@ -181,13 +181,21 @@ struct ExCompletion {
   int status, opcode;
 };
 
-std::vector<ExCompletion> poll_ex(ibv_cq_ex* cq, size_t want, bool wall) {
+// `busy`: EBUSY answers of ibv_start_poll. With WALLCLOCK libmlx5 reads the kernel's clock-info
+// page at each poll that finds a completion and gives up with EBUSY when it races the kernel's
+// update (providers/mlx5/mlx5.c _mlx5dv_get_clock_info); up to v64 that completion is consumed
+// and lost, since 0819419e7 it is returned by the next poll.
+std::vector<ExCompletion> poll_ex(ibv_cq_ex* cq, size_t want, bool wall, int& busy) {
   std::vector<ExCompletion> got;
   for (int tries = 0; tries < 2000 && got.size() < want; ++tries) {
     ibv_poll_cq_attr pa{};
     const int rc = ibv_start_poll(cq, &pa);
     if (rc == ENOENT) {
       sleep_ms(1);
+      continue;
+    }
+    if (rc == EBUSY) {
+      ++busy;
       continue;
     }
     CONF_EQ(rc, 0, "start_poll");
@@ -223,8 +231,13 @@ CONF_CASE(cq_ex_timestamps,
   sleep_ms(20);
   const uint64_t t_second = realtime_ns();
   tx.send(udp_frame(s, 2, 300));
-  auto got = poll_ex(rig.cqx, 2, wall);
+  int busy = 0;
+  auto got = poll_ex(rig.cqx, 2, wall, busy);
   const uint64_t t1 = realtime_ns();
+  if (got.size() < 2 && busy > 0)
+    skip(
+        "ibv_start_poll answered EBUSY (WALLCLOCK's clock-info read) and the completion was "
+        "lost, as libmlx5 up to rdma-core v64 does: run the case again");
   CONF_EQ(got.size(), size_t{2}, "completions");
   CONF_EQ(got[0].status, static_cast<int>(IBV_WC_SUCCESS), "status");
   CONF_EQ(got[0].wr_id, uint64_t{40}, "wr_id");

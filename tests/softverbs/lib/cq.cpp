@@ -33,10 +33,11 @@ void fire_comp_event(Cq& cq) {
 // ---- extended polling ----
 
 // SOFTVERBS_INJECT_CLOCK_EBUSY: whether this start_poll, which found a completion on a CQ that
-// reads the clock-info page, is one whose mlx5dv_get_clock_info gives up (EBUSY).
+// reads the clock-info page, is one whose mlx5dv_get_clock_info gives up (EBUSY): the first,
+// and every N-th after it.
 bool clock_busy(Cq& cq) {
   const ClockEbusyInjection& e = clock_ebusy_injection();
-  return cq.clock_update && e.every != 0 && ++cq.found_polls % e.every == 0;
+  return cq.clock_update && e.every != 0 && cq.found_polls++ % e.every == 0;
 }
 
 // providers/mlx5/cq.c mlx5_start_poll on EBUSY from mlx5dv_get_clock_info, by rdma-core version.

@@ -150,10 +150,10 @@ struct QpFatalInjection {
 };
 const QpFatalInjection& qp_fatal_injection();
 
-// SOFTVERBS_INJECT_CLOCK_EBUSY=every=N[,rdma_core=44|53|fixed]: every N-th ibv_start_poll that
-// finds a completion on a CQ with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK fails with
-// EBUSY, as libmlx5's when mlx5dv_get_clock_info gives up on the kernel's clock-info page.
-// What that EBUSY leaves behind depends on the rdma-core version (README.md):
+// SOFTVERBS_INJECT_CLOCK_EBUSY=every=N[,rdma_core=44|53|fixed]: the first ibv_start_poll that
+// finds a completion on a CQ with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, and every N-th
+// after it, fails with EBUSY, as libmlx5's when mlx5dv_get_clock_info gives up on the kernel's
+// clock-info page. What that EBUSY leaves behind depends on the rdma-core version (README.md):
 enum class EbusyFlow {
   v44,    // up to v52 (Debian 12's 44.0): completion consumed, CQ lock left held
   v53,    // v53 to v64: completion consumed, lock released
