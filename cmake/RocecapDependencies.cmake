@@ -50,16 +50,26 @@ if(NOT ROCECAP_WITH_CUDA STREQUAL "OFF")
   # driver call goes through dlopen("libcuda.so.1") (capture/memory/cuda_driver.hpp).
   # CUDA::cuda_driver (the libcuda.so stub) must never be linked: such a binary does not start
   # on a host without the NVIDIA driver.
-  if(CUDAToolkit_FOUND AND TARGET CUDA::cudart_static)
+  # The minimum is 11.7, the first with cuMemGetHandleForAddressRange (dma-buf export). An
+  # older toolkit is no error with AUTO: the build goes on without CUDA (host payload memory),
+  # as it does where no toolkit is found; ON insists on CUDA and refuses it.
+  set(_rocecap_cuda_min 11.7)
+  if(CUDAToolkit_FOUND AND TARGET CUDA::cudart_static AND
+     CUDAToolkit_VERSION VERSION_LESS _rocecap_cuda_min)
+    string(CONCAT _rocecap_why "CUDA toolkit ${CUDAToolkit_VERSION} is older than "
+           "${_rocecap_cuda_min}, the first with dma-buf export (Debian 12's "
+           "nvidia-cuda-toolkit is 11.8)")
+    if(ROCECAP_WITH_CUDA STREQUAL "ON")
+      message(FATAL_ERROR "ROCECAP_WITH_CUDA=ON: ${_rocecap_why}")
+    endif()
+    message(STATUS "rocecap: ${_rocecap_why}: building without CUDA (GPU payload memory off; "
+                   "-DCUDAToolkit_ROOT=<a newer toolkit> to build it)")
+  elseif(CUDAToolkit_FOUND AND TARGET CUDA::cudart_static)
     set(ROCECAP_HAVE_CUDA ON)
     get_target_property(_rocecap_cudart CUDA::cudart_static IMPORTED_LOCATION)
     message(STATUS "rocecap: CUDA toolkit ${CUDAToolkit_VERSION} (nvcc ${CUDAToolkit_NVCC_EXECUTABLE}, "
                    "headers ${CUDAToolkit_INCLUDE_DIRS}, runtime ${_rocecap_cudart}): "
                    "GPU payload memory built (CUDA::cudart_static)")
-    if(CUDAToolkit_VERSION VERSION_LESS 11.7)
-      message(FATAL_ERROR "CUDA toolkit ${CUDAToolkit_VERSION}: rocecap needs CUDA >= 11.7 "
-                          "(dma-buf export); Debian 12's nvidia-cuda-toolkit is 11.8")
-    endif()
   elseif(ROCECAP_WITH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "ROCECAP_WITH_CUDA=ON but the CUDA toolkit was not found")
   endif()

@@ -8,6 +8,7 @@
 #include "config/schema.hpp"
 #include "config/token_file.hpp"
 #include "config/units.hpp"
+#include "config/verbs_pinning.hpp"
 
 namespace rocecap::config {
 namespace {
@@ -62,6 +63,30 @@ uint64_t host_ring_bytes(const RunConfig& cfg, bool& with_payload) {
   return streams * c.ring_depth * per_slot;
 }
 
+// verbs: what libmlx5 pins for the queues, over every interface (verbs_pinning.hpp): each
+// interface's CQ (capture.cq_size, or its receive slots) and its streams' receive queues, as deep
+// as their rings (with retention, the retained frames too: check_consistency.cpp check_cq_size).
+struct QueuePinning {
+  uint64_t bytes = 0;
+  uint64_t cq_entries = 0;     // the largest CQ, as libmlx5 rounds it
+  uint64_t rq_per_stream = 0;  // one receive queue's buffer
+};
+QueuePinning verbs_queue_pinning(const Context& ctx, const RunConfig& cfg) {
+  const CaptureSection& c = cfg.capture;
+  const uint64_t depth = cfg.retention.enabled && !ctx.failed("retention")
+                             ? plan_retention(cfg).ring_slots
+                             : uint64_t{c.ring_depth};
+  QueuePinning q;
+  q.rq_per_stream = mlx5_rq_buffer_bytes(depth);
+  for (const InterfaceConfig& itf : c.interfaces) {
+    const uint64_t streams = itf.groups.size() * cfg.streams.antennas.size();
+    const uint64_t cq = c.cq_size != 0 ? c.cq_size : streams * depth;
+    q.bytes += mlx5_interface_pinned_bytes(cq, streams, depth);
+    q.cq_entries = std::max(q.cq_entries, round_up_pow2(cq + 1) - 1);
+  }
+  return q;
+}
+
 void check_memory(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
   for (const char* input : {"capture", "streams.antennas"}) {
     if (ctx.failed(input)) return;
@@ -80,16 +105,24 @@ void check_memory(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
                            "max_frame, or capture fewer streams",
                            what, format_size(*facts.available_bytes), host.proc_root));
   }
-  // Memory registration pins the rings (ibv_reg_mr): beyond RLIMIT_MEMLOCK it fails unless
-  // the process has CAP_IPC_LOCK (mlock(2)). The pcap backends lock only where allowed.
-  if (cfg.capture.backend == Backend::verbs && facts.memlock_bytes && facts.ipc_lock &&
-      !*facts.ipc_lock && need > *facts.memlock_bytes) {
-    ctx.report("capture.ring_depth",
-               fmt::format("{} locked, but this process may lock {} (RLIMIT_MEMLOCK, "
-                           "{}/self/limits) and lacks CAP_IPC_LOCK; raise the limit (systemd: "
-                           "LimitMEMLOCK=infinity) or lower ring_depth",
-                           what, format_size(*facts.memlock_bytes), host.proc_root));
-  }
+  // Memory registration pins the rings (ibv_reg_mr), and the kernel pins libmlx5's queue
+  // buffers the same way: beyond RLIMIT_MEMLOCK ibv_reg_mr, ibv_create_cq_ex or ibv_create_qp
+  // fails with ENOMEM unless the process has CAP_IPC_LOCK. The pcap backends lock only where
+  // allowed.
+  if (cfg.capture.backend != Backend::verbs || !facts.memlock_bytes || !facts.ipc_lock ||
+      *facts.ipc_lock)
+    return;
+  const QueuePinning queues = verbs_queue_pinning(ctx, cfg);
+  if (need + queues.bytes <= *facts.memlock_bytes) return;
+  ctx.report("capture.ring_depth",
+             fmt::format("{} locked, plus {} that libmlx5 pins for the completion and receive "
+                         "queues (a completion queue of {} entries per interface, {} of receive "
+                         "queue per stream, doorbell records): {}, but this process may lock {} "
+                         "(RLIMIT_MEMLOCK, {}/self/limits) and lacks CAP_IPC_LOCK; raise the "
+                         "limit (systemd: LimitMEMLOCK=infinity) or lower ring_depth",
+                         what, format_size(queues.bytes), queues.cq_entries,
+                         format_size(queues.rq_per_stream), format_size(need + queues.bytes),
+                         format_size(*facts.memlock_bytes), host.proc_root));
 }
 
 // Retention (doc/dumps.md) multiplies the rings: its memory per stream, per interface and in

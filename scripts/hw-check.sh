@@ -2,7 +2,7 @@
 # First run on real hardware: checks what rocecap assumes about a ConnectX (and an NVIDIA GPU
 # where there is one) and writes ONE report file to send back to the rocecap developers.
 #
-# usage: sudo scripts/hw-check.sh RX_IF TX_IF [--build DIR] [--report FILE] [--source ADDR]
+# usage: sudo scripts/hw-check.sh RX_IF TX_IF [--build DIR] [--report FILE] [--source ADDR] [--plan]
 #   RX_IF   the ConnectX port under test (rocecapd captures here; its RDMA device is found
 #           through sysfs)
 #   TX_IF   where test frames leave from so that they ARRIVE on RX_IF: the other port of the
@@ -10,12 +10,17 @@
 #           groups). It needs an IPv4 address (or --source), the generator's antenna address.
 #   --build DIR    a build tree to use (default build/hw-check; configured and built if needed)
 #   --report FILE  where the report goes (default hw-check-<host>-<UTC time>.txt here)
+#   --plan         check the host and say what step 3 will send, then stop (builds and runs
+#                  nothing, writes no report)
 #
 # Steps, each with its command, exit status and output in the report:
 #   1. the host: kernel, modules (mlx5_ib, nvidia, nvidia_peermem), rdma-core, firmware, MTU
 #   2. the verbs conformance suite (tests/softverbs/conformance) against the REAL libibverbs
 #   3. a short real capture: rocecapd (backend verbs) on RX_IF, `rocecap gen` sending from
-#      TX_IF, then `rocecap verify` of the run against the generator's summary
+#      TX_IF, then `rocecap verify` of the run against the generator's summary. The frames fit
+#      the smaller MTU of RX_IF and TX_IF (8192-byte CODIF payloads with jumbo frames, 1408 at
+#      MTU 1500): a larger datagram would leave TX_IF as IP fragments, which the capture cannot
+#      take as frames; an MTU below 1500 is refused.
 #   4. with an NVIDIA GPU: the GPU tests (ctest -L gpu) and bench/staging_bench
 # Exit status: 0 when every step passed, 1 when one failed (see the report), 2 for a host this
 # cannot run on (no RDMA device, not root, bad arguments): the message names what is missing.
@@ -28,9 +33,10 @@ refuse() {
   exit 2
 }
 
-rx="" tx="" build="$root/build/hw-check" report="" source=""
+rx="" tx="" build="$root/build/hw-check" report="" source="" plan_only=0
 while [ $# -gt 0 ]; do
   case $1 in
+    --plan) plan_only=1; shift ;;
     --build) build=${2:?--build needs a directory}; shift 2 ;;
     --report) report=${2:?--report needs a file}; shift 2 ;;
     --source) source=${2:?--source needs an address}; shift 2 ;;
@@ -49,7 +55,7 @@ if [ ${#devices[@]} -eq 0 ]; then
   refuse "no RDMA device: $sysfs/class/infiniband is missing or empty. This check needs a host" \
     "with a ConnectX NIC and its RDMA driver loaded (modprobe mlx5_ib; rdma-core installed)."
 fi
-{ [ -n "$rx" ] && [ -n "$tx" ]; } || refuse "usage: hw-check.sh RX_IF TX_IF [--build DIR] [--report FILE] [--source ADDR] (RDMA devices here: ${devices[*]})"
+{ [ -n "$rx" ] && [ -n "$tx" ]; } || refuse "usage: hw-check.sh RX_IF TX_IF [--build DIR] [--report FILE] [--source ADDR] [--plan] (RDMA devices here: ${devices[*]})"
 [ "$(id -u)" = 0 ] || refuse "must run as root (raw packet QPs need CAP_NET_RAW, memory locking, flow rules)"
 for i in "$rx" "$tx"; do
   [ -e "$sysfs/class/net/$i" ] || refuse "no network interface '$i' ($sysfs/class/net/$i)"
@@ -63,6 +69,32 @@ if [ -z "$source" ]; then
   source=$(ip -4 -o addr show dev "$tx" 2>/dev/null | awk '{split($4, a, "/"); print a[1]; exit}')
 fi
 [ -n "$source" ] || refuse "$tx has no IPv4 address: give it one (ip addr add 192.0.2.11/24 dev $tx) or pass --source ADDR"
+
+# Step 3's frames must cross both links whole: rocecap gen sends each CODIF frame (64-byte
+# header + payload) as one UDP datagram, which TX_IF would fragment beyond its MTU, and RX_IF's
+# port drops frames beyond its own. The payload (a multiple of 8 bytes) fills the smaller MTU
+# less the IPv4 (20) and UDP (8) headers and the CODIF header, at most 8192; max_frame covers
+# RX_IF's MTU + 14 + 8 as rocecapd's start-up check requires.
+mtu_of() {
+  local f=$sysfs/class/net/$1/mtu v
+  v=$(cat "$f" 2>/dev/null) || v=""
+  [[ $v =~ ^[0-9]+$ ]] || refuse "cannot read the MTU of $1 ($f)"
+  echo "$v"
+}
+mtu_rx=$(mtu_of "$rx") || exit 2
+mtu_tx=$(mtu_of "$tx") || exit 2
+for pair in "$rx:$mtu_rx" "$tx:$mtu_tx"; do
+  [ "${pair#*:}" -ge 1500 ] || refuse "the MTU of ${pair%%:*} is ${pair#*:}: step 3 needs at least 1500 on both interfaces (ip link set ${pair%%:*} mtu 9000)"
+done
+mtu=$((mtu_rx < mtu_tx ? mtu_rx : mtu_tx))
+payload=$(((mtu - 20 - 8 - 64) / 8 * 8))
+[ "$payload" -le 8192 ] || payload=8192
+max_frame=$((mtu_rx + 14 + 8 > 9216 ? mtu_rx + 14 + 8 : 9216))
+plan="step 3 sends CODIF frames with $payload-byte payloads ($((payload + 64 + 8 + 20))-byte IP packets; MTU $rx $mtu_rx, $tx $mtu_tx), capture.max_frame $max_frame"
+if [ "$plan_only" = 1 ]; then
+  echo "hw-check: plan: $plan"
+  exit 0
+fi
 
 [ -n "$report" ] || report="$PWD/hw-check-$(hostname -s)-$(date -u +%Y%m%dT%H%M%SZ).txt"
 work=$(mktemp -d /tmp/rocecap-hw-check.XXXXXX)
@@ -91,6 +123,7 @@ compgen -G "/proc/driver/nvidia/gpus/*" >/dev/null && gpu=1
 
 say "rocecap hw-check $(git -C "$root" describe --always --dirty 2>/dev/null || echo '?') on $(hostname) at $(date -u +%FT%TZ)"
 say "RX_IF=$rx (RDMA device $rdma_dev) TX_IF=$tx source=$source GPU=$([ $gpu = 1 ] && echo yes || echo no)"
+say "plan: $plan"
 
 # 1. The host.
 step "kernel and modules" bash -c 'uname -a; lsmod | grep -E "^(mlx5|ib_|rdma|nvidia)" || true'
@@ -121,7 +154,7 @@ run: { name: hwcheck, duration: 30s, packets: 40000 }
 capture:
   backend: verbs
   payload_memory: auto
-  max_frame: 9216
+  max_frame: $max_frame
   interfaces: [ { name: $rx, groups: [239.83.0.1:36001, 239.83.0.2:36002] } ]
 streams:
   antennas: [ { name: ant1, source: $source } ]
@@ -130,7 +163,7 @@ metrics: { enabled: false }
 YAML
 # shellcheck disable=SC2054  # the commas are inside one argument
 gen=(gen --groups 239.83.0.1:36001,239.83.0.2:36002 --sources "$source" --frames 20000
-  --rate 10000 --payload-bytes 8192 --station HW --seed 11)
+  --rate 10000 --payload-bytes "$payload" --station HW --seed 11)
 # shellcheck disable=SC2317  # run through step
 capture() {
   "$rocecapd" --config "$work/run.yaml" 2>"$work/rocecapd.log" &

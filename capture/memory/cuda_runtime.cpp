@@ -8,13 +8,29 @@
 
 #include <cuda_runtime_api.h>
 
+#include <string>
+
 #include "capture/memory/cuda_driver.hpp"
 
 namespace rocecap::capture::memory {
 namespace {
 
+// The driver branch this build's runtime needs (CUDA minor version compatibility: 11.x runs on
+// drivers from branch 450, 12.x from 525, 13.x from 580; NVIDIA's CUDA Compatibility guide).
+// The runtime is linked statically, so it is the toolkit's, not whatever the host has.
+std::string driver_needed() {
+  const int major = CUDART_VERSION / 1000;
+  const int branch = major >= 13 ? 580 : major == 12 ? 525 : 450;
+  return "no NVIDIA driver, or an older one: this build's CUDA " + std::to_string(major) + "." +
+         std::to_string(CUDART_VERSION % 1000 / 10) + " runtime needs an NVIDIA driver of branch " +
+         std::to_string(branch) + " or later";
+}
+
 std::string error_text(const char* call, cudaError_t e) {
-  return std::string(call) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+  std::string text =
+      std::string(call) + ": " + cudaGetErrorString(e) + " (" + cudaGetErrorName(e) + ")";
+  if (e == cudaErrorInsufficientDriver) text += ": " + driver_needed();
+  return text;
 }
 
 bool check(cudaError_t e, const char* call, std::string& why) {

@@ -1,5 +1,5 @@
 // How many entries an mlx5 CQ really gets, and whether the device can make it. Pure
-// arithmetic: unit-tested in tests/unit/verbs_nic_clock_test.cpp.
+// arithmetic: unit-tested in tests/unit/verbs_cq_size_test.cpp.
 //
 // libmlx5 (rdma-core providers/mlx5/verbs.c, create_cq) asks the kernel for
 // ncqe = align_queue_size(cqe + 1), the next power of two, and refuses ncqe > 1 << 24 itself;

@@ -1,5 +1,5 @@
-// Raw HCA clock ticks -> wall-clock ns, for NICs whose free-running clock libmlx5 will not
-// convert itself (no IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK). A slow path samples
+// Raw HCA clock ticks -> wall-clock ns: the completion timestamps of the verbs backend, which
+// never asks libmlx5 for WALLCLOCK (completion_queue.cpp says why). A slow path samples
 // (ticks, CLOCK_REALTIME) pairs and fits a line through them; the capture thread converts
 // each completion with a handful of integer operations on the published fit:
 //   ns = base_ns + ((ticks - base_ticks) & mask) * mult >> 32

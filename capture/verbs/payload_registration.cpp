@@ -50,6 +50,13 @@ MemoryRegion try_dmabuf(ibv_pd* pd, const memory::PayloadMemory& m, std::string&
   return mr;
 }
 
+// Without a peer-memory client ibv_reg_mr cannot pin a device pointer (EFAULT). Loading
+// nvidia_peermem is no remedy on a stock kernel: its client registers through the peer-memory
+// API of MLNX_OFED's / DOCA-OFED's ib_core, which the upstream kernel lacks, and without it the
+// module's init just fails (NVIDIA open-gpu-kernel-modules, kernel-open/nvidia-peermem/
+// nvidia-peermem.c: everything under NV_MLNX_IB_PEER_MEM_SYMBOLS_PRESENT, else -EINVAL). There,
+// with Debian's rdma-core, dma-buf is the only path, and the driver exports dma-bufs only with
+// its open kernel modules (CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED is 0 with the proprietary ones).
 MemoryRegion try_peer_memory(ibv_pd* pd, const memory::PayloadMemory& m, std::string& why) {
   MemoryRegion mr(ibv_reg_mr(pd, m.data(), m.size(), kAccess));
   if (!mr) {
@@ -57,7 +64,12 @@ MemoryRegion try_peer_memory(ibv_pd* pd, const memory::PayloadMemory& m, std::st
     const bool module =
         exists("/sys/module/nvidia_peermem") || exists("/sys/kernel/mm/memory_peers/nv_mem");
     why = "peer memory: ibv_reg_mr on the device pointer: " + errno_text(err) +
-          (module ? "" : " (no peer-memory module: nvidia_peermem is not loaded)");
+          (module ? ""
+                  : " (no peer-memory client loaded: nvidia_peermem works only on a kernel whose "
+                    "ib_core has the peer-memory API of MLNX_OFED or DOCA-OFED; with the "
+                    "distribution's kernel and rdma-core only dma-buf registers GPU memory, and "
+                    "it needs NVIDIA's open kernel modules, Linux >= 5.12 and a Turing or newer "
+                    "GPU)");
   }
   return mr;
 }

@@ -1,7 +1,9 @@
 // Registering a ring's payload slab with the NIC. Host memory: ibv_reg_mr. GPU memory, in the
 // order doc/verbs.md gives: dma-buf (the CUDA driver exports the range, ibv_reg_dmabuf_mr imports
 // it; needs Linux >= 5.12 and the open NVIDIA kernel modules), then peer memory (ibv_reg_mr on
-// the device pointer, which works only with the nvidia_peermem module loaded). The same chain
+// the device pointer, which works only with the nvidia_peermem module loaded, and that loads
+// only on a kernel with MLNX_OFED's / DOCA-OFED's peer-memory API: on a stock kernel with
+// Debian's rdma-core, dma-buf is the only way). The same chain
 // runs at start-up on slabs of the run's real sizes (GpuRegistrationTrial) so that
 // payload_memory auto/gpu is decided before any ring is allocated.
 #pragma once

@@ -32,6 +32,14 @@ int set_state(ibv_qp* qp, ibv_qp_state state, uint8_t port) noexcept {
   return ibv_modify_qp(qp, &a, mask);
 }
 
+int query_state(ibv_qp* qp, ibv_qp_state& state) noexcept {
+  ibv_qp_attr a{};
+  ibv_qp_init_attr init{};
+  const int rc = ibv_query_qp(qp, &a, IBV_QP_STATE, &init);
+  if (rc == 0) state = a.qp_state;
+  return rc;
+}
+
 void modify(ibv_qp* qp, ibv_qp_state state, uint8_t port, const std::string& what) {
   if (const int rc = set_state(qp, state, port); rc != 0) {
     throw VerbsError(what + ": ibv_modify_qp to " + state_name(state), rc);

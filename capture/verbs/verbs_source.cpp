@@ -28,8 +28,6 @@ std::string stream_name(const StreamKey& k) {
 
 const char* time_source_name(TimeSource s) noexcept {
   switch (s) {
-    case TimeSource::nic_wallclock:
-      return "nic-wallclock";
     case TimeSource::nic_raw_clock:
       return "nic-raw-clock";
     case TimeSource::software:
@@ -70,6 +68,7 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
   create_cq(static_cast<uint32_t>(entries), dev);
   streams_.resize(ingest_.streams().size());
   recoveries_ = std::make_unique<common::RelaxedCounter[]>(streams_.size());
+  qp_event_ = std::make_unique<std::atomic<int>[]>(streams_.size());
   for (uint32_t i = 0; i < streams_.size(); ++i)
     build_stream(i, *ingest_.streams()[i]);
   if (event_mode_ && ibv_req_notify_cq(ibv_cq_ex_to_cq(cq_.get()), 0) != 0) {
@@ -102,6 +101,15 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
   qa.cap.max_recv_wr = ring.slots();
   qa.cap.max_recv_sge = 2;
   s.qp.reset(ibv_create_qp(pd_.get(), &qa));
+  if (!s.qp && errno == EOPNOTSUPP && index == 0 && raw_clock_) {
+    // The device's receive queues take no free-running timestamps (kernel
+    // drivers/infiniband/hw/mlx5/qp.c get_ts_format: a CQ with COMPLETION_TIMESTAMP needs them,
+    // a NIC whose rq_ts_format is real-time only refuses the QP). No QP uses the CQ yet: it is
+    // made again without timestamps, software time, and said so.
+    software_time_instead();
+    qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq_.get());
+    s.qp.reset(ibv_create_qp(pd_.get(), &qa));
+  }
   if (!s.qp) {
     const int err = errno;
     throw VerbsError(what + ": ibv_create_qp (raw packet)" +
@@ -184,6 +192,7 @@ int VerbsSource::poll(int max) noexcept {
   }
   if (rc != 0) fail("polling the CQ (overrun or device error)", rc);
   completions_.add(static_cast<uint64_t>(n));
+  if (qp_events_pending_.load(std::memory_order_relaxed) != 0) take_qp_events();
   if (recovering_ != 0 || flushed_ != 0) {
     advance_recoveries();
     n -= flushed_;
@@ -310,12 +319,34 @@ SourceReport VerbsSource::report() const {
   r.errors = v.wc_errors;
   r.recoveries = v.qp_recoveries;
   r.time_source = time_source_name(time_source_);
-  r.clock_offset_seconds = nic_clock_offset_seconds();
-  if (const auto e = wallclock_encoding(); e != WallclockEncoding::unknown)
-    r.clock_encoding = encoding_name(e);
   r.first_error = first_error();
   r.device_view = true;
   return r;
+}
+
+// IBV_EVENT_QP_FATAL (and the other QP error events) on a stream's QP: flagged for the capture
+// thread, which recovers that QP as after a completion error. On mlx5 a receive-only raw packet
+// QP can raise only IBV_EVENT_QP_FATAL, for a work queue catastrophic error of its receive
+// queue: the kernel registers mlx5_ib_qp_event as the RQ's handler (drivers/infiniband/hw/
+// mlx5/qp.c create_user_qp), an RQ may raise only WQ_CATAS_ERROR and SRQ_LAST_WQE
+// (qpc.c rq_allowed_event_types), and mlx5_ib_qp_event maps WQ_CATAS_ERROR to
+// IB_EVENT_QP_FATAL; the QP has no send queue (max_send_wr 0) to raise one. The receive queue
+// is then in error and flushes (created with flush_in_error_en: qp.c create_raw_packet_qp_rq),
+// which RESET -> INIT -> RTR recovers like the error an error CQE leaves
+// (ibv_get_async_event(3): the QP "transitioned to error state"). REQ_ERR and ACCESS_ERR, which
+// mlx5 cannot raise here, mean the same error state on any device and are treated alike. The
+// recovery bound applies: a QP that keeps failing fails the source.
+int VerbsSource::on_async_qp_event(const ibv_async_event& ev) noexcept {
+  const ibv_event_type type = ev.event_type;
+  if (type != IBV_EVENT_QP_FATAL && type != IBV_EVENT_QP_REQ_ERR && type != IBV_EVENT_QP_ACCESS_ERR)
+    return -1;
+  for (uint32_t i = 0; i < streams_.size(); ++i) {
+    if (streams_[i].qp.get() != ev.element.qp) continue;
+    qp_event_[i].store(static_cast<int>(type));  // before the count: take_qp_events
+    qp_events_pending_.fetch_add(1);
+    return static_cast<int>(i);
+  }
+  return -1;  // not one of the streams' QPs: fatal as before
 }
 
 // Also the raw clock's refresh path: this thread wakes at least every 100 ms.
@@ -326,18 +357,20 @@ void VerbsSource::async_events(const std::stop_token& stop) {
       refresh_clock();
       next_refresh += kClockRefreshNs;
     }
-    if (time_source_ == TimeSource::nic_wallclock) refresh_wallclock();
     pollfd p{ctx_->async_fd, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     ibv_async_event ev{};
     if (ibv_get_async_event(ctx_.get(), &ev) != 0) continue;
     const ibv_event_type type = ev.event_type;
+    // A QP error event of one of the streams' QPs is that stream's to recover (on_qp_event).
+    const int stream = on_async_qp_event(ev);
     ibv_ack_async_event(&ev);
-    const bool fatal = type == IBV_EVENT_CQ_ERR || type == IBV_EVENT_DEVICE_FATAL ||
-                       type == IBV_EVENT_QP_FATAL || type == IBV_EVENT_QP_REQ_ERR ||
-                       type == IBV_EVENT_QP_ACCESS_ERR;
-    const std::string msg = "RDMA device " + device_ + " (" + interface_ + ") port " +
-                            std::to_string(port_) + ": async event " + ibv_event_type_str(type);
+    const bool fatal = stream < 0 && (type == IBV_EVENT_CQ_ERR || type == IBV_EVENT_DEVICE_FATAL ||
+                                      type == IBV_EVENT_QP_FATAL || type == IBV_EVENT_QP_REQ_ERR ||
+                                      type == IBV_EVENT_QP_ACCESS_ERR);
+    std::string msg = "RDMA device " + device_ + " (" + interface_ + ") port " +
+                      std::to_string(port_) + ": async event " + ibv_event_type_str(type);
+    if (stream >= 0) msg += " on the QP of stream " + streams_[stream].name + ": it is recovered";
     if (fatal) on_fatal_event(type);
     if (on_event_) on_event_(msg, fatal);
   }

@@ -20,7 +20,6 @@
 #include "capture/ingest.hpp"
 #include "capture/packet_source.hpp"
 #include "capture/verbs/hca_clock.hpp"
-#include "capture/verbs/nic_clock.hpp"
 #include "capture/verbs/verbs_objects.hpp"
 #include "common/relaxed_counter.hpp"
 
@@ -35,15 +34,18 @@ struct VerbsOptions {
   std::string sysfs_root = "/sys";
 };
 
-// Where completion timestamps come from, best first.
+// Where completion timestamps come from, best first. There is no "NIC PHC" source: asking for
+// IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK makes libmlx5 read the kernel's clock-info page
+// at every poll, which fails now and then with EBUSY, and the libmlx5 of Debian 12 (rdma-core
+// 44) then loses the completion and keeps the CQ locked (completion_queue.cpp).
 enum class TimeSource {
-  nic_wallclock,  // the NIC's PHC (IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK), mapped to
-                  // CLOCK_REALTIME with a measured offset (nic_clock.hpp)
   nic_raw_clock,  // raw HCA ticks, converted here with a fit against CLOCK_REALTIME
   software,       // no NIC clock: one clock_gettime per polled batch
 };
-// "nic-wallclock", "nic-raw-clock", "software": for logs, manifest and metrics.
+// "nic-raw-clock", "software": for logs, manifest and metrics.
 const char* time_source_name(TimeSource s) noexcept;
+// "IBV_EVENT_QP_FATAL" and the other QP error events, for messages.
+const char* qp_event_name(ibv_event_type type) noexcept;
 
 struct VerbsStats {
   uint64_t polls = 0;        // CQ polls
@@ -98,13 +100,6 @@ class VerbsSource final : public PacketSource {
   const std::string& device() const noexcept { return device_; }
   bool hw_timestamps() const noexcept { return hw_timestamps_; }
   TimeSource time_source() const noexcept { return time_source_; }
-  // nic-wallclock: the NIC clock minus CLOCK_REALTIME in seconds (37 for a PHC on TAI), once
-  // measured (the first completions); nullopt before and for the other time sources.
-  std::optional<double> nic_clock_offset_seconds() const noexcept;
-  // nic-wallclock: how the driver encodes the values (detected from the first one).
-  WallclockEncoding wallclock_encoding() const noexcept {
-    return static_cast<WallclockEncoding>(encoding_.load(std::memory_order_relaxed));
-  }
   // Entries of the shared CQ as created (libmlx5 rounds the request up to 2^k - 1).
   uint32_t cq_entries() const noexcept { return cq_entries_; }
   // Recoveries of stream `index`'s QP (index into the Ingest's streams).
@@ -124,8 +119,6 @@ class VerbsSource final : public PacketSource {
   static constexpr int64_t kFlushTimeoutNs = 2'000'000'000;
   // How often the raw-clock fit takes a new sample.
   static constexpr int64_t kClockRefreshNs = 1'000'000'000;
-  // nic-wallclock: polled batches per offset sample (the pair with the least latency counts).
-  static constexpr uint32_t kWallclockSampleBatches = 16;
 
   // wr_id layout: stream index in the high 32 bits, slot id in the low 32 bits.
   static uint64_t wr_id(uint32_t stream, SlotId slot) noexcept {
@@ -138,18 +131,27 @@ class VerbsSource final : public PacketSource {
 
   void check_cq_size(uint64_t entries, uint64_t depth_sum, uint64_t max_cqe) const;
   void create_cq(uint32_t entries, const ibv_device_attr_ex& dev);
+  CompletionQueue make_cq(uint32_t entries, uint64_t wc_flags) const;
+  bool start_raw_clock(const ibv_device_attr_ex& dev);
+  void software_time_instead();
   void build_stream(uint32_t index, StreamPipeline& sp);
   void handle_completion(int64_t now_ns) noexcept;
   void on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status, uint32_t vendor_err) noexcept;
+  void on_qp_event(uint32_t index, ibv_event_type type) noexcept;
+  void start_recovery(uint32_t index, const char* cause, const char* tag,
+                      const char* where) noexcept;
+  void take_qp_events() noexcept;
+  // Async thread: the stream whose QP a QP error event names (flagged for the capture thread),
+  // or -1.
+  int on_async_qp_event(const ibv_async_event& ev) noexcept;
   void advance_recoveries() noexcept;
+  bool flush_through_err(uint32_t index) noexcept;
+  bool recovery_failed(uint32_t index, const char* call, int err) noexcept;
   void finish_recovery(uint32_t index) noexcept;
   bool sample_clock(uint64_t& ticks, int64_t& ns) noexcept;
   void refresh_clock() noexcept;
   int64_t batch_now() noexcept;
   int64_t completion_time(int64_t now_ns, uint32_t& flags) noexcept;
-  void refresh_wallclock();
-  void steer_wallclock() noexcept;
-  void report_offset(double offset_s);
   void on_fatal_event(ibv_event_type type) noexcept;
   bool repost(uint32_t index) noexcept;
   bool post_batch(uint32_t index, std::size_t n) noexcept;
@@ -166,19 +168,9 @@ class VerbsSource final : public PacketSource {
   bool raw_clock_ = false;  // hw_timestamps_ from raw ticks through clock_
   TimeSource time_source_ = TimeSource::software;
   uint32_t cq_entries_ = 0;
-  // Raw ticks or (nic-wallclock) NIC ns -> CLOCK_REALTIME ns.
+  // Raw ticks -> CLOCK_REALTIME ns.
   std::optional<ClockFit> fit_;  // async thread (and the constructor)
   PublishedClock clock_;
-  // nic-wallclock: offset samples from the capture thread, the detected encoding, the offset.
-  SampleHandoff samples_;
-  bool sample_next_ = false;      // capture thread: pair the next completion with `now`
-  StampFloor stamp_floor_;        // capture thread: nic-wallclock stamps in time order
-  std::atomic<int> encoding_{0};  // WallclockEncoding, set before the first map
-  std::atomic<int64_t> nic_offset_ns_{0};
-  std::atomic<bool> nic_offset_known_{false};
-  std::optional<OffsetClass> logged_class_;  // async thread: what the log said last
-  int64_t next_sample_ns_ = 0;               // async thread: when to ask for the next sample
-  ClockMap fitted_;                          // async thread: the latest fit (nic-wallclock)
   uint64_t out_of_buffer_start_ = 0;
   EventLog on_event_;
   // Creation order; destroyed in reverse (QPs and flows before CQ, MRs, PD, context).
@@ -190,6 +182,10 @@ class VerbsSource final : public PacketSource {
   common::RelaxedCounter polls_, empty_polls_, completions_, oversize_, wc_errors_, posted_;
   common::RelaxedCounter qp_recoveries_;
   std::unique_ptr<common::RelaxedCounter[]> recoveries_;  // per stream
+  // QP error events from the async thread, per stream (the ibv_event_type, 0: none), and how
+  // many were flagged since the capture thread last looked (one load per poll).
+  std::unique_ptr<std::atomic<int>[]> qp_event_;
+  std::atomic<uint32_t> qp_events_pending_{0};
   uint32_t recovering_ = 0;                // streams whose QP is being recovered (capture thread)
   int flushed_ = 0;                        // flush completions in the current poll (capture thread)
   std::atomic<int> first_error_state_{0};  // 0 none, 1 being written, 2 recorded, 3 taken

@@ -22,9 +22,10 @@ fi
 [ -e "$sv_lib/libibverbs.so.1" ] || { echo "FAIL: no softverbs in $sv_lib"; exit 1; }
 # With CUDA the cause is the runtime's own error by name (cudaErrorNoDevice where the driver
 # library is installed without a GPU, cudaErrorInsufficientDriver where it is older than the
-# runtime, ...); as an extended regular expression.
+# runtime, ...; then with the driver branch this build's runtime needs); as an extended regular
+# expression.
 if [ "$cuda" = ON ]; then
-  cause='cudaGetDeviceCount: [^;()]+ \(cudaError[A-Za-z]+\)'
+  cause='cudaGetDeviceCount: [^;()]+ \(cudaError[A-Za-z]+\)(: no NVIDIA driver, or an older one: this build.s CUDA [0-9]+\.[0-9]+ runtime needs an NVIDIA driver of branch [0-9]+ or later)?'
 else
   cause='built without CUDA \(the CUDA toolkit was not found or ROCECAP_WITH_CUDA=OFF\)'
 fi

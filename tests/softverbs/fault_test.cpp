@@ -16,14 +16,25 @@
 //   fault_test overrun  with SOFTVERBS_INJECT_CQ_OVERRUN=after=50: the 50th completion
 //                       overruns the CQ: IBV_EVENT_CQ_ERR names it, the 49 before it are still
 //                       polled, nothing after.
+//   fault_test ebusy v44|fixed  with SOFTVERBS_INJECT_CLOCK_EBUSY=every=10[,rdma_core=fixed]
+//                       on a WALLCLOCK CQ: v44 (Debian 12's libmlx5) loses the completion of
+//                       each EBUSY; a single-threaded CQ polls on, a locked one would hang at
+//                       its next ibv_start_poll (softverbs aborts there, saying so); fixed
+//                       (after v64) loses nothing.
+//   fault_test qpfatal  with SOFTVERBS_INJECT_QP_FATAL=after=100: the 100th frame raises
+//                       IBV_EVENT_QP_FATAL naming the QP, whose WRs are all flushed; the kernel
+//                       still believes RTR, so ibv_modify_qp fails (EINVAL) until ibv_query_qp
+//                       has read the error state; then RESET -> INIT -> RTR receives again.
 // Not conformance cases: real devices have no such knobs. Exit 0 pass, 1 fail, 77 no CAP_NET_RAW.
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <poll.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -277,6 +288,113 @@ int overrun() {  // SOFTVERBS_INJECT_CQ_OVERRUN=after=50
   return failures ? 1 : 0;
 }
 
+// A CQ with WALLCLOCK (single-threaded or not) on the wire, the WRs posted and filled at once.
+int open_wallclock(Rig& rig, bool single_threaded, ibv_cq_ex*& cq) {
+  if (!rig.open_device()) return 1;
+  ibv_cq_init_attr_ex a{};
+  a.cqe = kDepth;
+  a.wc_flags = IBV_WC_EX_WITH_BYTE_LEN | IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+  if (single_threaded) {
+    a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+    a.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
+  }
+  cq = ibv_create_cq_ex(rig.ctx, &a);
+  if (!cq) return fprintf(stderr, "FAIL: create_cq_ex: %s\n", strerror(errno)), 1;
+  rig.cq = ibv_cq_ex_to_cq(cq);
+  ibv_qp_init_attr qa{};
+  qa.send_cq = qa.recv_cq = rig.cq;
+  qa.qp_type = IBV_QPT_RAW_PACKET;
+  qa.cap.max_recv_wr = kDepth;
+  qa.cap.max_recv_sge = 2;
+  rig.qp = ibv_create_qp(rig.pd, &qa);
+  if (!rig.qp && errno == EPERM) return printf("SKIP: raw QPs need CAP_NET_RAW\n"), 77;
+  rig.hmr = ibv_reg_mr(rig.pd, rig.hdr.data(), rig.hdr.size(), kLocalWrite);
+  rig.pmr = ibv_reg_mr(rig.pd, rig.pl.data(), rig.pl.size(), kLocalWrite);
+  if (!rig.qp || !rig.hmr || !rig.pmr) return fprintf(stderr, "FAIL: setup\n"), 1;
+  rig.arm();
+  return add_flow(rig) ? 0 : 1;
+}
+
+// Polls `cq` for 2 s, one completion per ibv_start_poll (so that every completion meets the
+// injection's count): completions seen and EBUSY answers.
+void poll_wallclock(ibv_cq_ex* cq, uint32_t& got, uint32_t& busy) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (std::chrono::steady_clock::now() < end) {
+    ibv_poll_cq_attr pa{};
+    const int rc = ibv_start_poll(cq, &pa);
+    if (rc == EBUSY) {
+      ++busy;
+      continue;
+    }
+    if (rc != 0) continue;
+    ++got;
+    ibv_end_poll(cq);
+  }
+}
+
+// SOFTVERBS_INJECT_CLOCK_EBUSY=every=10 (v44) or every=10,rdma_core=fixed.
+int ebusy(const std::string& flow) {
+  if (flow != "v44" && flow != "fixed") return fprintf(stderr, "ebusy v44|fixed\n"), 2;
+  {
+    Rig rig;
+    ibv_cq_ex* cq = nullptr;
+    if (int rc = open_wallclock(rig, true, cq)) return rc;
+    uint32_t got = 0, busy = 0;
+    poll_wallclock(cq, got, busy);
+    expect(busy > 0, "EBUSY from ibv_start_poll");
+    if (flow == "v44")
+      expect(got + busy == kDepth, "each EBUSY lost its completion (v44: consumed before)");
+    else
+      expect(got == kDepth, "every completion still polled (fixed: nothing consumed)");
+    printf("single-threaded CQ: %u completions, %u EBUSY\n", got, busy);
+  }
+  if (flow == "fixed") return failures ? 1 : 0;
+  // A locked CQ: the EBUSY left libmlx5's lock held; the next start_poll would spin forever.
+  fflush(stdout);
+  const pid_t child = fork();
+  if (child == 0) {
+    Rig rig;
+    ibv_cq_ex* cq = nullptr;
+    if (open_wallclock(rig, false, cq) != 0) _exit(3);
+    uint32_t got = 0, busy = 0;
+    poll_wallclock(cq, got, busy);
+    _exit(0);  // not reached: softverbs aborts in the start_poll after the first EBUSY
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  expect(WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT,
+         "a locked CQ aborts at the next ibv_start_poll after EBUSY (libmlx5 < v53 hangs)");
+  return failures ? 1 : 0;
+}
+
+// SOFTVERBS_INJECT_QP_FATAL=after=100.
+int qp_fatal() {
+  Rig rig;
+  if (int rc = rig.open_qp(2 * kDepth)) return rc;
+  rig.arm();
+  add_flow(rig);
+  pollfd p{rig.ctx->async_fd, POLLIN, 0};
+  expect(poll(&p, 1, 5000) == 1, "an async event within 5 s");
+  ibv_async_event ev{};
+  expect(ibv_get_async_event(rig.ctx, &ev) == 0, "get_async_event");
+  expect(ev.event_type == IBV_EVENT_QP_FATAL, "IBV_EVENT_QP_FATAL");
+  expect(ev.element.qp == rig.qp, "the event names the QP");
+  ibv_ack_async_event(&ev);
+  const std::vector<ibv_wc> wc = rig.poll(kDepth, 2000);
+  expect(wc.size() == kDepth, "every posted WR completed");
+  for (std::size_t i = 0; i < wc.size(); ++i) {
+    expect(wc[i].wr_id == i, "completions in posting order");
+    expect(wc[i].status == (i < kAfter - 1 ? IBV_WC_SUCCESS : IBV_WC_WR_FLUSH_ERR),
+           "99 frames, then every other WR flushed (the 100th frame was not placed)");
+  }
+  expect(!rig.to(IBV_QPS_RESET), "ibv_modify_qp before ibv_query_qp: the kernel's stale RTR");
+  expect(rig.state() == IBV_QPS_ERR, "ibv_query_qp reads the error state");
+  expect(rig.to(IBV_QPS_RESET), "RESET once the kernel knows");
+  rig.arm();
+  expect(rig.poll(kDepth, 10000).size() == kDepth, "the QP receives again after RTR");
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -286,8 +404,11 @@ int main(int argc, char** argv) {
   if (mode == "phc" && argc > 2) return phc(argv[2]);
   if (mode == "cq") return cq_sizes();
   if (mode == "overrun") return overrun();
+  if (mode == "ebusy" && argc > 2) return ebusy(argv[2]);
+  if (mode == "qpfatal") return qp_fatal();
   fprintf(stderr,
-          "usage: %s error | clock wallclock|realtime|raw|none | phc tai|realtime | cq | overrun\n",
+          "usage: %s error | clock wallclock|realtime|raw|none | phc tai|realtime | cq | overrun "
+          "| ebusy v44|fixed | qpfatal\n",
           argv[0]);
   return 2;
 }

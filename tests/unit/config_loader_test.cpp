@@ -587,19 +587,44 @@ TEST_F(RingMemory, RingsBeyondMemAvailableAreRefusedWithTheNumbers) {
 }
 
 TEST_F(RingMemory, VerbsRingsBeyondTheMemlockLimitNeedCapIpcLock) {
-  // 4 streams x 1024 slots x (128 + 64) B = 768 KiB locked; the limit is 64 KiB.
+  // 4 streams x 1024 slots x (128 + 64) B = 768 KiB locked, plus what libmlx5 pins: the limit
+  // is 64 KiB.
   fake_proc("16777216", "65536", "0000000000000000");
   LoadResult r = load("ring_depth: 1024", "ring_depth: 1024");
   ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
   EXPECT_NE(r.problems[0].message.find(
                 "the rings need 768 KiB of host memory (4 streams x 1024 slots, header "
-                "slots only) locked, but this process may lock 64 KiB "
-                "(RLIMIT_MEMLOCK"),
+                "slots only) locked, plus 644 KiB"),
+            std::string::npos)
+      << r.problems[0].message;
+  EXPECT_NE(r.problems[0].message.find("but this process may lock 64 KiB (RLIMIT_MEMLOCK"),
             std::string::npos)
       << r.problems[0].message;
   fake_proc("16777216", "65536", "0000000000004000");  // CAP_IPC_LOCK (bit 14)
   EXPECT_TRUE(load("ring_depth: 1024", "ring_depth: 1024").ok());
   fake_proc("16777216", "unlimited", "0000000000000000");
+  EXPECT_TRUE(load("ring_depth: 1024", "ring_depth: 1024").ok());
+}
+
+// The kernel pins libmlx5's queue buffers against RLIMIT_MEMLOCK too (ib_umem_get): the CQ of
+// 4096 entries becomes 8192 x 64 B = 512 KiB, each stream's receive queue 1024 x 32 B = 32 KiB,
+// and the doorbell records a page. With a 1 MiB limit the rings alone (768 KiB) fit, the run
+// would not: ibv_create_cq_ex / ibv_create_qp would fail with ENOMEM at start-up.
+TEST_F(RingMemory, VerbsQueueBuffersCountAgainstTheMemlockLimit) {
+  fake_proc("16777216", "1048576", "0000000000000000");
+  LoadResult r = load("ring_depth: 1024", "ring_depth: 1024");
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].key_path, "capture.ring_depth");
+  EXPECT_NE(r.problems[0].message.find(
+                "the rings need 768 KiB of host memory (4 streams x 1024 slots, header slots only) "
+                "locked, "
+                "plus 644 KiB that libmlx5 pins for the completion and receive queues (a "
+                "completion queue of 8191 entries per interface, 32 KiB of receive queue per "
+                "stream, doorbell records): 1.4 MiB, but this process may lock 1 MiB"),
+            std::string::npos)
+      << r.problems[0].message;
+  // 1.5 MiB holds both.
+  fake_proc("16777216", "1572864", "0000000000000000");
   EXPECT_TRUE(load("ring_depth: 1024", "ring_depth: 1024").ok());
 }
 

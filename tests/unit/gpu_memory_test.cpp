@@ -32,6 +32,23 @@ TEST(NoGpu, ProbeSaysWhyNamingTheCall) {
   EXPECT_EQ(p.detail.rfind(expected_no_gpu_cause(), 0), 0u) << p.detail;
 }
 
+// A driver older than the one the statically linked runtime needs (CUDA minor version
+// compatibility: 11.x from branch 450, 12.x from 525, 13.x from 580) answers
+// cudaErrorInsufficientDriver; the reason then says which driver this build needs.
+TEST(NoGpu, InsufficientDriverNamesTheDriverThisBuildNeeds) {
+  const GpuProbe p = probe_gpu(0);
+  if (p.usable || p.detail.find("(cudaErrorInsufficientDriver)") == std::string::npos)
+    GTEST_SKIP() << "not cudaErrorInsufficientDriver here: " << p.detail;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(p.detail, m,
+                                std::regex(R"(this build's CUDA (\d+)\.\d+ runtime needs an )"
+                                           R"(NVIDIA driver of branch (\d+) or later)")))
+      << p.detail;
+  const int major = std::stoi(m[1].str());
+  const int branch = std::stoi(m[2].str());
+  EXPECT_EQ(branch, major >= 13 ? 580 : major == 12 ? 525 : 450) << p.detail;
+}
+
 TEST(NoGpu, AllocationAndExportFailWithTheReason) {
   if (probe_gpu(0).usable) GTEST_SKIP() << "a GPU is present";
   try {
@@ -60,8 +77,8 @@ TEST(NoGpu, EveryEntryPointFailsWithTheCudaError) {
   const GpuProbe p = probe_gpu(0);
   if (p.usable) GTEST_SKIP() << "a GPU is present: " << p.detail;
   std::smatch m;
-  ASSERT_TRUE(
-      std::regex_match(p.detail, m, std::regex(R"(cudaGetDeviceCount: .+ \((cudaError\w+)\))")))
+  ASSERT_TRUE(std::regex_match(p.detail, m,
+                               std::regex(R"(cudaGetDeviceCount: .+? \((cudaError\w+)\)(: .*)?)")))
       << p.detail;
   const std::string err = "(" + m[1].str() + ")";
   const auto names = [&err](const std::string& call, const std::string& what) {

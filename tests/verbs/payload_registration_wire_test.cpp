@@ -61,6 +61,42 @@ TEST(PayloadRegistration, PeerMemoryDoesNotMakeUnmappedMemoryRegistrable) {
   EXPECT_EQ(err, EFAULT);
 }
 
+// A GPU slab that neither path can register (an unmapped address standing in for device memory
+// on a host without a peer-memory client): the error says why nvidia_peermem is no way out on
+// a stock kernel (its peer-memory client needs the MLNX_OFED / DOCA-OFED ib_core) and that
+// dma-buf, the one path there, needs NVIDIA's open kernel modules.
+class UnmappedGpuSlab final : public memory::PayloadMemory {
+ public:
+  std::byte* data() const noexcept override {
+    return reinterpret_cast<std::byte*>(std::uintptr_t{1} << 46);
+  }
+  std::size_t size() const noexcept override { return 1 << 16; }
+  memory::MemoryKind kind() const noexcept override { return memory::MemoryKind::gpu; }
+};
+
+TEST(PayloadRegistration, WithoutPeerMemoryTheErrorPointsAtDmaBuf) {
+  host_offers(false, false);
+  Pd p;
+  const UnmappedGpuSlab slab;
+  try {
+    register_payload(p.pd.get(), slab, "test slab");
+    FAIL() << "an unmapped address registered";
+  } catch (const VerbsError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("peer memory: ibv_reg_mr on the device pointer: Bad address (EFAULT)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("nvidia_peermem works only on a kernel whose ib_core has the peer-memory "
+                        "API of MLNX_OFED or DOCA-OFED"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("with the distribution's kernel and rdma-core only dma-buf registers GPU "
+                        "memory, and it needs NVIDIA's open kernel modules"),
+              std::string::npos)
+        << what;
+  }
+}
+
 TEST(NoGpuRegistration, ProbeSaysWhy) {
   const memory::GpuProbe gpu = memory::probe_gpu(0);
   if (gpu.usable) GTEST_SKIP() << "a GPU is present: " << gpu.detail;

@@ -2,6 +2,13 @@
 // QP-fatal completion error) and SOFTVERBS_CLOCK=raw (a free-running HCA clock): the QP is
 // recovered once and keeps receiving, the first error is handed over once with its context,
 // and completion timestamps come from the raw clock converted to wall-clock time.
+// VerbsSourceRtOnly (ctest verbs_source_clock_rtonly, SOFTVERBS_CLOCK=rtonly): a device whose
+// receive queues refuse raw timestamps gets software time.
+// VerbsSourceQpFatal (ctest verbs_source_qp_fatal, SOFTVERBS_INJECT_QP_FATAL=after=20000): an
+// IBV_EVENT_QP_FATAL is recovered like a completion error. VerbsSourceClock (ctest
+// verbs_source_clock: a PHC on TAI offering WALLCLOCK, whose clock-info reads fail with EBUSY
+// every 50 polls as libmlx5's do, SOFTVERBS_TRACE=1): the shared CQ is single-threaded, asks
+// for raw timestamps only, and capture never sees EBUSY.
 // Needs CAP_NET_RAW (exit 77 otherwise) and softverbs on the loader path.
 #include <gtest/gtest.h>
 
@@ -11,6 +18,7 @@
 #include <ctime>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "capture/ingest.hpp"
@@ -50,7 +58,8 @@ struct Rig {
   int64_t after_pop = 0;     // slots stamped later than the wall clock when popped
   uint64_t without_hw_flag = 0;
 
-  Rig() {
+  // `trace`: softverbs' creation trace (SOFTVERBS_TRACE=1) is kept here.
+  explicit Rig(std::string* trace = nullptr, EventLog log = {}) {
     std::vector<StreamPipeline*> ptrs;
     for (uint32_t src : {0xC000020Bu, 0xC000020Cu}) {  // 192.0.2.11, 192.0.2.12
       pipes.push_back(std::make_unique<StreamPipeline>(spec(src)));
@@ -62,7 +71,9 @@ struct Rig {
     o.device = "svw";
     o.interface = "wire";
     o.sysfs_root = "/nonexistent";
-    source = std::make_unique<VerbsSource>(o, *ingest);
+    if (trace != nullptr) testing::internal::CaptureStderr();
+    source = std::make_unique<VerbsSource>(o, *ingest, std::move(log));
+    if (trace != nullptr) *trace = testing::internal::GetCapturedStderr();
   }
 
   void drain() {
@@ -182,6 +193,99 @@ TEST(VerbsSourceFault, RawHcaClockGivesWallClockTimestamps) {
   // a wrong rate, would land years or seconds away).
   EXPECT_EQ(rig.before_start, 0) << "timestamps before the capture started";
   EXPECT_EQ(rig.after_pop, 0) << "timestamps after the frames were taken";
+}
+
+bool env_has(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != 0;
+}
+
+// An IBV_EVENT_QP_FATAL on one QP (a work queue catastrophic error of its receive queue, which
+// is all the kernel's mlx5_ib_qp_event reports for a raw packet QP's RQ) leaves that QP in
+// error with every WR flushed: it is recovered like a completion error, and the run goes on.
+TEST(VerbsSourceQpFatal, QpFatalEventRecoversTheQp) {
+  if (!env_has("SOFTVERBS_INJECT_QP_FATAL")) GTEST_SKIP() << "needs SOFTVERBS_INJECT_QP_FATAL";
+  Rig rig;
+  const auto deadline = Clock::now() + std::chrono::seconds(20);
+  while (rig.source->stats().qp_recoveries == 0 && Clock::now() < deadline) {
+    rig.run_for(std::chrono::milliseconds(10));
+    ASSERT_FALSE(rig.source->failed()) << rig.source->failure();
+  }
+  ASSERT_EQ(rig.source->stats().qp_recoveries, 1u) << "no recovery within 20 s";
+  const uint32_t hit = rig.source->qp_recoveries(0) == 1 ? 0 : 1;
+  const uint64_t before = rig.got[hit];
+  const auto again = Clock::now() + std::chrono::seconds(10);
+  while (rig.got[hit] - before <= 1000u && Clock::now() < again) {
+    rig.run_for(std::chrono::milliseconds(50));
+    ASSERT_FALSE(rig.source->failed()) << rig.source->failure();
+  }
+  EXPECT_GT(rig.got[hit] - before, 1000u) << "the recovered stream did not receive again";
+  const std::string first = rig.source->first_error();
+  EXPECT_NE(first.find("RDMA device svw (wire), stream 239.17.0.1:36001 from 192.0.2.1"),
+            std::string::npos)
+      << first;
+  // The event (async thread) and the QP's flushed WRs (CQ) race: whichever the capture thread
+  // met first started the recovery and names it; a flush first is one completion error.
+  const bool by_event =
+      first.find("receive queue failure (async event IBV_EVENT_QP_FATAL, qp ") != std::string::npos;
+  const bool by_flush =
+      first.find("receive completion error Work Request Flushed Error") != std::string::npos;
+  EXPECT_TRUE(by_event || by_flush) << first;
+  EXPECT_EQ(rig.source->stats().wc_errors, by_flush ? 1u : 0u);
+  EXPECT_EQ(rig.source->stats().qp_recoveries, 1u) << "the event and its flush recovered twice";
+}
+
+// The shared CQ is polled by one thread only: created IBV_CREATE_CQ_ATTR_SINGLE_THREADED, so
+// libmlx5 polls it without its lock (providers/mlx5/cq.c, the SINGLE_THREADED poll ops). It asks
+// for raw completion timestamps alone: WALLCLOCK would make every poll read the kernel's
+// clock-info page, whose EBUSY costs a completion in the libmlx5 Debian 12 ships.
+TEST(VerbsSourceClock, SharedCqIsSingleThreadedWithRawTimestamps) {
+  if (!env_has("SOFTVERBS_TRACE")) GTEST_SKIP() << "needs SOFTVERBS_TRACE=1";
+  std::string trace;
+  Rig rig(&trace);
+  EXPECT_NE(trace.find("softverbs: svw: ibv_create_cq_ex: 1023 entries, wc_flags "
+                       "BYTE_LEN|COMPLETION_TIMESTAMP, single-threaded"),
+            std::string::npos)
+      << trace;
+  EXPECT_EQ(trace.find("WALLCLOCK"), std::string::npos) << trace;
+}
+
+// SOFTVERBS_INJECT_CLOCK_EBUSY=every=50 on a device that offers WALLCLOCK (its PHC on TAI):
+// the capture runs on, with raw-clock timestamps in UTC.
+TEST(VerbsSourceClock, WallclockEbusyNeverStopsTheCapture) {
+  if (!env_has("SOFTVERBS_INJECT_CLOCK_EBUSY"))
+    GTEST_SKIP() << "needs SOFTVERBS_INJECT_CLOCK_EBUSY";
+  Rig rig;
+  rig.run_for(std::chrono::milliseconds(1500));
+  ASSERT_FALSE(rig.source->failed()) << rig.source->failure();
+  EXPECT_GT(rig.got[0] + rig.got[1], 1000u);
+  EXPECT_EQ(rig.source->time_source(), TimeSource::nic_raw_clock);
+  EXPECT_EQ(rig.without_hw_flag, 0u);
+  EXPECT_EQ(rig.before_start, 0) << "timestamps before the capture started (the PHC's TAI?)";
+  EXPECT_EQ(rig.after_pop, 0) << "timestamps after the frames were taken (the PHC's TAI?)";
+}
+
+// SOFTVERBS_CLOCK=rtonly: a NIC whose receive queues take real-time timestamps only refuses a QP
+// on a CQ with raw (free-running) ones; the source makes its CQ again without timestamps and
+// captures with software time, saying so.
+TEST(VerbsSourceRtOnly, RealTimeOnlyQueuesGetSoftwareTime) {
+  const char* clock = std::getenv("SOFTVERBS_CLOCK");
+  if (clock == nullptr || std::string(clock) != "rtonly")
+    GTEST_SKIP() << "needs SOFTVERBS_CLOCK=rtonly";
+  std::vector<std::string> said;
+  Rig rig(nullptr, [&said](const std::string& m, bool) { said.push_back(m); });
+  EXPECT_EQ(rig.source->time_source(), TimeSource::software);
+  EXPECT_FALSE(rig.source->hw_timestamps());
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("RDMA device svw (wire): its receive queues refuse raw completion "
+                         "timestamps (ibv_create_qp: EOPNOTSUPP"),
+            std::string::npos)
+      << said[0];
+  rig.run_for(std::chrono::milliseconds(500));
+  ASSERT_FALSE(rig.source->failed()) << rig.source->failure();
+  EXPECT_GT(rig.got[0] + rig.got[1], 1000u);
+  EXPECT_EQ(rig.before_start, 0);
+  EXPECT_EQ(rig.after_pop, 0);
 }
 
 }  // namespace

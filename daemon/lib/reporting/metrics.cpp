@@ -195,7 +195,7 @@ void add_verbs_polls(Exposition& e, const Runtime& rt) {
                           MetricType::Counter);
   auto& clock = e.family("rocecap_timestamp_source",
                          "1 for where the interface's receive timestamps come from: "
-                         "nic-wallclock, nic-raw-clock or software",
+                         "nic-raw-clock or software",
                          MetricType::Gauge);
   auto& offset = e.family("rocecap_nic_clock_offset_seconds",
                           "The NIC's PTP hardware clock minus CLOCK_REALTIME (37 for a PHC on "

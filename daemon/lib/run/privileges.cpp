@@ -40,7 +40,7 @@ std::string check_privileges(std::string_view backend, uint64_t pinned_bytes) {
   }
   std::ostringstream msg;
   msg << "capture.backend " << backend << " registers " << pinned_bytes
-      << " bytes of ring memory but the "
+      << " bytes (ring memory and libmlx5's queues) but the "
       << "memlock limit is " << lim.rlim_cur << " bytes and CAP_IPC_LOCK is missing; raise it "
       << "(systemd: LimitMEMLOCK=infinity) or lower capture.ring_depth";
   return msg.str();

@@ -12,6 +12,8 @@
 #include "capture/verbs/device_finder.hpp"
 #include "capture/verbs/payload_registration.hpp"
 #include "capture/verbs/verbs_source.hpp"
+#include "config/retention_plan.hpp"
+#include "config/verbs_pinning.hpp"
 #endif
 
 namespace rocecap::daemon {
@@ -76,10 +78,6 @@ std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg,
 #ifdef ROCECAP_HAVE_VERBS
 const char* time_source_text(capture::verbs::TimeSource t) {
   switch (t) {
-    case capture::verbs::TimeSource::nic_wallclock:
-      return "NIC hardware completion timestamps (the NIC's PTP hardware clock as libmlx5 "
-             "reports it, mapped to CLOCK_REALTIME with an offset measured every second; host "
-             "time until the first measurement)";
     case capture::verbs::TimeSource::nic_raw_clock:
       return "NIC hardware completion timestamps (raw HCA clock, converted with a fit against "
              "CLOCK_REALTIME refreshed every second)";
@@ -165,17 +163,25 @@ void check_verbs_privileges(const config::RunConfig& cfg) {
 }
 
 // Registered host memory stays locked: every header slab, and the payload slabs when they are
-// host memory (GPU slabs are device memory, outside RLIMIT_MEMLOCK).
+// host memory (GPU slabs are device memory, outside RLIMIT_MEMLOCK); so do libmlx5's CQ and
+// receive queue buffers, which the kernel pins too (config/verbs_pinning.hpp).
 void check_verbs_memlock(const config::RunConfig& cfg, mem::MemoryKind payload) {
+  const uint64_t depth = cfg.retention.enabled ? config::plan_retention(cfg).ring_slots
+                                               : uint64_t{cfg.capture.ring_depth};
   uint64_t streams = 0;
-  for (const auto& ic : cfg.capture.interfaces)
-    streams += ic.groups.size() * cfg.streams.antennas.size();
+  uint64_t queues = 0;
+  for (const auto& ic : cfg.capture.interfaces) {
+    const uint64_t n = ic.groups.size() * cfg.streams.antennas.size();
+    streams += n;
+    queues += config::mlx5_interface_pinned_bytes(
+        cfg.capture.cq_size != 0 ? cfg.capture.cq_size : n * depth, n, depth);
+  }
   uint64_t per_slot = cfg.capture.header_split + capture::StreamRing::kHeaderAlign;
   if (payload == mem::MemoryKind::host) {
     per_slot = cfg.capture.max_frame + 2 * capture::StreamRing::kHeaderAlign;
   }
   const std::string why =
-      daemon::check_privileges("verbs", streams * cfg.capture.ring_depth * per_slot);
+      daemon::check_privileges("verbs", streams * cfg.capture.ring_depth * per_slot + queues);
   if (!why.empty()) throw std::runtime_error(why);
 }
 #endif

@@ -2,6 +2,7 @@
 #include <poll.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "frames.hpp"
@@ -180,13 +181,21 @@ struct ExCompletion {
   int status, opcode;
 };
 
-std::vector<ExCompletion> poll_ex(ibv_cq_ex* cq, size_t want, bool wall) {
+// `busy`: EBUSY answers of ibv_start_poll. With WALLCLOCK libmlx5 reads the kernel's clock-info
+// page at each poll that finds a completion and gives up with EBUSY when it races the kernel's
+// update (providers/mlx5/mlx5.c _mlx5dv_get_clock_info); up to v64 that completion is consumed
+// and lost, since 0819419e7 it is returned by the next poll.
+std::vector<ExCompletion> poll_ex(ibv_cq_ex* cq, size_t want, bool wall, int& busy) {
   std::vector<ExCompletion> got;
   for (int tries = 0; tries < 2000 && got.size() < want; ++tries) {
     ibv_poll_cq_attr pa{};
     const int rc = ibv_start_poll(cq, &pa);
     if (rc == ENOENT) {
       sleep_ms(1);
+      continue;
+    }
+    if (rc == EBUSY) {
+      ++busy;
       continue;
     }
     CONF_EQ(rc, 0, "start_poll");
@@ -222,8 +231,13 @@ CONF_CASE(cq_ex_timestamps,
   sleep_ms(20);
   const uint64_t t_second = realtime_ns();
   tx.send(udp_frame(s, 2, 300));
-  auto got = poll_ex(rig.cqx, 2, wall);
+  int busy = 0;
+  auto got = poll_ex(rig.cqx, 2, wall, busy);
   const uint64_t t1 = realtime_ns();
+  if (got.size() < 2 && busy > 0)
+    skip(
+        "ibv_start_poll answered EBUSY (WALLCLOCK's clock-info read) and the completion was "
+        "lost, as libmlx5 up to rdma-core v64 does: run the case again");
   CONF_EQ(got.size(), size_t{2}, "completions");
   CONF_EQ(got[0].status, static_cast<int>(IBV_WC_SUCCESS), "status");
   CONF_EQ(got[0].wr_id, uint64_t{40}, "wr_id");
@@ -241,9 +255,29 @@ CONF_CASE(cq_ex_timestamps,
              "raw ticks / hca_core_clock disagree with the host clock: " + std::to_string(raw_ns) +
                  " ns vs " + std::to_string(host_ns) + " ns");
   if (!wall) skip("no wallclock completion timestamps on this device (raw ticks checked)");
-  CONF_CHECK(got[0].wall + 1000000000ULL >= t0 && got[1].wall <= t1 + 1000000000ULL,
-             "wallclock timestamps outside the test's time");
+  // WALLCLOCK is the NIC's PTP hardware clock (providers/mlx5/cq.c
+  // mlx5_cq_read_wc_completion_wallclock_ns), not CLOCK_REALTIME: TAI (37 s ahead of UTC) under
+  // ptp4l, free-running from driver load otherwise, and in real-time clock mode the raw
+  // seconds << 32 | ns field. Only the interval it measures is the host's; the offset is shown.
   CONF_CHECK(got[1].wall > got[0].wall, "wallclock did not advance");
+  const double wall_ns = static_cast<double>(got[1].wall - got[0].wall);
+  const bool rt_encoding = wall_ns > host_ns * 1000;  // seconds << 32: ~4.3 per ns
+  const double measured = rt_encoding
+                              ? static_cast<double>((got[1].wall >> 32) * 1000000000ULL +
+                                                    (got[1].wall & 0xffffffffULL)) -
+                                    static_cast<double>((got[0].wall >> 32) * 1000000000ULL +
+                                                        (got[0].wall & 0xffffffffULL))
+                              : wall_ns;
+  CONF_CHECK(measured > host_ns * 0.5 && measured < host_ns * 2 + 5e6,
+             "wallclock disagrees with the host clock on the interval: " +
+                 std::to_string(measured) + " ns vs " + std::to_string(host_ns) + " ns");
+  std::printf("           (wallclock %s; the NIC clock is %.3f s from CLOCK_REALTIME)\n",
+              rt_encoding ? "seconds << 32 | ns" : "ns",
+              (rt_encoding ? static_cast<double>(got[0].wall >> 32) +
+                                 static_cast<double>(got[0].wall & 0xffffffffULL) / 1e9
+                           : static_cast<double>(got[0].wall) / 1e9) -
+                  static_cast<double>(t0) / 1e9);
+  (void)t1;
 }
 
 }  // namespace conf

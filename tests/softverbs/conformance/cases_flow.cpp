@@ -23,10 +23,14 @@ ibv_flow* add(Rig& rig, ibv_qp* q, const Stream& s, uint16_t prio, uint32_t flag
 
 }  // namespace
 
-CONF_CASE(flow_priority, "of two matching rules the lower priority number wins") {
+// Priority orders the flow tables a rule can land in (kernel drivers/infiniband/hw/mlx5/fs.c
+// get_flow_table: ib_prio_to_core_prio), which holds for unicast destinations; trapping
+// multicast-only rules all share one table instead (next case).
+CONF_CASE(flow_priority, "of two matching unicast rules the lower priority number wins") {
+  if (options().dev_if.empty()) skip("no --dev-if: the device's MAC is needed for unicast frames");
   Rig rig({.recv_sge = 1});
   ibv_qp* b = rig.add_qp(64, 1);
-  const Stream s = stream(20);
+  const Stream s = unicast_stream(20, options().dev_if);
   add(rig, rig.qp, s, 1);
   add(rig, b, s, 0);
   rig.post_n(rig.qp, 4, 0, 2048, 0);
@@ -36,6 +40,26 @@ CONF_CASE(flow_priority, "of two matching rules the lower priority number wins")
   auto wc = collect(rig.cq, 1);
   CONF_EQ(count_qp(wc, b), size_t{1}, "priority 0 QP");
   CONF_EQ(count_qp(wc, rig.qp), size_t{0}, "priority 1 QP");
+}
+
+// fs.c get_flow_table: a NORMAL rule without DONT_TRAP whose first spec names a multicast
+// destination (flow_is_multicast_only) goes to the one multicast table,
+// MLX5_IB_FLOW_MCAST_PRIO, whatever priority it asks for; there identical matches share one
+// entry, so each QP gets the frame.
+CONF_CASE(flow_priority_multicast_ignored,
+          "trapping multicast rules ignore priority: identical ones both deliver") {
+  Rig rig({.recv_sge = 1});
+  ibv_qp* b = rig.add_qp(64, 1);
+  const Stream s = stream(27);
+  add(rig, rig.qp, s, 1);
+  add(rig, b, s, 0);
+  rig.post_n(rig.qp, 4, 0, 2048, 0);
+  rig.post_n(b, 4, 10, 2048, 4);
+  Sender tx(options().tx_if);
+  tx.send(udp_frame(s, 1, 100));
+  auto wc = collect(rig.cq, 2);
+  CONF_EQ(count_qp(wc, b), size_t{1}, "priority 0 QP");
+  CONF_EQ(count_qp(wc, rig.qp), size_t{1}, "priority 1 QP (same multicast table)");
 }
 
 CONF_CASE(identical_rules_replicate, "identical rules on several QPs deliver to each QP") {

@@ -195,6 +195,13 @@ CONF_CASE(loc_len_err, "a frame longer than the SGEs is LOC_LEN_ERR; the QP stop
   CONF_EQ(wc.size(), size_t{1}, "the WR posted in error completes (flushed), nothing received");
   CONF_EQ(wc[0].wr_id, uint64_t{64}, "wr_id");
   CONF_EQ(static_cast<int>(wc[0].status), IBV_WC_WR_FLUSH_ERR, ibv_wc_status_str(wc[0].status));
+  // The kernel did not see the error the device raised: it asks the device on ibv_query_qp
+  // (drivers/infiniband/hw/mlx5/qp.c mlx5_ib_query_qp -> query_raw_packet_qp_rq_state, which
+  // also refreshes its cached state, the current state its next modify names to the firmware).
+  ibv_qp_attr qa{};
+  ibv_qp_init_attr qi{};
+  CONF_EQ(ibv_query_qp(rig.qp, &qa, IBV_QP_STATE, &qi), 0, "query_qp");
+  CONF_EQ(static_cast<int>(qa.qp_state), IBV_QPS_ERR, "the QP reads as in error");
   to_state(rig.qp, IBV_QPS_RESET);
   to_state(rig.qp, IBV_QPS_INIT);
   CONF_EQ(rig.post(rig.qp, 65, {{4096, 2048}}), 0, "post in INIT");

@@ -4,6 +4,7 @@
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -47,7 +48,29 @@ void group_mac(uint32_t group, uint8_t* mac) {
   memcpy(mac, m, 6);
 }
 
+void dst_mac(const Stream& s, uint8_t* mac) {
+  if (s.unicast)
+    memcpy(mac, s.dst_mac, 6);
+  else
+    group_mac(s.group, mac);
+}
+
 }  // namespace
+
+Stream unicast_stream(int case_id, const std::string& ifname) {
+  Stream s = stream(case_id);
+  s.group = 0xc6336400u | static_cast<uint32_t>(case_id);  // 198.51.100.<case>
+  s.unicast = true;
+  ifreq ifr{};
+  strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+  const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  const bool ok = fd >= 0 && ioctl(fd, SIOCGIFHWADDR, &ifr) == 0;
+  const int err = errno;
+  if (fd >= 0) close(fd);
+  CONF_CHECK(ok, "MAC of " + ifname + ": " + strerror(err));
+  memcpy(s.dst_mac, ifr.ifr_hwaddr.sa_data, 6);
+  return s;
+}
 
 Stream stream(int case_id, int index) {
   Stream s;
@@ -64,7 +87,7 @@ uint8_t pattern_byte(uint32_t seq, size_t i) {
 
 std::vector<uint8_t> udp_frame(const Stream& s, uint32_t seq, size_t payload, Corrupt c) {
   std::vector<uint8_t> f(14 + 20 + 8 + payload);
-  group_mac(s.group, f.data());
+  dst_mac(s, f.data());
   const uint8_t src[6] = {0x02, 0x00, 0x00, 0x53, 0x56, 0x01};
   memcpy(f.data() + 6, src, 6);
   put16(f.data() + 12, 0x0800);
@@ -106,7 +129,7 @@ FlowRule flow_rule(const Stream& s, uint16_t priority, uint32_t flags) {
   r.attr.flags = flags;
   r.eth.type = IBV_FLOW_SPEC_ETH;
   r.eth.size = sizeof r.eth;
-  group_mac(s.group, r.eth.val.dst_mac);
+  dst_mac(s, r.eth.val.dst_mac);
   memset(r.eth.mask.dst_mac, 0xff, 6);
   r.ip.type = IBV_FLOW_SPEC_IPV4;
   r.ip.size = sizeof r.ip;

@@ -12,17 +12,23 @@ namespace conf {
 
 struct Stream {
   uint32_t src_ip;  // host order
-  uint32_t group;   // host order, 239.x.y.z
+  uint32_t group;   // host order, 239.x.y.z (a unicast stream: 198.51.100.x)
   uint16_t sport;
   uint16_t dport;
+  bool unicast = false;
+  uint8_t dst_mac[6]{};  // unicast streams: the device port's own MAC
 };
 
 // A distinct stream per case and index, so frames of one case never match another's rules.
 Stream stream(int case_id, int index = 0);
+// The same to a unicast address and the MAC of the netdev `ifname` (the device's own port, so
+// that any device's receive path passes it on to the flow tables).
+Stream unicast_stream(int case_id, const std::string& ifname);
 
 enum class Corrupt { none, udp_csum, ip_csum };
 
-// Frame: Ethernet (dst 01:00:5e + low 23 bits of the group) + IPv4 + UDP + payload. The payload
+// Frame: Ethernet (dst 01:00:5e + low 23 bits of the group, or a unicast stream's MAC) + IPv4 +
+// UDP + payload. The payload
 // starts with a 4-byte big-endian sequence number; the rest is a pattern derived from it.
 std::vector<uint8_t> udp_frame(const Stream& s, uint32_t seq, size_t payload,
                                Corrupt c = Corrupt::none);

@@ -102,6 +102,11 @@ Rig::Rig(const RigSpec& spec) {
     a.cqe = static_cast<uint32_t>(spec.cqe);
     a.channel = channel;
     a.wc_flags = spec.wc_flags;
+    // One thread polls it. Single-threaded, libmlx5 takes no CQ lock, so an EBUSY from its
+    // clock-info read (WALLCLOCK) cannot leave one held, which rdma-core before v53 does
+    // (providers/mlx5/cq.c mlx5_start_poll) and which would hang the next poll and destroy.
+    a.comp_mask = IBV_CQ_INIT_ATTR_MASK_FLAGS;
+    a.flags = IBV_CREATE_CQ_ATTR_SINGLE_THREADED;
     cqx = ibv_create_cq_ex(ctx, &a);
     CONF_CHECK(cqx != nullptr, strerror(errno));
     cq = ibv_cq_ex_to_cq(cqx);

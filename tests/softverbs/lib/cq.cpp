@@ -7,7 +7,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "sv.hpp"
 
@@ -29,18 +32,42 @@ void fire_comp_event(Cq& cq) {
 
 // ---- extended polling ----
 
+// SOFTVERBS_INJECT_CLOCK_EBUSY: whether this start_poll, which found a completion on a CQ that
+// reads the clock-info page, is one whose mlx5dv_get_clock_info gives up (EBUSY): the first,
+// and every N-th after it.
+bool clock_busy(Cq& cq) {
+  const ClockEbusyInjection& e = clock_ebusy_injection();
+  return cq.clock_update && e.every != 0 && cq.found_polls++ % e.every == 0;
+}
+
+// providers/mlx5/cq.c mlx5_start_poll on EBUSY from mlx5dv_get_clock_info, by rdma-core version.
+// Up to v64 the clock is read after the CQE was parsed: the consumer index and the work queue
+// have moved on, so the completion is lost (its WR never completes) and, without end_poll, the
+// doorbell record is not updated. Up to v52 the CQ lock stays held too (e677dc664, v53, and the
+// stable backports v44.7 .. v52.1, release it); a single-threaded CQ takes no lock. Since
+// 0819419e7 (after v64) the clock is read first and the consumer index put back: nothing lost.
+int start_poll_ebusy(Cq& cq, uint64_t h) {
+  const EbusyFlow flow = clock_ebusy_injection().flow;
+  if (flow != EbusyFlow::fixed) cq.head.store(h + 1, std::memory_order_release);
+  if (flow == EbusyFlow::v44 && !cq.single_threaded) cq.lock_leaked.store(true);
+  cq.cons_lock.unlock();
+  return EBUSY;
+}
+
 // An overrun CQ is not detected here: libmlx5 polls by CQE ownership alone (providers/mlx5/
 // cq.c get_sw_cqe), so the completions written before the overrun are still returned and then
 // nothing more; the overrun is reported only as IBV_EVENT_CQ_ERR (Cq::push).
 int start_poll(ibv_cq_ex* c, ibv_poll_cq_attr* attr) {
   Cq& cq = *cq_of(c);
   if (attr && attr->comp_mask) return EINVAL;
+  cq.take_mlx5_lock("ibv_start_poll");
   cq.cons_lock.lock();
   const uint64_t h = cq.head.load(std::memory_order_relaxed);
   if (cq.tail.load(std::memory_order_acquire) == h) {
     cq.cons_lock.unlock();
     return ENOENT;  // the caller must not call end_poll
   }
+  if (clock_busy(cq)) return start_poll_ebusy(cq, h);
   cq.cur_pos = h;
   cq.cur = &cq.ring[h & cq.mask];
   c->wr_id = cq.cur->wr_id;
@@ -138,8 +165,7 @@ void install_readers(ibv_cq_ex& c, uint64_t f) {
   if (f & IBV_WC_EX_WITH_DLID_PATH_BITS) c.read_dlid_path_bits = read_dlid_path_bits;
   if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) c.read_completion_ts = read_completion_ts;
   if (f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) {
-    const bool rt =
-        clock_mode() == ClockMode::realtime && !(f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
+    const bool rt = real_time_clock() && !(f & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP);
     c.read_completion_wallclock_ns = rt ? read_wallclock_rt : read_wallclock_ns;
   }
   if (f & IBV_WC_EX_WITH_CVLAN) c.read_cvlan = read_cvlan;
@@ -185,6 +211,27 @@ Cq* make_cq(ibv_context* ic, int cqe, void* cq_context, ibv_comp_channel* ch, ui
   return cq;
 }
 
+// SOFTVERBS_TRACE=1: what the application asked for, for tests to check (no device counterpart;
+// libmlx5's MLX5_DEBUG_MASK prints only its failures).
+void trace_cq(const Cq& cq, uint64_t wc_flags) {
+  if (!trace_enabled()) return;
+  struct Named {
+    uint64_t bit;
+    const char* name;
+  };
+  static const Named names[] = {
+      {IBV_WC_EX_WITH_BYTE_LEN, "BYTE_LEN"},
+      {IBV_WC_EX_WITH_QP_NUM, "QP_NUM"},
+      {IBV_WC_EX_WITH_COMPLETION_TIMESTAMP, "COMPLETION_TIMESTAMP"},
+      {IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, "COMPLETION_TIMESTAMP_WALLCLOCK"}};
+  std::string flags;
+  for (const Named& n : names)
+    if (wc_flags & n.bit) flags += (flags.empty() ? "" : "|") + std::string(n.name);
+  fprintf(stderr, "softverbs: %s: ibv_create_cq_ex: %d entries, wc_flags %s, %s\n",
+          cq.ctx->dev->cfg.name.c_str(), cq.box.cq.cqe, flags.empty() ? "0" : flags.c_str(),
+          cq.single_threaded ? "single-threaded" : "locked");
+}
+
 void fill_wc(const Cqe& e, ibv_wc& wc) {
   memset(&wc, 0, sizeof wc);
   wc.wr_id = e.wr_id;
@@ -219,6 +266,16 @@ bool Cq::push(const Cqe& e) {
   return true;
 }
 
+void Cq::take_mlx5_lock(const char* call) const {
+  if (!lock_leaked.load()) return;
+  fprintf(stderr,
+          "softverbs: %s would hang: this CQ's lock is still held since ibv_start_poll returned "
+          "EBUSY (libmlx5 of rdma-core before v53, mlx5_start_poll; the CQ was not created "
+          "IBV_CREATE_CQ_ATTR_SINGLE_THREADED)\n",
+          call);
+  abort();
+}
+
 void Cq::purge(uint32_t qp_num) {
   // Both locks: no producer is mid-write and no consumer holds an entry. Kept entries slide
   // towards the tail in order; the producer only ever writes beyond the tail.
@@ -237,6 +294,7 @@ void Cq::purge(uint32_t qp_num) {
 int poll_cq(ibv_cq* c, int n, ibv_wc* wc) {
   Cq& cq = *cq_of(c);
   if (n <= 0) return 0;  // an overrun CQ still returns what it holds (start_poll)
+  cq.take_mlx5_lock("ibv_poll_cq");
   std::lock_guard<Spin> g(cq.cons_lock);
   const uint64_t h = cq.head.load(std::memory_order_relaxed);
   const uint64_t avail = cq.tail.load(std::memory_order_acquire) - h;
@@ -275,7 +333,7 @@ ibv_cq_ex* create_cq_ex(ibv_context* ic, ibv_cq_init_attr_ex* a) {
   // mode (the raw s << 32 | ns field), else EOPNOTSUPP (mlx5_cq_fill_pfns); a device without a
   // clock offers no timestamps at all.
   const ClockMode clock = clock_mode();
-  const bool wallclock = clock == ClockMode::wallclock || clock == ClockMode::realtime;
+  const bool wallclock = clock == ClockMode::wallclock || real_time_clock();
   if (((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK) && !wallclock) ||
       ((a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) && clock == ClockMode::none)) {
     errno = EOPNOTSUPP;
@@ -283,7 +341,12 @@ ibv_cq_ex* create_cq_ex(ibv_context* ic, ibv_cq_init_attr_ex* a) {
   }
   Cq* cq =
       make_cq(ic, static_cast<int>(a->cqe), a->cq_context, a->channel, a->comp_vector, a->wc_flags);
-  return cq ? &cq->box.cq : nullptr;
+  if (!cq) return nullptr;
+  cq->single_threaded = (a->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+                        (a->flags & IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
+  cq->clock_update = a->wc_flags & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK;
+  trace_cq(*cq, a->wc_flags);
+  return &cq->box.cq;
 }
 
 }  // namespace sv

@@ -202,9 +202,29 @@ void fail_qp(Qp& q, Cqe& e, uint16_t status, uint32_t vendor_err) {
   e.status = status;
   e.vendor_err = vendor_err;
   q.rcq->push(e);
-  q.state = IBV_QPS_ERR;
-  q.box.qp.state = IBV_QPS_ERR;
+  q.state = IBV_QPS_ERR;  // the device's state only: the kernel learns it from ibv_query_qp
   flush_rq(q);
+}
+
+// SOFTVERBS_INJECT_QP_FATAL: whether the frame about to be placed on `dev` raises a work queue
+// catastrophic error on its QP instead.
+bool inject_qp_fatal(Device& dev) {
+  const QpFatalInjection& w = qp_fatal_injection();
+  if (!w.enabled || (!w.device.empty() && w.device != dev.cfg.name)) return false;
+  return dev.frames_for_fatal.fetch_add(1, std::memory_order_relaxed) + 1 == w.after;
+}
+
+// A work queue catastrophic error on the QP's receive queue: the firmware's
+// MLX5_EVENT_TYPE_WQ_CATAS_ERROR for the RQ, which the kernel hands to mlx5_ib_qp_event (the
+// event handler of a raw packet QP's RQ: qp.c create_user_qp sets it on the RQ's base) and
+// reports as IB_EVENT_QP_FATAL (the only error event an RQ may raise: qpc.c
+// rq_allowed_event_types). The RQ is in error (ibv_get_async_event(3): "transitioned to error
+// state"); created with flush_in_error_en (qp.c create_raw_packet_qp_rq) it flushes every
+// posted WR, the frame is not placed, and the kernel's cached state is not told.
+void qp_fatal(Qp& q) {
+  q.state = IBV_QPS_ERR;
+  flush_rq(q);
+  q.ctx->post_async(IBV_EVENT_QP_FATAL, &q.box.qp);
 }
 
 // IBV_WC_LOC_LEN_ERR: QP-fatal as on mlx5, or (SOFTVERBS_LOC_LEN=continue) the WR alone fails
@@ -230,6 +250,7 @@ void deliver_locked(Qp& q, const Frame& f, bool header_only) {
     dev.out_of_buffer.fetch_add(1, std::memory_order_relaxed);
     return;
   }
+  if (inject_qp_fatal(dev)) return qp_fatal(q);
   const uint32_t slot = static_cast<uint32_t>(q.rq_head++ & (q.wr_cap - 1));
   Cqe e{};
   e.wr_id = q.wr_id[slot];

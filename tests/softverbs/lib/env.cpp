@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 
 #include "sv.hpp"
 
@@ -59,6 +60,8 @@ bool clock_kind(const std::string& k, ClockMode& out) {
     out = ClockMode::wallclock;
   else if (k == "realtime")
     out = ClockMode::realtime;
+  else if (k == "rtonly")
+    out = ClockMode::rtonly;
   else if (k == "raw")
     out = ClockMode::raw;
   else if (k == "none")
@@ -231,6 +234,89 @@ WcErrorInjection parse_injection(const char* spec) {
 const WcErrorInjection& wc_error_injection() {
   static const WcErrorInjection w = parse_injection(getenv("SOFTVERBS_INJECT_WC_ERROR"));
   return w;
+}
+
+namespace {
+
+// "key=value[,key=value...]" into pairs; false when an item has no '=' or an empty value.
+bool split_items(const std::string& s, std::vector<std::pair<std::string, std::string>>& out) {
+  for (size_t pos = 0; pos < s.size();) {
+    size_t end = s.find(',', pos);
+    if (end == std::string::npos) end = s.size();
+    const std::string item = s.substr(pos, end - pos);
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos || eq + 1 == item.size()) return false;
+    out.emplace_back(item.substr(0, eq), item.substr(eq + 1));
+    pos = end + 1;
+  }
+  return true;
+}
+
+bool whole_number(const std::string& v, uint64_t& out) {
+  char* rest = nullptr;
+  out = strtoull(v.c_str(), &rest, 10);
+  return !v.empty() && *rest == 0;
+}
+
+// SOFTVERBS_INJECT_QP_FATAL="after=N[,dev=NAME]"; malformed: off, said on stderr.
+QpFatalInjection parse_qp_fatal(const char* spec) {
+  QpFatalInjection q;
+  if (!spec || !*spec) return q;
+  std::vector<std::pair<std::string, std::string>> items;
+  bool ok = split_items(spec, items);
+  for (const auto& [key, val] : items) {
+    if (key == "after")
+      ok = ok && whole_number(val, q.after);
+    else if (key == "dev")
+      q.device = val;
+    else
+      ok = false;
+  }
+  q.enabled = ok && q.after > 0;
+  if (!q.enabled) fprintf(stderr, "softverbs: SOFTVERBS_INJECT_QP_FATAL=%s not understood\n", spec);
+  return q;
+}
+
+// SOFTVERBS_INJECT_CLOCK_EBUSY="every=N[,rdma_core=44|53|fixed]"; malformed: off, on stderr.
+ClockEbusyInjection parse_clock_ebusy(const char* spec) {
+  ClockEbusyInjection c;
+  if (!spec || !*spec) return c;
+  std::vector<std::pair<std::string, std::string>> items;
+  bool ok = split_items(spec, items);
+  for (const auto& [key, val] : items) {
+    if (key == "every") {
+      ok = ok && whole_number(val, c.every);
+    } else if (key == "rdma_core" && (val == "44" || val == "53" || val == "fixed")) {
+      c.flow = val == "44" ? EbusyFlow::v44 : val == "53" ? EbusyFlow::v53 : EbusyFlow::fixed;
+    } else {
+      ok = false;
+    }
+  }
+  if (!ok || c.every == 0) {
+    fprintf(stderr, "softverbs: SOFTVERBS_INJECT_CLOCK_EBUSY=%s not understood\n", spec);
+    return ClockEbusyInjection{};
+  }
+  return c;
+}
+
+}  // namespace
+
+const QpFatalInjection& qp_fatal_injection() {
+  static const QpFatalInjection q = parse_qp_fatal(getenv("SOFTVERBS_INJECT_QP_FATAL"));
+  return q;
+}
+
+const ClockEbusyInjection& clock_ebusy_injection() {
+  static const ClockEbusyInjection c = parse_clock_ebusy(getenv("SOFTVERBS_INJECT_CLOCK_EBUSY"));
+  return c;
+}
+
+bool trace_enabled() {
+  static const bool on = [] {
+    const char* v = getenv("SOFTVERBS_TRACE");
+    return v && std::string(v) == "1";
+  }();
+  return on;
 }
 
 LocLenMode loc_len_mode() {

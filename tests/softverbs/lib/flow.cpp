@@ -1,6 +1,9 @@
 // Flow steering: ibv_flow_attr specs become a byte mask over a parsed header Key. Lower
-// priority numbers win; identical rules replicate to every QP; overlapping different rules at
-// the same priority deliver to one QP; DONT_TRAP lets matching continue; SNIFFER sees RX and TX.
+// priority numbers win, except that trapping multicast rules all share the last table (their
+// priority is ignored, as on mlx5); identical rules replicate to every QP; overlapping
+// different rules in one table deliver to one QP; DONT_TRAP lets matching continue; SNIFFER
+// sees RX and TX.
+#include <arpa/inet.h>
 #include <netinet/in.h>
 
 #include <algorithm>
@@ -112,6 +115,43 @@ bool attr_ok(const ibv_flow_attr& a) {
     default:
       return false;
   }
+}
+
+// kernel drivers/infiniband/hw/mlx5/fs.c flow_is_multicast_only: a NORMAL rule whose FIRST spec
+// is IPv4 with a multicast destination, or Ethernet with a multicast destination MAC in both
+// value and mask.
+bool multicast_only(const ibv_flow_attr& a) {
+  if (a.type != IBV_FLOW_ATTR_NORMAL || a.num_of_specs < 1 ||
+      a.size < sizeof a + sizeof(ibv_flow_spec_type) + sizeof(uint16_t))
+    return false;
+  const auto* p = reinterpret_cast<const uint8_t*>(&a + 1);
+  ibv_flow_spec_type type;
+  uint16_t size = 0;
+  memcpy(&type, p, sizeof type);
+  memcpy(&size, p + sizeof type, sizeof size);
+  if (type == IBV_FLOW_SPEC_IPV4 && size == sizeof(ibv_flow_spec_ipv4)) {
+    ibv_flow_spec_ipv4 ip;
+    memcpy(&ip, p, sizeof ip);
+    return (ntohl(ip.val.dst_ip) >> 28) == 0xe;  // 224.0.0.0/4
+  }
+  if (type == IBV_FLOW_SPEC_ETH && size == sizeof(ibv_flow_spec_eth)) {
+    ibv_flow_spec_eth e;
+    memcpy(&e, p, sizeof e);
+    return (e.val.dst_mac[0] & 1) && (e.mask.dst_mac[0] & 1);
+  }
+  return false;
+}
+
+// The flow table a rule lands in, as fs.c get_flow_table chooses it: a trapping multicast-only
+// rule goes to the one multicast table (MLX5_IB_FLOW_MCAST_PRIO, after every other bypass
+// priority) whatever priority it asked for; the others to ib_prio_to_core_prio (2 * priority,
+// plus 1 unless DONT_TRAP). Tables are searched in that order; within one table identical
+// matches share an entry (every QP gets the frame) and different ones match first come.
+constexpr uint32_t kMcastCorePriority = 1u << 20;  // beyond 2 * 65535 + 1
+uint32_t core_priority(const ibv_flow_attr& a) {
+  const bool dont_trap = a.flags & IBV_FLOW_ATTR_FLAGS_DONT_TRAP;
+  if (multicast_only(a) && !dont_trap) return kMcastCorePriority;
+  return 2u * a.priority + (dont_trap ? 0u : 1u);
 }
 
 bool before(const Rule* a, const Rule* b) {
@@ -230,7 +270,7 @@ ibv_flow* create_flow(ibv_qp* qp, ibv_flow_attr* a) {
   }
   r->qp = q;
   r->type = a->type;
-  r->priority = a->priority;
+  r->priority = core_priority(*a);
   r->flags = a->flags;
   r->box.flow.context = qp->context;
   r->box.flow.handle = allocate_key() >> 8;

@@ -46,6 +46,15 @@ int check_create(ibv_pd* pd, const ibv_qp_init_attr& in) {
   if (cap.max_recv_wr > kMaxQpWr || cap.max_send_wr > kMaxQpWr || cap.max_recv_sge > kMaxSge ||
       cap.max_send_sge > kMaxSge)
     return EINVAL;
+  // A device whose queues take real-time timestamps only (rq_ts_format REAL_TIME): a CQ with
+  // COMPLETION_TIMESTAMP asks for free-running ones (kernel infiniband/hw/mlx5/qp.c
+  // get_ts_format: IB_UVERBS_CQ_FLAGS_TIMESTAMP_COMPLETION without fr_sup -> EOPNOTSUPP; a CQ
+  // with WALLCLOCK alone is created MLX5_IB_CREATE_CQ_FLAGS_REAL_TIME_TS and passes).
+  const auto free_running = [](ibv_cq* c) {
+    return (cq_of(c)->wc_flags_ex & IBV_WC_EX_WITH_COMPLETION_TIMESTAMP) != 0;
+  };
+  if (clock_mode() == ClockMode::rtonly && (free_running(in.recv_cq) || free_running(in.send_cq)))
+    return EOPNOTSUPP;
   return 0;
 }
 
@@ -232,11 +241,23 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* a, int mask) {
   Qp& q = *qp_of(qp);
   if (!(mask & IBV_QP_STATE)) return EINVAL;
   std::unique_lock<Spin> g(q.lock);
-  const ibv_qp_state from = (mask & IBV_QP_CUR_STATE) ? a->cur_qp_state : q.state;
-  if (from != q.state || !legal_transition(from, a->qp_state, mask, *a)) return EINVAL;
+  // The kernel checks the transition from its cached state (mlx5_ib_modify_qp: cur_state is
+  // IB_QP_CUR_STATE or qp->state), and for a raw packet QP names the cached RQ state as the
+  // current one to the firmware (qp.c modify_raw_packet_qp_rq: rq_state = rq->state). After the
+  // device moved the RQ to error itself, that is stale: the command fails (BAD_RES_STATE, which
+  // core/cmd.c cmd_status_to_err makes EINVAL) until ibv_query_qp refreshed the cache.
+  const ibv_qp_state from = (mask & IBV_QP_CUR_STATE) ? a->cur_qp_state : q.kernel_state;
+  if (from != q.kernel_state || q.kernel_state != q.state ||
+      !legal_transition(from, a->qp_state, mask, *a))
+    return EINVAL;
   const ibv_qp_state to = a->qp_state;
+  if (to == IBV_QPS_RESET) {  // mlx5_modify_qp cleans the CQs under their locks
+    q.rcq->take_mlx5_lock("ibv_modify_qp to RESET");
+    q.scq->take_mlx5_lock("ibv_modify_qp to RESET");
+  }
   if (mask & IBV_QP_PORT) q.port = a->port_num;
   q.state = to;
+  q.kernel_state = to;
   qp->state = to;
   if (to == IBV_QPS_ERR) flush_rq(q);
   if (to == IBV_QPS_RESET) q.rq_head = q.rq_tail;
@@ -254,9 +275,14 @@ int ibv_modify_qp(ibv_qp* qp, ibv_qp_attr* a, int mask) {
   return 0;
 }
 
+// For a raw packet QP the kernel asks the firmware (qp.c mlx5_ib_query_qp ->
+// query_raw_packet_qp_state -> query_raw_packet_qp_rq_state) and keeps the answer as its
+// cached state (rq->state, qp->state): the error state the device entered is seen here.
 int ibv_query_qp(ibv_qp* qp, ibv_qp_attr* a, int, ibv_qp_init_attr* init) {
   Qp& q = *qp_of(qp);
   std::lock_guard<Spin> g(q.lock);
+  q.kernel_state = q.state;
+  qp->state = q.state;
   memset(a, 0, sizeof *a);
   a->qp_state = q.state;
   a->cur_qp_state = q.state;
@@ -283,6 +309,10 @@ int ibv_destroy_qp(ibv_qp* qp) {
     std::lock_guard<std::mutex> g(dev.mu);  // the engine is between batches
     if (q->flows != 0) return EBUSY;        // flows hold a reference, as in the kernel
   }
+  // mlx5_destroy_qp takes both CQs' locks (mlx5_lock_cqs) to clean them.
+  q->rcq->take_mlx5_lock("ibv_destroy_qp");
+  q->scq->take_mlx5_lock("ibv_destroy_qp");
+  q->ctx->async.withdraw(qp);  // its unread async events go with it, as in uverbs
   q->rcq->purge(qp->qp_num);
   if (q->scq != q->rcq) q->scq->purge(qp->qp_num);
   q->rcq->users.fetch_sub(1);

@@ -106,6 +106,8 @@ bool peer_memory_loaded();                                 // SOFTVERBS_PEERMEM=
 enum class ClockMode {
   wallclock,  // clock-info page: raw ticks and libmlx5-converted PHC ns (default)
   realtime,   // real-time clock mode: WALLCLOCK alone reads the raw CQE field, s << 32 | ns
+  rtonly,     // the same, and the receive queues take real-time timestamps only: a QP on a CQ
+              // with COMPLETION_TIMESTAMP (free-running ticks) is refused, EOPNOTSUPP
   raw,        // no clock-info page: WALLCLOCK refused (EOPNOTSUPP), raw ticks offered
   none,       // no clock: completion_timestamp_mask 0, both timestamp flags refused
 };
@@ -117,6 +119,9 @@ struct ClockConfig {
 const ClockConfig& clock_config();
 inline ClockMode clock_mode() {
   return clock_config().mode;
+}
+inline bool real_time_clock() {
+  return clock_mode() == ClockMode::realtime || clock_mode() == ClockMode::rtonly;
 }
 uint64_t phc_ns(uint64_t host_ns);  // the PHC's reading at CLOCK_REALTIME `host_ns`
 unsigned modify_qp_delay_us();      // SOFTVERBS_MODIFY_QP_US: how long ibv_modify_qp takes
@@ -134,6 +139,32 @@ struct WcErrorInjection {
   uint32_t vendor_err = 0;  // as mlx5 reports it for that syndrome
 };
 const WcErrorInjection& wc_error_injection();
+
+// SOFTVERBS_INJECT_QP_FATAL=after=N[,dev=NAME]: the N-th frame that reaches a posted WR of the
+// device puts that QP's receive queue in error instead (a work queue catastrophic error):
+// IBV_EVENT_QP_FATAL on the async fd, every posted WR flushed (README.md).
+struct QpFatalInjection {
+  bool enabled = false;
+  std::string device;  // empty: every device
+  uint64_t after = 0;
+};
+const QpFatalInjection& qp_fatal_injection();
+
+// SOFTVERBS_INJECT_CLOCK_EBUSY=every=N[,rdma_core=44|53|fixed]: the first ibv_start_poll that
+// finds a completion on a CQ with IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, and every N-th
+// after it, fails with EBUSY, as libmlx5's when mlx5dv_get_clock_info gives up on the kernel's
+// clock-info page. What that EBUSY leaves behind depends on the rdma-core version (README.md):
+enum class EbusyFlow {
+  v44,    // up to v52 (Debian 12's 44.0): completion consumed, CQ lock left held
+  v53,    // v53 to v64: completion consumed, lock released
+  fixed,  // after v64 (commit 0819419e7): nothing consumed, the CQ intact
+};
+struct ClockEbusyInjection {
+  uint64_t every = 0;  // 0: never
+  EbusyFlow flow = EbusyFlow::v44;
+};
+const ClockEbusyInjection& clock_ebusy_injection();
+bool trace_enabled();  // SOFTVERBS_TRACE=1: object creation traced on stderr
 
 // SOFTVERBS_LOC_LEN: what a frame longer than the WR's SGEs (IBV_WC_LOC_LEN_ERR) does to the QP.
 enum class LocLenMode {
@@ -178,7 +209,13 @@ struct Cq {
   Spin cons_lock;
   std::atomic<bool> armed{false};
   std::atomic<bool> dead{false};
-  std::atomic<int> users{0};       // QPs attached
+  std::atomic<int> users{0};     // QPs attached
+  bool single_threaded = false;  // IBV_CREATE_CQ_ATTR_SINGLE_THREADED: libmlx5 takes no lock
+  bool clock_update = false;     // WALLCLOCK asked for: start_poll reads the clock-info page
+  uint64_t found_polls = 0;      // start_polls that found a completion (consumer side)
+  // libmlx5's CQ lock left held by a v44 EBUSY (SOFTVERBS_INJECT_CLOCK_EBUSY): the next call
+  // that takes it would spin forever on a real device; softverbs aborts there instead.
+  std::atomic<bool> lock_leaked{false};
   uint64_t pushed = 0;             // completions written (under prod_lock): overrun injection
   uint32_t comp_events_read = 0;   // under box.cq.mutex: what ack_cq_events must match
   uint32_t async_events_read = 0;  // under box.cq.mutex
@@ -190,6 +227,8 @@ struct Cq {
   bool push(const Cqe& e);
   // Removes every entry of qp_num (QP reset or destroyed).
   void purge(uint32_t qp_num);
+  // Aborts with `call` named when libmlx5 would hang on the lock a v44 EBUSY left held.
+  void take_mlx5_lock(const char* call) const;
 };
 
 // ---- protection domain and memory -------------------------------------------------------------
@@ -243,7 +282,7 @@ struct Rule {
   FlowBox box{};
   Qp* qp = nullptr;
   ibv_flow_attr_type type = IBV_FLOW_ATTR_NORMAL;
-  uint16_t priority = 0;
+  uint32_t priority = 0;  // the kernel's flow table priority (flow.cpp core_priority)
   uint32_t flags = 0;
   uint64_t seq = 0;
   Match match;
@@ -267,7 +306,12 @@ struct Qp {
   Cq* rcq = nullptr;
   Cq* scq = nullptr;
   Spin lock;  // RQ and state; taken by post_recv, the receive engine and modify_qp
-  ibv_qp_state state = IBV_QPS_RESET;
+  ibv_qp_state state = IBV_QPS_RESET;  // the receive queue's state in the device
+  // The state the kernel believes (mlx5_ib_qp.state, mlx5_ib_rq.state): changed by
+  // ibv_modify_qp, refreshed from the device by ibv_query_qp, but not by an error the device
+  // raised itself (an error CQE, a catastrophic error). While the two differ the device refuses
+  // ibv_modify_qp (EINVAL): the kernel names the cached state as the current one.
+  ibv_qp_state kernel_state = IBV_QPS_RESET;
   uint32_t wr_cap = 0;  // power of two
   uint32_t max_sge = 0;
   // libmlx5's rq.qp_state_max_gs (providers/mlx5/verbs.c set_qp_operational_state): -1 from
@@ -326,7 +370,8 @@ struct Device {
   unsigned block_nr = 0;
   int tx_fd = -1;  // AF_PACKET socket for post_send
   std::vector<uint8_t> scratch;
-  std::atomic<uint64_t> frames_placed{0};  // frames that reached a WR (error injection)
+  std::atomic<uint64_t> frames_placed{0};     // frames that reached a WR (error injection)
+  std::atomic<uint64_t> frames_for_fatal{0};  // the same, for SOFTVERBS_INJECT_QP_FATAL
 
   void steer(const Frame& f);
   void publish_counters(bool force = false);  // engine thread only
