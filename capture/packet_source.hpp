@@ -37,12 +37,7 @@ struct SourceReport {
   uint64_t recoveries = 0;   // receive queues taken from the error state back to receiving
   std::string time_source;   // where receive timestamps come from (verbs: nic-raw-clock,
                              // software; pcap: kernel)
-  // The NIC's PTP clock minus CLOCK_REALTIME and its encoding: no source sets them since the
-  // verbs backend stopped taking WALLCLOCK timestamps (capture/verbs/README.md); they feed the
-  // manifest's verbs.nic_clock_* keys, null since.
-  std::optional<double> clock_offset_seconds;
-  std::string clock_encoding;
-  std::string first_error;  // the first receive error with its context; empty: none
+  std::string first_error;   // the first receive error with its context; empty: none
   // A source that leaves payloads in its own memory (capture/packet: kernel ring blocks):
   // where the payloads went, and the times every block was held (the kernel drops then).
   bool zero_copy = false;

@@ -306,10 +306,8 @@ fails = []
 v = m["interfaces"][0]["verbs"]
 src = v["time_source"]
 if src != want: fails.append(f"time_source {src}, expected {want}")
-offset = v.get("nic_clock_offset_seconds")
-scraped = re.findall(r'^rocecap_nic_clock_offset_seconds\{[^}]*\} (\S+)$', metrics, re.M)
-if offset is not None or scraped:
-    fails.append(f"a NIC clock offset ({offset}, {scraped}): WALLCLOCK was used")
+if "nic_clock_offset_seconds" in v or "rocecap_nic_clock_offset_seconds" in metrics:
+    fails.append("a NIC clock offset in the manifest or the metrics: WALLCLOCK was used")
 pcaps = [f for f in m["interfaces"][0]["files"] if f["format"] == "pcap"]
 stamps = []
 for f in pcaps:

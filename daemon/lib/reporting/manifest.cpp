@@ -105,14 +105,8 @@ nlohmann::json verbs_json(const std::optional<ManifestVerbs>& v) {
           {"wc_errors", v->wc_errors},
           {"oversize", v->oversize},
           {"qp_recoveries", v->qp_recoveries},
-          {"first_wc_error",
-           v->first_wc_error.empty() ? nlohmann::json(nullptr) : nlohmann::json(v->first_wc_error)},
-          {"nic_clock_offset_seconds", v->nic_clock_offset_seconds
-                                           ? nlohmann::json(*v->nic_clock_offset_seconds)
-                                           : nlohmann::json(nullptr)},
-          {"nic_clock_encoding", v->nic_clock_encoding.empty()
-                                     ? nlohmann::json(nullptr)
-                                     : nlohmann::json(v->nic_clock_encoding)}};
+          {"first_wc_error", v->first_wc_error.empty() ? nlohmann::json(nullptr)
+                                                       : nlohmann::json(v->first_wc_error)}};
 }
 
 nlohmann::json targets_json(const std::vector<ManifestTarget>& list) {

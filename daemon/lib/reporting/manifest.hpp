@@ -75,15 +75,11 @@ struct ManifestStream {
 // The verbs backend's device-level view of an interface.
 struct ManifestVerbs {
   std::string device;
-  std::string time_source;  // nic-wallclock, nic-raw-clock or software
+  std::string time_source;  // nic-raw-clock or software
   uint64_t wc_errors = 0;   // failed completions other than LOC_LEN_ERR (flushes excluded)
   uint64_t qp_recoveries = 0;
   std::string first_wc_error;  // the first one (oversize included) with its context; empty: none
   uint64_t oversize = 0;       // IBV_WC_LOC_LEN_ERR completions: QP errors of reason oversize
-  // nic-wallclock: the NIC clock minus CLOCK_REALTIME (37 s for a PHC on TAI), once measured,
-  // and how the driver encodes its values ("ns" or "seconds<<32|ns").
-  std::optional<double> nic_clock_offset_seconds;
-  std::string nic_clock_encoding;
 };
 
 // pcap_reader packet_ring: where payloads went (capture/packet/README.md).

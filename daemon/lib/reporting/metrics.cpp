@@ -197,10 +197,6 @@ void add_verbs_polls(Exposition& e, const Runtime& rt) {
                          "1 for where the interface's receive timestamps come from: "
                          "nic-raw-clock or software",
                          MetricType::Gauge);
-  auto& offset = e.family("rocecap_nic_clock_offset_seconds",
-                          "The NIC's PTP hardware clock minus CLOCK_REALTIME (37 for a PHC on "
-                          "TAI), as measured for nic-wallclock timestamps; absent until measured",
-                          MetricType::Gauge);
   auto& recoveries = e.family("rocecap_qp_recoveries_total",
                               "Times the stream's receive QP was taken from the error state back "
                               "to receiving",
@@ -214,7 +210,6 @@ void add_verbs_polls(Exposition& e, const Runtime& rt) {
     add(errors, {{"interface", ir->name}, {"reason", "oversize"}}, double(v.oversize));
     add(errors, {{"interface", ir->name}, {"reason", "other"}}, double(v.errors));
     add(clock, {{"interface", ir->name}, {"source", v.time_source}}, 1);
-    if (v.clock_offset_seconds) add(offset, {{"interface", ir->name}}, *v.clock_offset_seconds);
     for (std::size_t s = 0; s < ir->streams.size(); ++s) {
       add(recoveries, stream_labels(rt, *ir, s),
           double(ir->source->stream_recoveries(static_cast<uint32_t>(s))));

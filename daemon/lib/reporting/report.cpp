@@ -128,8 +128,6 @@ std::optional<ManifestVerbs> device_entry(const InterfaceRuntime& ir) {
   m.wc_errors = r.errors;
   m.qp_recoveries = r.recoveries;
   m.first_wc_error = r.first_error;
-  m.nic_clock_offset_seconds = r.clock_offset_seconds;
-  m.nic_clock_encoding = r.clock_encoding;
   m.oversize = r.oversize;
   return m;
 }
