@@ -1,4 +1,5 @@
-# The Debian packages, built by CPack's DEB generator from the install rules
+# The Debian packages, built by CPack's DEB generator from the install rules. Included last by
+# the top-level CMakeLists.txt, so the install components of every directory are known
 # (scripts/build-deb.sh configures a tree with CMAKE_INSTALL_PREFIX=/usr and runs cpack).
 # Why CPack and not debian/ + dpkg-buildpackage, the GPU flavour and the lintian warnings:
 # packaging/README.md.
@@ -72,11 +73,18 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_CONTROL_EXTRA
     ${CMAKE_CURRENT_BINARY_DIR}/conffiles)
 
 # ---- rocecap-dev (component dev: the consumer library, when it is installed) --------------
+# Every Debian package carries its own copyright and changelog (lintian errors otherwise).
+if("dev" IN_LIST rocecap_components)
+  install(FILES ${PROJECT_BINARY_DIR}/packaging/copyright ${PROJECT_BINARY_DIR}/packaging/changelog.gz
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/rocecap-dev COMPONENT dev)
+endif()
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME rocecap-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "rocecap (= ${PROJECT_VERSION})")
-set(CPACK_DEBIAN_DEV_DESCRIPTION
-    "rocecap consumer library: headers, static library and CMake package config\n"
-    "For programs that read rocecap's rings and files.")
+string(CONCAT CPACK_DEBIAN_DEV_DESCRIPTION
+       "rocecap consumer library: headers, static library and CMake package config\n"
+       "For programs that read what rocecapd captures (its rings and files): the C++\n"
+       "headers, the static library and the CMake package configuration, so that\n"
+       "find_package(rocecap) finds them.")
 
 include(CPack)
