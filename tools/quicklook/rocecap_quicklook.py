@@ -28,6 +28,7 @@ import re
 import struct
 import sys
 import tempfile
+import textwrap
 
 PROG = "rocecap quicklook"
 SYNC_V3 = 0xFEEDCAFE
@@ -145,8 +146,22 @@ def target_dirs(manifest, run_dir):
     return [t.get("directory", parent) for t in targets] or [parent]
 
 
+def run_file_text(manifest):
+    return (manifest.get("config") or {}).get("text") or ""
+
+
+def undrawable(manifest):
+    """Why the run's raw files hold no frame headers to read, or None."""
+    text = run_file_text(manifest)
+    if re.search(r"\bstrip_headers\s*:\s*true\b", text):
+        return "raw files hold data only (output.strip_headers): no headers to time the samples"
+    if re.search(r"\bformat\s*:\s*udp\b", text):
+        return "streams.format udp: payloads are not CODIF or VDIF frames"
+    return None
+
+
 def run_file_value(manifest, key):
-    text = (manifest.get("config") or {}).get("text") or ""
+    text = run_file_text(manifest)
     m = re.search(r"\b" + key + r"\s*:\s*([0-9]+)", text)
     return int(m.group(1)) if m else None
 
@@ -288,12 +303,12 @@ class StreamLook:
 
     def __init__(self, np, manifest, stream, dirs, args, anchor, problems):
         self.stream, self.label, self.fft = stream, stream_label(stream), args.fft
-        self.note = None
-        self.raw = RawFrames(stream, dirs, problems)
+        self.note = undrawable(manifest)
+        self.raw = RawFrames({} if self.note else stream, dirs, problems)
         self.bandpass = self.power_t = self.power = None
         self.timeline = None
         if self.raw.header is None:
-            self.note = "no raw files with headers to read"
+            self.note = self.note or "no raw files with headers to read"
             self.losses = loss_intervals(stream, _RateOnly(manifest, stream), anchor)
             return
         h = self.raw.header
@@ -370,11 +385,18 @@ def utc(t):
         "%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
 
 
+def empty_panel(ax, text):
+    """A panel with nothing to plot says why, wrapped to fit."""
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.text(0.5, 0.5, textwrap.fill(text, 40), ha="center", va="center", fontsize=8,
+            transform=ax.transAxes)
+
+
 def draw_bandpass(ax, look):
     ax.set_title(f"{look.label}: bandpass", fontsize=9)
     if look.bandpass is None:
-        ax.text(0.5, 0.5, look.note or "no samples", ha="center", va="center",
-                transform=ax.transAxes)
+        empty_panel(ax, look.note or "no samples")
         return
     ax.semilogy(look.bandpass, lw=0.8)
     peak = int(look.bandpass.argmax())
@@ -390,8 +412,7 @@ def draw_bandpass(ax, look):
 def draw_power(ax, look):
     ax.set_title(f"{look.label}: power", fontsize=9)
     if look.power is None or not len(look.power):
-        ax.text(0.5, 0.5, look.note or "no valid frames", ha="center", va="center",
-                transform=ax.transAxes)
+        empty_panel(ax, look.note or "no valid frames")
         return
     ax.plot(look.power_t, look.power, ".", ms=2)
     ax.set_xlabel("seconds since the run's first frame", fontsize=8)
