@@ -6,6 +6,7 @@
 
 #include "config/retention_plan.hpp"
 #include "config/schema.hpp"
+#include "config/schema_keys.hpp"
 #include "config/units.hpp"
 
 namespace rocecap::config {
@@ -47,9 +48,7 @@ constexpr EnumName<OutputFormat> kDumpFormats[] = {
 }  // namespace
 
 void parse_retention(Context& ctx, const Field& f, RetentionSection& r) {
-  const MapView m(ctx, f,
-                  {"retain", "frame_rate", "pin_headroom", "max_future", "write_rate", "formats",
-                   "socket", "http_token_file"});
+  const MapView m(ctx, f, schema::kRetention);
   if (!m.valid()) return;
   r.enabled = true;
   if (auto d = read_duration(ctx, m.require("retain", "a duration, e.g. 2s"), false)) r.retain = *d;

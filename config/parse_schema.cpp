@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "config/schema.hpp"
+#include "config/schema_keys.hpp"
 #include "config/units.hpp"
 
 namespace rocecap::config {
@@ -44,7 +45,7 @@ std::optional<unsigned> read_cpu(Context& ctx, const std::optional<Field>& f) {
 }
 
 void parse_run(Context& ctx, const Field& f, RunSection& run) {
-  const MapView m(ctx, f, {"name", "duration", "packets"});
+  const MapView m(ctx, f, schema::kRun);
   if (!m.valid()) return;
   if (auto v = read_name(ctx, m.require("name"), "._-", 64)) run.name = *v;
   if (auto text = read_string(ctx, m.get("duration"))) {
@@ -65,14 +66,14 @@ void parse_group(Context& ctx, const Field& f, GroupConfig& g) {
     if (e) g = GroupConfig{e->address, e->port};
     return;
   }
-  const MapView m(ctx, f, {"address", "port"});
+  const MapView m(ctx, f, schema::kGroup);
   if (!m.valid()) return;
   if (auto v = read_ipv4(ctx, m.require("address"))) g.address = *v;
   if (auto v = read_uint(ctx, m.require("port"), 1, 65535)) g.port = static_cast<uint16_t>(*v);
 }
 
 void parse_interface(Context& ctx, const Field& f, InterfaceConfig& itf) {
-  const MapView m(ctx, f, {"name", "device", "groups", "capture_cpu"});
+  const MapView m(ctx, f, schema::kInterface);
   if (!m.valid()) return;
   // IFNAMSIZ - 1 characters; no '/' or spaces (they appear in file names).
   if (auto v = read_name(ctx, m.require("name"), "._:-", 15)) itf.name = *v;
@@ -113,10 +114,7 @@ bool valid_gpu(const std::string& s) {
 }
 
 void parse_capture(Context& ctx, const Field& f, CaptureSection& c) {
-  const MapView m(
-      ctx, f,
-      {"backend", "interfaces", "ring_depth", "header_split", "max_frame", "payload_memory", "gpu",
-       "cq_size", "poll_mode", "pcap_file", "replay_pace", "pcap_reader", "zero_copy"});
+  const MapView m(ctx, f, schema::kCapture);
   if (!m.valid()) return;
   if (auto v = read_enum(ctx, m.require("backend", "one of verbs, pcap, pcap-file"), kBackends))
     c.backend = *v;
@@ -161,7 +159,7 @@ void parse_sync(Context& ctx, const Field& f, std::vector<SyncWord>& out) {
   std::optional<Field> word_field = f;
   std::optional<CodifLayout> layout;
   if (!f.node.IsScalar()) {
-    const MapView m(ctx, f, {"word", "layout"});
+    const MapView m(ctx, f, schema::kSync);
     if (!m.valid()) return;
     word_field = m.require("word");
     layout = read_enum(ctx, m.require("layout"), kLayouts);
@@ -188,15 +186,14 @@ void parse_sync(Context& ctx, const Field& f, std::vector<SyncWord>& out) {
 }
 
 void parse_antenna(Context& ctx, const Field& f, Antenna& a) {
-  const MapView m(ctx, f, {"name", "source"});
+  const MapView m(ctx, f, schema::kAntenna);
   if (!m.valid()) return;
   if (auto v = read_name(ctx, m.require("name"), "_-", 32)) a.name = *v;
   if (auto v = read_ipv4(ctx, m.require("source"))) a.source = *v;
 }
 
 void parse_streams(Context& ctx, const Field& f, StreamsSection& s) {
-  const MapView m(
-      ctx, f, {"format", "sync", "antennas", "frames_per_second", "sample_rate", "vtp", "threads"});
+  const MapView m(ctx, f, schema::kStreams);
   if (!m.valid()) return;
   if (auto v = read_enum(ctx, m.get("format"), kStreamFormats)) s.format = *v;
   // VDIF (doc/vdif.md): frame numbers are 24 bits, thread ids 10 bits.
@@ -268,11 +265,7 @@ void parse_output_directories(Context& ctx, const MapView& m, OutputSection& o) 
 }
 
 void parse_output(Context& ctx, const Field& f, OutputSection& o) {
-  const MapView m(
-      ctx, f,
-      {"directory", "directories", "formats", "rotate", "name_template", "pcap_name_template",
-       "fill_gaps", "strip_headers", "reorder_window", "direct_io", "writer_cpu", "writer_threads",
-       "writer_cpus", "io_uring", "preallocate"});
+  const MapView m(ctx, f, schema::kOutput);
   if (!m.valid()) return;
   parse_output_directories(ctx, m, o);
   const auto formats = m.get("formats");
@@ -309,7 +302,7 @@ void parse_output(Context& ctx, const Field& f, OutputSection& o) {
 }
 
 void parse_metrics(Context& ctx, const Field& f, MetricsSection& metrics) {
-  const MapView m(ctx, f, {"enabled", "listen"});
+  const MapView m(ctx, f, schema::kMetrics);
   if (!m.valid()) return;
   if (auto v = read_bool(ctx, m.get("enabled"))) metrics.enabled = *v;
   if (auto text = read_string(ctx, m.get("listen"))) {
@@ -327,7 +320,7 @@ constexpr EnumName<LogLevel> kLevels[] = {
     {"off", LogLevel::off}};
 
 void parse_logging(Context& ctx, const Field& f, LoggingSection& logging) {
-  const MapView m(ctx, f, {"level"});
+  const MapView m(ctx, f, schema::kLogging);
   if (!m.valid()) return;
   if (auto v = read_enum(ctx, m.get("level"), kLevels)) logging.level = *v;
 }
@@ -335,8 +328,7 @@ void parse_logging(Context& ctx, const Field& f, LoggingSection& logging) {
 }  // namespace
 
 void parse_document(Context& ctx, const Field& root, RunConfig& out) {
-  const MapView m(ctx, root,
-                  {"run", "capture", "streams", "output", "metrics", "logging", "retention"});
+  const MapView m(ctx, root, schema::kRoot);
   if (!m.valid()) return;
   if (auto f = m.require("run")) parse_run(ctx, *f, out.run);
   if (auto f = m.require("capture")) parse_capture(ctx, *f, out.capture);

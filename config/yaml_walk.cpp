@@ -108,7 +108,7 @@ std::string_view nearest(std::string_view word, std::span<const std::string_view
   return best;
 }
 
-MapView::MapView(Context& ctx, const Field& field, std::initializer_list<std::string_view> known)
+MapView::MapView(Context& ctx, const Field& field, std::span<const std::string_view> names)
     : ctx_(ctx), self_(field) {
   if (!field.node.IsMap()) {
     ctx.report(field.pos, field.path,
@@ -116,7 +116,6 @@ MapView::MapView(Context& ctx, const Field& field, std::initializer_list<std::st
     return;
   }
   valid_ = true;
-  const std::span<const std::string_view> names(known.begin(), known.size());
   for (auto it = field.node.begin(); it != field.node.end(); ++it) {
     const Pos key_pos = to_pos(it->first.Mark());
     if (!it->first.IsScalar()) {

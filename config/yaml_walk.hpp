@@ -65,8 +65,9 @@ struct Field {
 
 class MapView {
  public:
-  // Reports when node is not a map, and every unknown or duplicate key.
-  MapView(Context& ctx, const Field& field, std::initializer_list<std::string_view> known);
+  // Reports when node is not a map, and every unknown or duplicate key. `known` is one of the
+  // lists of config/schema_keys.hpp (it must outlive the view).
+  MapView(Context& ctx, const Field& field, std::span<const std::string_view> known);
 
   bool valid() const { return valid_; }
   std::optional<Field> get(std::string_view key) const;

@@ -40,6 +40,11 @@ packages=(
   systemd procps bc
   # perf stat / perf record for bench/kernel_path_bench.sh --perf / --record (it runs without)
   linux-perf
+  # rocecap quicklook (and its test) draws with Debian's numpy and matplotlib
+  python3-numpy python3-matplotlib
+  # packaging checks (tests/packaging): the Debian package's lint, the manual pages' lint,
+  # dpkg-shlibdeps for the package's dependencies, man to open the installed pages
+  lintian mandoc dpkg-dev man-db
 )
 # Debian 12's CUDA 11.8, from non-free.
 [ "$debian_cuda" -eq 0 ] || packages+=(nvidia-cuda-toolkit nvidia-cuda-dev)

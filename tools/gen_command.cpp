@@ -38,6 +38,8 @@ struct GenArgs {
   uint64_t frames_per_second = 0;
   bool vtp = false, legacy = false;
   std::vector<uint16_t> threads;
+  double tone = 0;
+  unsigned tone_channel = 0;
   uint64_t seed = 0;
   ImpairmentRates rates;
   std::string foreign;
@@ -108,6 +110,8 @@ GenFrameParams frame_params(const GenArgs& a) {
   p.vtp = a.vtp;
   p.legacy = a.legacy;
   p.threads = a.threads;
+  p.tone = a.tone;
+  p.tone_channel = static_cast<uint16_t>(a.tone_channel);
   return p;
 }
 
@@ -302,6 +306,12 @@ void add_frame_options(CLI::App& gen, GenArgs& a) {
                  "VDIF thread ids each source sends, frames interleaved (default: --thread-id)")
       ->delimiter(',')
       ->check(CLI::Range(0, 1023));
+  // A known spectral line for `rocecap quicklook` (tools/lib/tone.hpp).
+  gen.add_option("--tone", a.tone,
+                 "Payload: a sinusoid of F cycles per sample (0 < F < 0.5; complex: -0.5 < F < "
+                 "0.5) over low noise, 8-bit samples (--nbits 8)");
+  gen.add_option("--tone-channel", a.tone_channel, "Channel that carries --tone (default 0)")
+      ->check(CLI::Range(0, 65535));
 }
 
 }  // namespace

@@ -99,6 +99,25 @@ FrameBuilder::FrameBuilder(const GenFrameParams& params) : params_(params) {
         std::string(capture::codif::to_string(why)));
   }
   first_index_ = capture::codif::absolute_index(base_, timing_);
+  check_tone(params_);
+  tone_ = Tone(ToneLayout{params_.tone, params_.tone_channel, params_.nchan, params_.complex, false,
+                          timing_.samples_per_frame});
+}
+
+void FrameBuilder::fill_payload(uint32_t antenna, uint64_t index, uint64_t first_offset,
+                                std::span<std::byte> out) const noexcept {
+  if (tone_.enabled()) {
+    tone_.fill(antenna, index, first_offset, out);
+  } else {
+    fill_pattern(antenna, index, first_offset, out);
+  }
+}
+
+std::size_t FrameBuilder::first_payload_mismatch(uint32_t antenna, uint64_t index,
+                                                 uint64_t first_offset,
+                                                 std::span<const std::byte> data) const noexcept {
+  if (tone_.enabled()) return tone_.first_mismatch(antenna, index, first_offset, data);
+  return first_pattern_mismatch(antenna, index, first_offset, data);
 }
 
 capture::codif::Header FrameBuilder::header(uint32_t antenna, uint64_t index,
@@ -114,7 +133,7 @@ std::size_t FrameBuilder::build(uint32_t antenna, uint64_t index, Fate fate,
                                 std::span<std::byte> out) const noexcept {
   const std::size_t size = fate == Fate::truncated ? truncated_bytes() : frame_bytes();
   capture::codif::encode(header(antenna, index, fate), out.first<capture::codif::kHeaderBytes>());
-  fill_pattern(antenna, index, 0,
+  fill_payload(antenna, index, 0,
                out.subspan(capture::codif::kHeaderBytes, size - capture::codif::kHeaderBytes));
   return size;
 }

@@ -13,6 +13,7 @@
 #include "tools/lib/gen_plan.hpp"
 #include "tools/lib/gen_summary.hpp"
 #include "tools/lib/gen_vdif_frame.hpp"
+#include "tools/lib/tone.hpp"
 
 namespace rocecap::tools {
 
@@ -43,6 +44,14 @@ class FrameBuilder {
     return capture::codif::kHeaderBytes + (params_.payload_bytes / 2) / 8 * 8;
   }
 
+  // Data array bytes [first_offset, first_offset + out.size()) of antenna `antenna`'s frame
+  // `index` (CODIF): the payload pattern, or with --tone the tone over noise from it.
+  void fill_payload(uint32_t antenna, uint64_t index, uint64_t first_offset,
+                    std::span<std::byte> out) const noexcept;
+  // Offset into `data` of the first byte that differs from those, data.size() when all match.
+  std::size_t first_payload_mismatch(uint32_t antenna, uint64_t index, uint64_t first_offset,
+                                     std::span<const std::byte> data) const noexcept;
+
   // The header of absolute frame `index` of antenna `antenna`, impairment applied.
   capture::codif::Header header(uint32_t antenna, uint64_t index, Fate fate) const noexcept;
 
@@ -62,6 +71,7 @@ class FrameBuilder {
   capture::codif::Header base_;
   capture::codif::Timing timing_;
   uint64_t first_index_ = 0;
+  Tone tone_;
   std::optional<VdifFrameBuilder> vdif_;
 };
 

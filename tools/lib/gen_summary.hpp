@@ -40,14 +40,18 @@ struct GenFrameParams {
   bool vtp = false;
   bool legacy = false;
   std::vector<uint16_t> threads;
+  // --tone (tools/lib/tone.hpp): a sinusoid of this many cycles per sample in channel
+  // tone_channel of 8-bit payloads; 0: the payload pattern alone.
+  double tone = 0;
+  uint16_t tone_channel = 0;
 };
 
 struct GenStream {
-  std::string group;   // dotted quad
+  std::string group;  // dotted quad
   uint16_t port = 0;
-  std::string source;  // dotted quad of the antenna's source address
-  uint32_t antenna = 0;  // index in the generator's source list: the payload pattern's antenna
-  uint16_t thread = 0;   // vdif: the thread id of this stream's frames
+  std::string source;        // dotted quad of the antenna's source address
+  uint32_t antenna = 0;      // index in the generator's source list: the payload pattern's antenna
+  uint16_t thread = 0;       // vdif: the thread id of this stream's frames
   uint64_t first_index = 0;  // absolute CODIF frame index of the first generated frame
   uint64_t frames = 0;       // frame indices first_index .. first_index + frames - 1
   uint64_t datagrams = 0;    // datagrams sent for this stream (foreign copies not included)
@@ -80,13 +84,13 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenFrameParams, payload_bytes, n
                                                 complex, period, total_samples, epoch,
                                                 start_seconds, start_frame, thread_id, group_id,
                                                 station, layout, format, frames_per_second, vtp,
-                                                legacy, threads)
+                                                legacy, threads, tone, tone_channel)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenStream, group, port, source, antenna, thread,
                                                 first_index, frames, datagrams, dropped, swapped,
                                                 duplicated, bad_sync, truncated, invalid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenForeign, source, group, port, indices)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenSummary, tool, version, output, pcap_file,
-                                                interface, seed, frame, streams, foreign,
-                                                datagrams, bytes, seconds)
+                                                interface, seed, frame, streams, foreign, datagrams,
+                                                bytes, seconds)
 
 }  // namespace rocecap::tools

@@ -69,6 +69,9 @@ VdifFrameBuilder::VdifFrameBuilder(const GenFrameParams& p)
     bad("frame parameters rejected by VDIF validation: " +
         std::string(capture::vdif::to_string(why)));
   first_index_ = capture::vdif::absolute_index(base_, timing_);
+  check_tone(p);
+  tone_ =
+      Tone(ToneLayout{p.tone, p.tone_channel, p.nchan, p.complex, true, timing_.samples_per_frame});
 }
 
 capture::vdif::Header VdifFrameBuilder::header(uint32_t thread, uint64_t index,
@@ -90,8 +93,12 @@ std::size_t VdifFrameBuilder::build(uint32_t antenna, uint32_t thread, uint64_t 
   const std::size_t hb = base_.header_bytes();
   std::memcpy(out.data() + vtp_bytes_, raw.data(), hb);
   // Each thread of an antenna gets its own pattern key.
-  fill_pattern(antenna | (thread << 16), index, 0,
-               out.subspan(vtp_bytes_ + hb, size - vtp_bytes_ - hb));
+  const auto data = out.subspan(vtp_bytes_ + hb, size - vtp_bytes_ - hb);
+  if (tone_.enabled()) {
+    tone_.fill(antenna | (thread << 16), index, 0, data);
+  } else {
+    fill_pattern(antenna | (thread << 16), index, 0, data);
+  }
   return size;
 }
 

@@ -13,6 +13,7 @@
 #include "capture/vdif/header.hpp"
 #include "tools/lib/gen_plan.hpp"
 #include "tools/lib/gen_summary.hpp"
+#include "tools/lib/tone.hpp"
 
 namespace rocecap::tools {
 
@@ -51,6 +52,7 @@ class VdifFrameBuilder {
   std::vector<uint16_t> threads_;
   std::size_t vtp_bytes_ = 0;
   uint64_t first_index_ = 0;
+  Tone tone_;
 };
 
 }  // namespace rocecap::tools

@@ -21,7 +21,7 @@ void fill_pattern(uint32_t antenna, uint64_t frame_index, uint64_t first_offset,
 
 // Offset of the first byte of `data` that differs from the pattern starting at
 // `first_offset`, or data.size() when all match.
-std::size_t first_pattern_mismatch(uint32_t antenna, uint64_t frame_index,
-                                   uint64_t first_offset, std::span<const std::byte> data) noexcept;
+std::size_t first_pattern_mismatch(uint32_t antenna, uint64_t frame_index, uint64_t first_offset,
+                                   std::span<const std::byte> data) noexcept;
 
 }  // namespace rocecap::tools
