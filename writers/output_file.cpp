@@ -601,7 +601,7 @@ Status OutputFile::close() {
   if (queue_ != nullptr) {
     if (Status s = drain(); !s) return fail(std::move(s));
   }
-  release_preallocation();
+  if (Status s = release_preallocation(); !s) return fail(std::move(s));
   if (fsync_ && ::fsync(fd_.get()) != 0) {
     Status s = sys_error(errno, "fsync", path_);
     close_fd();
@@ -627,12 +627,16 @@ void OutputFile::reserve_ahead(uint64_t end) noexcept {
   preallocated_ = want;
 }
 
-void OutputFile::release_preallocation() noexcept {
-  if (preallocated_ <= pos_ || !is_open()) return;
-  // glibc's fortified ftruncate (Debian's build flags) warns on a result dropped with (void).
-  // A failure keeps the preallocated tail; nothing more is done about it here (as before).
-  [[maybe_unused]] const int rc = ::ftruncate(fd_.get(), static_cast<off_t>(pos_));
+// A failure with the reservation kept past the size (the default, FALLOC_FL_KEEP_SIZE) only
+// leaves blocks allocated: the file holds its records and nothing else. With size_ahead the
+// reservation is part of the file's size, so a failed truncate would leave zeros after the
+// last record: an error, as any failed write.
+Status OutputFile::release_preallocation() {
+  if (preallocated_ <= pos_ || !is_open()) return {};
+  const int rc = ::ftruncate(fd_.get(), static_cast<off_t>(pos_));
   preallocated_ = 0;
+  if (rc != 0 && size_ahead_) return sys_error(errno, "truncate", path_);
+  return {};
 }
 
 void OutputFile::backlog_done(Chunk& c) noexcept {

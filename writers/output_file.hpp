@@ -213,7 +213,7 @@ class OutputFile {
   Status fail(Status error);
   void keep_cut(uint64_t keep, uint64_t end) noexcept;
   bool copy_unwritten(uint64_t from, uint64_t to, std::byte* out) const noexcept;
-  void release_preallocation() noexcept;
+  Status release_preallocation();
   void reserve_ahead(uint64_t end) noexcept;  // preallocation up to past `end`, a step at a time
   void close_fd() noexcept;
   bool timed() const noexcept { return on_write_ || backlog_ != nullptr; }
