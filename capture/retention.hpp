@@ -45,7 +45,7 @@ class Retention {
   static constexpr std::size_t kMaxPins = 32;
   static constexpr uint64_t kNoPin = UINT64_MAX;
 
-  // keep: frames kept (at most ring.slots()). Allocates the FIFO (ring.slots() ids).
+  // keep: frames kept (1 to ring.slots() - 1). Allocates the FIFO (ring.slots() ids).
   Retention(StreamRing& ring, uint32_t keep);
   Retention(const Retention&) = delete;
   Retention& operator=(const Retention&) = delete;
@@ -62,8 +62,16 @@ class Retention {
   // Pins position `from` (raised to the oldest held): returns the pin and the position it holds,
   // or nullopt when kMaxPins pins are in use.
   std::optional<std::size_t> pin(uint64_t from, uint64_t& pinned);
+  // A hold-mode consumer's pin (doc/consumers.md): like pin(), but bounded: once the pin
+  // holds more than `max_frames` positions (tail - pinned), retain() drops it on the writer
+  // thread, so the bound holds at every pass, and detached(pin) says so until unpin().
+  // While consumer pins hold slots beyond keep, ring-full drops count as consumer_pinned.
+  std::optional<std::size_t> hold(uint64_t from, uint64_t max_frames, uint64_t& pinned);
+  bool detached(std::size_t pin) const;
   // Moves a pin forward (never back: what it let go may be gone).
   void move_pin(std::size_t pin, uint64_t to);
+  // The position a pin holds (kNoPin: none, or dropped for its bound).
+  uint64_t pinned_at(std::size_t pin) const;
   void unpin(std::size_t pin);
 
   // The slot at `pos`; valid while head <= pos < tail and a pin at or before pos is held.
@@ -75,6 +83,8 @@ class Retention {
 
  private:
   uint64_t lowest_pin() const noexcept;  // under mu_
+  void enforce_bounds() noexcept;        // under mu_
+  std::optional<std::size_t> add_pin(uint64_t from, uint64_t bound, uint64_t& pinned);
 
   StreamRing& ring_;
   const uint32_t keep_;
@@ -85,6 +95,8 @@ class Retention {
   uint64_t head_ = 0, tail_ = 0;
   uint64_t retained_total_ = 0;
   std::array<uint64_t, kMaxPins> pins_;
+  std::array<uint64_t, kMaxPins> bounds_{};  // 0: a dump's pin, unbounded
+  std::array<bool, kMaxPins> detached_{};
 };
 
 }  // namespace rocecap::capture

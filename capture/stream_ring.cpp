@@ -70,7 +70,13 @@ StreamRing::StreamRing(const RingConfig& config, std::unique_ptr<memory::Payload
 std::optional<SlotId> StreamRing::acquire() noexcept {
   SlotId id;
   if (take_free(std::span<SlotId>(&id, 1)) == 1) return id;
-  (pinned_.load(std::memory_order_relaxed) ? prod_.dump_pinned_drops : prod_.ring_full_drops).add();
+  if (pinned_.load(std::memory_order_relaxed)) {
+    prod_.dump_pinned_drops.add();
+  } else if (consumer_pinned_.load(std::memory_order_relaxed)) {
+    prod_.consumer_pinned_drops.add();
+  } else {
+    prod_.ring_full_drops.add();
+  }
   return std::nullopt;
 }
 
@@ -80,7 +86,18 @@ std::size_t StreamRing::take_free(std::span<SlotId> out) noexcept {
     out[n++] = stash_[--stash_size_];
   n += free_.pop(out.subspan(n));
   prod_.taken.add(n);
+  if (gens_ != nullptr && n > 0) bump_generations(out.first(n));
   return n;
+}
+
+// A sequence lock's writer side, for consumers (set_generations): the generation changes before
+// anything new is written into the slot (the copy of the pcap path, or the NIC once the slot is
+// posted), so a consumer that reads the old generation after reading the slot read old bytes.
+// Only the producer writes generations; a plain load and store is enough.
+void StreamRing::bump_generations(std::span<const SlotId> ids) noexcept {
+  for (const SlotId id : ids)
+    gens_[id].store(gens_[id].load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
 }
 
 void StreamRing::enable_loans() {
@@ -134,6 +151,7 @@ RingStats StreamRing::stats() const noexcept {
   RingStats s{prod_.taken.get(),           prod_.published.get(), prod_.returned.get(),
               prod_.ring_full_drops.get(), cons_.consumed.get(),  cons_.released.get()};
   s.dump_pinned_drops = prod_.dump_pinned_drops.get();
+  s.consumer_pinned_drops = prod_.consumer_pinned_drops.get();
   return s;
 }
 

@@ -73,6 +73,7 @@ struct RingStats {
   uint64_t released = 0;         // slots the consumer released
   uint64_t dump_pinned_drops =
       0;  // ring-full drops while a dump's pins held slots (capture/retention.hpp)
+  uint64_t consumer_pinned_drops = 0;  // ... while a hold-mode consumer's pin held slots
 };
 
 class StreamRing {
@@ -161,10 +162,26 @@ class StreamRing {
   // Consumer: pins of a triggered dump hold slots beyond the retention (capture/retention.hpp),
   // so a packet that finds no free slot meanwhile is counted as dump_pinned, not ring_full.
   void set_pinned(bool on) noexcept { pinned_.store(on, std::memory_order_relaxed); }
+  // The same while a hold-mode consumer's pin holds slots (doc/consumers.md): consumer_pinned.
+  void set_consumer_pinned(bool on) noexcept {
+    consumer_pinned_.store(on, std::memory_order_relaxed);
+  }
+
+  // Consumers (doc/consumers.md), start-up: one generation per slot in memory consumers map
+  // read-only. take_free()/acquire() bump a slot's generation before the producer writes into
+  // it, so a consumer that finds the generation it was told unchanged after reading a slot
+  // knows no newer packet was written into it meanwhile (a sequence lock across processes).
+  // Until the producer takes it again a released slot keeps its bytes, so consumers read
+  // slots the writer has already released (the free queue is FIFO) and those retention keeps.
+  void set_generations(std::atomic<uint64_t>* generations) noexcept { gens_ = generations; }
+  uint64_t generation(SlotId id) const noexcept {
+    return gens_ != nullptr ? gens_[id].load(std::memory_order_relaxed) : 0;
+  }
 
  private:
   struct alignas(common::kCacheLine) ProducerCounters {
-    common::RelaxedCounter taken, published, returned, ring_full_drops, dump_pinned_drops;
+    common::RelaxedCounter taken, published, returned, ring_full_drops, dump_pinned_drops,
+        consumer_pinned_drops;
   };
   struct alignas(common::kCacheLine) ConsumerCounters {
     common::RelaxedCounter consumed, released;
@@ -182,6 +199,7 @@ class StreamRing {
     std::byte* bytes = nullptr;
     std::atomic<uint32_t>* count = nullptr;
   };
+  void bump_generations(std::span<const SlotId> ids) noexcept;
   void end_loan(SlotId id) noexcept {
     Loan& l = loans_[id];
     if (l.count == nullptr) return;
@@ -197,6 +215,8 @@ class StreamRing {
   uint32_t stash_size_ = 0;
   ProducerCounters prod_;
   std::atomic<bool> pinned_{false};  // read only when acquire() finds no slot
+  std::atomic<bool> consumer_pinned_{false};
+  std::atomic<uint64_t>* gens_ = nullptr;
   ConsumerCounters cons_;
 };
 

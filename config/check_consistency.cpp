@@ -83,7 +83,7 @@ void check_cq_size(Context& ctx, RunConfig& cfg) {
   CaptureSection& c = cfg.capture;
   if (c.backend != Backend::verbs || ctx.failed("capture")) return;
   const std::size_t antennas = cfg.streams.antennas.size();
-  const uint64_t ring = cfg.retention.enabled && !ctx.failed("retention")
+  const uint64_t ring = keeps_frames(cfg) && !ctx.failed("retention") && !ctx.failed("consumers")
                             ? plan_retention(cfg).ring_slots
                             : uint64_t{c.ring_depth};
   std::map<std::string, uint64_t> slots_per_device;  // device (or interface) -> RQ slots
@@ -369,6 +369,7 @@ void check_consistency(Context& ctx, RunConfig& cfg) {
   check_output_sizes(ctx, cfg);
   check_file_names(ctx, cfg);
   check_retention(ctx, cfg);
+  check_consumers(ctx, cfg);
 }
 
 }  // namespace rocecap::config

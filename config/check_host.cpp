@@ -73,7 +73,7 @@ struct QueuePinning {
 };
 QueuePinning verbs_queue_pinning(const Context& ctx, const RunConfig& cfg) {
   const CaptureSection& c = cfg.capture;
-  const uint64_t depth = cfg.retention.enabled && !ctx.failed("retention")
+  const uint64_t depth = keeps_frames(cfg) && !ctx.failed("retention") && !ctx.failed("consumers")
                              ? plan_retention(cfg).ring_slots
                              : uint64_t{c.ring_depth};
   QueuePinning q;

@@ -337,6 +337,7 @@ void parse_document(Context& ctx, const Field& root, RunConfig& out) {
   if (auto f = m.get("metrics")) parse_metrics(ctx, *f, out.metrics);
   if (auto f = m.get("logging")) parse_logging(ctx, *f, out.logging);
   if (auto f = m.get("retention")) parse_retention(ctx, *f, out.retention);
+  if (auto f = m.get("consumers")) parse_consumers(ctx, *f, out.consumers);
 }
 
 }  // namespace rocecap::config

@@ -23,8 +23,21 @@ struct RetentionPlan {
   uint64_t total_bytes = 0;
 };
 
-// Empty plan (all zero) when retention is off.
+// Empty plan (all zero) when neither retention nor consumers are on. Consumers
+// (doc/consumers.md) add their own: without a retention section each stream keeps
+// consumers.keep frames for them (keep_frames), and hold-mode pins need consumers.hold_frames
+// slots more (pin_frames).
 RetentionPlan plan_retention(const RunConfig& config);
+
+// Whether streams keep frames after writing them (a Retention per stream): for dumps or
+// consumers.
+inline bool keeps_frames(const RunConfig& c) noexcept {
+  return c.retention.enabled || c.consumers.enabled;
+}
+// consumers.keep, hold_frames and log_frames with their defaults applied.
+uint64_t consumer_keep(const RunConfig& config) noexcept;
+uint64_t consumer_hold_frames(const RunConfig& config) noexcept;
+uint64_t consumer_log_frames(const RunConfig& config) noexcept;
 
 // The most slots one ring can have (capture::StreamRing::kMaxSlots).
 inline constexpr uint64_t kMaxRetentionRingSlots = uint64_t{1} << 24;

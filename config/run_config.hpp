@@ -143,6 +143,20 @@ struct RetentionSection {
   std::string http_token_file;  // the HTTP endpoint's token; empty: none
 };
 
+// Consumers (doc/consumers.md): other processes read the stream rings in place through a Unix
+// socket. Absent section: enabled = false.
+struct ConsumersSection {
+  bool enabled = false;
+  std::string socket;                // required: the consumer socket, an absolute path
+  std::vector<std::string> streams;  // stream or antenna names consumers may read; empty: all
+  uint64_t keep = 0;                 // frames each stream keeps for consumers; 0: ring_depth / 4
+  uint64_t hold_frames = 0;  // most frames a hold-mode consumer pins per stream; 0: ring_depth / 4
+  std::chrono::nanoseconds hold_time = std::chrono::seconds(1);  // ... and for at most this long
+  uint64_t max_consumers = 16;
+  uint64_t log_frames = 0;  // descriptors per stream log; 0: 4 x the ring's slots, power of two
+  std::string group;        // the socket's group (mode 0660); empty: the service user's group
+};
+
 struct RunConfig {
   std::string source_path;  // the YAML file as given
   std::string source_text;  // its bytes, for the run manifest's config snapshot
@@ -153,6 +167,7 @@ struct RunConfig {
   MetricsSection metrics;
   LoggingSection logging;
   RetentionSection retention;
+  ConsumersSection consumers;
 };
 
 // One stream = (interface, group, antenna[, VDIF thread]): indices into the config's vectors.

@@ -51,6 +51,9 @@ void check_vdif(Context& ctx, RunConfig& config);
 // The `retention` section (parse_retention.cpp): pass 1, and its rules for pass 2.
 void parse_retention(Context& ctx, const Field& f, RetentionSection& out);
 void check_retention(Context& ctx, const RunConfig& config);
+// The `consumers` section (parse_consumers.cpp).
+void parse_consumers(Context& ctx, const Field& f, ConsumersSection& out);
+void check_consumers(Context& ctx, const RunConfig& config);
 
 // Pass 3: this host (CPUs, output directory, replay file).
 void check_host(Context& ctx, const HostChecks& host, const RunConfig& config);

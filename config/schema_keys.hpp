@@ -10,7 +10,7 @@
 namespace rocecap::config::schema {
 
 inline constexpr std::string_view kRoot[] = {"run",     "capture", "streams",  "output",
-                                             "metrics", "logging", "retention"};
+                                             "metrics", "logging", "retention", "consumers"};
 inline constexpr std::string_view kRun[] = {"name", "duration", "packets"};
 inline constexpr std::string_view kCapture[] = {
     "backend", "interfaces", "ring_depth", "header_split", "max_frame",   "payload_memory", "gpu",
@@ -30,6 +30,10 @@ inline constexpr std::string_view kLogging[] = {"level"};
 inline constexpr std::string_view kRetention[] = {"retain",     "frame_rate",     "pin_headroom",
                                                   "max_future", "write_rate",     "formats",
                                                   "socket",     "http_token_file"};
+
+inline constexpr std::string_view kConsumers[] = {"socket",      "streams",    "keep",
+                                                  "hold_frames", "hold_time",  "max_consumers",
+                                                  "log_frames",  "group"};
 
 // One map of the document: its path as the manual writes it ("" for the top level, "[]" for
 // "each item of the list"), and its keys.
@@ -51,6 +55,7 @@ inline constexpr Map kMaps[] = {
     {"metrics", kMetrics},
     {"logging", kLogging},
     {"retention", kRetention},
+    {"consumers", kConsumers},
 };
 
 }  // namespace rocecap::config::schema

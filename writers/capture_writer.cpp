@@ -71,6 +71,7 @@ CaptureWriter::CaptureWriter(std::vector<capture::StreamPipeline*> streams,
       options_(options),
       on_error_(std::move(on_error)),
       state_(per_stream_.size()),
+      consumer_logs_(per_stream_.size(), nullptr),
       batches_(per_stream_.size(), std::vector<SlotId>(options.batch)),
       popped_(per_stream_.size()) {
   if (per_stream_.size() != streams_.size()) {
@@ -107,6 +108,9 @@ CaptureWriter::CaptureWriter(std::vector<capture::StreamPipeline*> streams,
 // which keeps the newest and releases the older ones.
 void CaptureWriter::release(std::size_t s, std::span<const SlotId> ids) {
   capture::StreamPipeline& sp = *streams_[s];
+  if (consumer_logs_[s] != nullptr && !ids.empty()) {
+    consumer_logs_[s]->publish(ids, sp.retention ? sp.retention->range().tail : 0);
+  }
   if (sp.retention) return sp.retention->retain(ids);
   sp.ring().release(ids);
 }

@@ -35,6 +35,7 @@
 #include "capture/arrival_queue.hpp"
 #include "capture/stream_pipeline.hpp"
 #include "writers/codif_header_writer.hpp"
+#include "writers/consumer_log.hpp"
 #include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
 #include "writers/staging/payload_stager.hpp"
@@ -136,6 +137,9 @@ class CaptureWriter {
   const StreamWriteState& state(std::size_t stream) const { return state_.at(stream); }
   StreamWriters& writers(std::size_t stream) { return per_stream_.at(stream); }
   PcapWriter* pcap() noexcept { return pcap_ ? &*pcap_ : nullptr; }
+  // Start-up: stream `stream`'s frames are also published to consumers (doc/consumers.md),
+  // in written order, just before they are released or retained. Not owned.
+  void set_consumer_log(std::size_t stream, ConsumerLog* log) { consumer_logs_.at(stream) = log; }
   // Null when payloads are written straight from the ring.
   const staging::PayloadStager* stager() const noexcept { return stager_.get(); }
 
@@ -163,6 +167,7 @@ class CaptureWriter {
   CaptureWriterOptions options_;
   WriteErrorReporter on_error_;
   std::vector<StreamWriteState> state_;
+  std::vector<ConsumerLog*> consumer_logs_;  // per stream, null: no consumers
   std::vector<std::vector<capture::SlotId>> batches_;  // preallocated, one per stream
   std::vector<std::size_t> popped_;                    // per stream, this pass
   std::vector<capture::ArrivalRef> arrivals_;          // preallocated

@@ -17,13 +17,27 @@ std::size_t round_up(std::size_t n, std::size_t unit) {
   return (n + unit - 1) / unit * unit;
 }
 
-// Without a NUMA node the kernel prefaults at mmap time; with one, pages must be faulted in
-// only after mbind, so that they land on that node.
-void* map(std::size_t bytes, bool huge, bool populate) {
-  int flags = MAP_PRIVATE | MAP_ANONYMOUS;
+// The memory is a memfd mapped shared, not an anonymous private mapping, so that a consumer
+// process (doc/consumers.md) can be handed a read-only descriptor of the same pages. Without a
+// NUMA node the kernel prefaults at mmap time; with one, pages must be faulted in only after
+// mbind, so that they land on that node. Returns MAP_FAILED with errno set, and the memfd in
+// `fd` (closed on failure).
+void* map(std::size_t bytes, bool huge, bool populate, int& fd) {
+  fd = memfd_create(huge ? "rocecap-slab-huge" : "rocecap-slab",
+                    MFD_CLOEXEC | (huge ? MFD_HUGETLB : 0u));
+  if (fd < 0) return MAP_FAILED;
+  int flags = MAP_SHARED;
   if (populate) flags |= MAP_POPULATE;
-  if (huge) flags |= MAP_HUGETLB;
-  return mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, -1, 0);
+  void* p = MAP_FAILED;
+  if (ftruncate(fd, static_cast<off_t>(bytes)) == 0)
+    p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, flags, fd, 0);
+  if (p == MAP_FAILED) {
+    const int err = errno;
+    close(fd);
+    fd = -1;
+    errno = err;
+  }
+  return p;
 }
 
 [[noreturn]] void fail(int err, const std::string& what, std::size_t bytes) {
@@ -61,7 +75,7 @@ HostMemory::HostMemory(std::size_t bytes, const HostMemoryOptions& options) {
   void* p = MAP_FAILED;
   if (options.huge_pages != Want::no) {
     size_ = round_up(bytes, kHugePageBytes);
-    p = map(size_, true, populate);
+    p = map(size_, true, populate, fd_);
     if (p == MAP_FAILED) {
       huge_errno_ = errno;
       if (options.huge_pages == Want::require) fail(huge_errno_, "mmap(MAP_HUGETLB)", size_);
@@ -70,7 +84,7 @@ HostMemory::HostMemory(std::size_t bytes, const HostMemoryOptions& options) {
   huge_pages_ = p != MAP_FAILED;
   if (!huge_pages_) {
     size_ = round_up(bytes, page);
-    p = map(size_, false, populate);
+    p = map(size_, false, populate, fd_);
     if (p == MAP_FAILED) fail(errno, "mmap", size_);
   }
   data_ = static_cast<std::byte*>(p);
@@ -84,12 +98,14 @@ HostMemory::HostMemory(std::size_t bytes, const HostMemoryOptions& options) {
   lock_errno_ = errno;
   if (options.lock == Want::require) {
     munmap(data_, size_);
+    close(fd_);
     fail(lock_errno_, "mlock (needs CAP_IPC_LOCK or a larger RLIMIT_MEMLOCK)", size_);
   }
 }
 
 HostMemory::~HostMemory() {
   if (data_ != nullptr) munmap(data_, size_);  // also unlocks
+  if (fd_ >= 0) close(fd_);
 }
 
 std::string HostMemory::describe() const {

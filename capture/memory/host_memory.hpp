@@ -1,4 +1,5 @@
 // Page-aligned host memory mapped once (RAII), optionally on huge pages and locked in RAM.
+// It is a memfd mapped shared, so that consumers can map the same pages read-only.
 //
 // Capture slabs are touched by the NIC and the capture thread at line rate, so they are
 // prefaulted at construction (MAP_POPULATE): no page fault ever happens on the hot path.
@@ -46,12 +47,15 @@ class HostMemory final : public PayloadMemory {
   int huge_pages_errno() const noexcept { return huge_errno_; }  // 0 unless the try failed
   int lock_errno() const noexcept { return lock_errno_; }        // 0 unless mlock failed
   int numa_errno() const noexcept { return numa_errno_; }        // 0 unless mbind failed
+  // The memfd behind the mapping (owned here): reopened read-only for consumers.
+  int fd() const noexcept { return fd_; }
   // One line for the log: "4.0 MiB, huge pages: no (ENOMEM), locked: yes".
   std::string describe() const;
 
  private:
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  int fd_ = -1;
   bool huge_pages_ = false;
   bool locked_ = false;
   int huge_errno_ = 0;

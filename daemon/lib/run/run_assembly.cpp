@@ -52,7 +52,7 @@ capture::StreamSpec stream_spec(const config::RunConfig& cfg, const config::Stre
   s.ring.slots = cfg.capture.ring_depth;
   // Retention (doc/dumps.md): ring_depth slots for capture as always, plus the retained frames
   // and the pin headroom of triggered dumps.
-  if (cfg.retention.enabled) {
+  if (config::keeps_frames(cfg)) {
     s.ring.slots = static_cast<uint32_t>(config::plan_retention(cfg).ring_slots);
   }
   s.ring.header_slot_bytes = cfg.capture.header_split;
@@ -388,7 +388,7 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
       const capture::StreamSpec spec = stream_spec(cfg, ref);
       ir->streams.push_back(
           std::make_unique<capture::StreamPipeline>(spec, payload_slab(*rt, spec)));
-      if (cfg.retention.enabled) add_retention(cfg, *ir->streams.back());
+      if (config::keeps_frames(cfg)) add_retention(cfg, *ir->streams.back());
       ptrs.push_back(ir->streams.back().get());
     }
     ir->ingest = std::make_unique<capture::Ingest>(ptrs, record_arrivals);

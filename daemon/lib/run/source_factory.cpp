@@ -166,7 +166,7 @@ void check_verbs_privileges(const config::RunConfig& cfg) {
 // host memory (GPU slabs are device memory, outside RLIMIT_MEMLOCK); so do libmlx5's CQ and
 // receive queue buffers, which the kernel pins too (config/verbs_pinning.hpp).
 void check_verbs_memlock(const config::RunConfig& cfg, mem::MemoryKind payload) {
-  const uint64_t depth = cfg.retention.enabled ? config::plan_retention(cfg).ring_slots
+  const uint64_t depth = config::keeps_frames(cfg) ? config::plan_retention(cfg).ring_slots
                                                : uint64_t{cfg.capture.ring_depth};
   uint64_t streams = 0;
   uint64_t queues = 0;

@@ -1,0 +1,90 @@
+// Pass 1 and 2 of the loader for the `consumers` section (doc/consumers.md): processes that
+// read the stream rings in place through a Unix socket.
+#include <fmt/format.h>
+
+#include <grp.h>
+
+#include "config/retention_plan.hpp"
+#include "config/schema.hpp"
+#include "config/schema_keys.hpp"
+#include "config/units.hpp"
+
+namespace rocecap::config {
+
+void parse_consumers(Context& ctx, const Field& f, ConsumersSection& c) {
+  const MapView m(ctx, f, schema::kConsumers);
+  if (!m.valid()) return;
+  c.enabled = true;
+  if (auto v = read_string(ctx, m.require("socket", "the consumer socket's absolute path")))
+    c.socket = *v;
+  if (const auto streams = m.get("streams")) {
+    for (const Field& item : list_items(ctx, streams)) {
+      if (auto v = read_string(ctx, item)) c.streams.push_back(*v);
+    }
+  }
+  if (auto v = read_uint(ctx, m.get("keep"), 1, uint64_t{1} << 23)) c.keep = *v;
+  if (auto v = read_uint(ctx, m.get("hold_frames"), 1, uint64_t{1} << 23)) c.hold_frames = *v;
+  if (auto text = read_string(ctx, m.get("hold_time"))) {
+    std::string error;
+    const auto d = parse_duration(*text, error);
+    if (!d || d->count() == 0) {
+      ctx.report(m.get("hold_time")->pos, "consumers.hold_time",
+                 d ? "must be longer than 0s" : error);
+    } else {
+      c.hold_time = *d;
+    }
+  }
+  if (auto v = read_uint(ctx, m.get("max_consumers"), 1, 16)) c.max_consumers = *v;
+  if (auto v = read_uint(ctx, m.get("log_frames"), 1024, uint64_t{1} << 24)) {
+    if ((*v & (*v - 1)) != 0) {
+      ctx.report(m.get("log_frames")->pos, "consumers.log_frames",
+                 fmt::format("{} is not a power of two (1024 to 16777216)", *v));
+    } else {
+      c.log_frames = *v;
+    }
+  }
+  if (auto v = read_string(ctx, m.get("group"))) c.group = *v;
+}
+
+namespace {
+
+// A name consumers may ask for: an antenna's, or a stream's "<antenna>@<a.b.c.d>:<port>".
+bool names_a_stream(const RunConfig& cfg, const std::string& name) {
+  for (const auto& a : cfg.streams.antennas) {
+    if (name == a.name || name.rfind(a.name + "@", 0) == 0) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+void check_consumers(Context& ctx, const RunConfig& cfg) {
+  const ConsumersSection& c = cfg.consumers;
+  if (!c.enabled) return;
+  if (!c.socket.empty() && (c.socket.front() != '/' || c.socket.size() > 107)) {
+    ctx.report("consumers.socket",
+               fmt::format("'{}' must be an absolute path of at most 107 bytes (sun_path)",
+                           c.socket));
+  }
+  if (!c.socket.empty() && c.socket == cfg.retention.socket) {
+    ctx.report("consumers.socket", "is retention.socket too; give each its own path");
+  }
+  for (const std::string& name : c.streams) {
+    if (!ctx.failed("streams") && !names_a_stream(cfg, name)) {
+      ctx.report("consumers.streams",
+                 fmt::format("'{}' names no antenna of streams.antennas (an antenna name, or "
+                             "<antenna>@<group address>:<port>)",
+                             name));
+    }
+  }
+  if (cfg.retention.enabled && c.keep != 0) {
+    ctx.report("consumers.keep",
+               "is decided by retention.retain when the run has a retention section; remove "
+               "consumers.keep");
+  }
+  if (!c.group.empty() && ::getgrnam(c.group.c_str()) == nullptr) {
+    ctx.report("consumers.group", fmt::format("'{}' is no group of this host", c.group));
+  }
+}
+
+}  // namespace rocecap::config
