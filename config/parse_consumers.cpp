@@ -1,7 +1,6 @@
 // Pass 1 and 2 of the loader for the `consumers` section (doc/consumers.md): processes that
 // read the stream rings in place through a Unix socket.
 #include <fmt/format.h>
-
 #include <grp.h>
 
 #include "config/retention_plan.hpp"
@@ -10,6 +9,20 @@
 #include "config/units.hpp"
 
 namespace rocecap::config {
+namespace {
+
+std::optional<std::chrono::nanoseconds> read_positive_duration(Context& ctx,
+                                                               const std::optional<Field>& f) {
+  const auto text = read_string(ctx, f);
+  if (!text) return std::nullopt;
+  std::string error;
+  const auto d = parse_duration(*text, error);
+  if (d && d->count() > 0) return d;
+  ctx.report(f->pos, f->path, d ? "must be longer than 0s" : error);
+  return std::nullopt;
+}
+
+}  // namespace
 
 void parse_consumers(Context& ctx, const Field& f, ConsumersSection& c) {
   const MapView m(ctx, f, schema::kConsumers);
@@ -24,16 +37,7 @@ void parse_consumers(Context& ctx, const Field& f, ConsumersSection& c) {
   }
   if (auto v = read_uint(ctx, m.get("keep"), 1, uint64_t{1} << 23)) c.keep = *v;
   if (auto v = read_uint(ctx, m.get("hold_frames"), 1, uint64_t{1} << 23)) c.hold_frames = *v;
-  if (auto text = read_string(ctx, m.get("hold_time"))) {
-    std::string error;
-    const auto d = parse_duration(*text, error);
-    if (!d || d->count() == 0) {
-      ctx.report(m.get("hold_time")->pos, "consumers.hold_time",
-                 d ? "must be longer than 0s" : error);
-    } else {
-      c.hold_time = *d;
-    }
-  }
+  if (auto d = read_positive_duration(ctx, m.get("hold_time"))) c.hold_time = *d;
   if (auto v = read_uint(ctx, m.get("max_consumers"), 1, 16)) c.max_consumers = *v;
   if (auto v = read_uint(ctx, m.get("log_frames"), 1024, uint64_t{1} << 24)) {
     if ((*v & (*v - 1)) != 0) {
@@ -44,6 +48,8 @@ void parse_consumers(Context& ctx, const Field& f, ConsumersSection& c) {
     }
   }
   if (auto v = read_string(ctx, m.get("group"))) c.group = *v;
+  if (auto v = read_uint(ctx, m.get("wait_for"), 0, 16)) c.wait_for = *v;
+  if (auto d = read_positive_duration(ctx, m.get("wait_time"))) c.wait_time = *d;
 }
 
 namespace {
@@ -62,9 +68,9 @@ void check_consumers(Context& ctx, const RunConfig& cfg) {
   const ConsumersSection& c = cfg.consumers;
   if (!c.enabled) return;
   if (!c.socket.empty() && (c.socket.front() != '/' || c.socket.size() > 107)) {
-    ctx.report("consumers.socket",
-               fmt::format("'{}' must be an absolute path of at most 107 bytes (sun_path)",
-                           c.socket));
+    ctx.report(
+        "consumers.socket",
+        fmt::format("'{}' must be an absolute path of at most 107 bytes (sun_path)", c.socket));
   }
   if (!c.socket.empty() && c.socket == cfg.retention.socket) {
     ctx.report("consumers.socket", "is retention.socket too; give each its own path");

@@ -155,6 +155,8 @@ struct ConsumersSection {
   uint64_t max_consumers = 16;
   uint64_t log_frames = 0;  // descriptors per stream log; 0: 4 x the ring's slots, power of two
   std::string group;        // the socket's group (mode 0660); empty: the service user's group
+  uint64_t wait_for = 0;    // consumers to wait for before capture starts
+  std::chrono::nanoseconds wait_time = std::chrono::seconds(30);  // ... for at most this long
 };
 
 struct RunConfig {

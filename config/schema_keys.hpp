@@ -33,7 +33,8 @@ inline constexpr std::string_view kRetention[] = {"retain",     "frame_rate",   
 
 inline constexpr std::string_view kConsumers[] = {"socket",      "streams",    "keep",
                                                   "hold_frames", "hold_time",  "max_consumers",
-                                                  "log_frames",  "group"};
+                                                  "log_frames",  "group",      "wait_for",
+                                                  "wait_time"};
 
 // One map of the document: its path as the manual writes it ("" for the top level, "[]" for
 // "each item of the list"), and its keys.

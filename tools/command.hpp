@@ -15,5 +15,6 @@ void add_verify_command(CLI::App& app, Action& action);
 void add_recover_command(CLI::App& app, Action& action);
 void add_trigger_command(CLI::App& app, Action& action);
 void add_quicklook_command(CLI::App& app, Action& action);
+void add_tap_command(CLI::App& app, Action& action);
 
 }  // namespace rocecap::tools

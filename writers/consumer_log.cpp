@@ -1,8 +1,8 @@
 #include "writers/consumer_log.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <array>
+#include <bit>
 #include <cstring>
 #include <new>
 #include <stdexcept>

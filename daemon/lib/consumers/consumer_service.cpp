@@ -110,13 +110,14 @@ struct ConsumerService::Attached {
   std::vector<uint32_t> streams;  // indexes into streams_
   struct Hold {
     std::size_t pin = 0;
-    uint64_t at = 0;                // position pinned
-    Clock::time_point since;        // when it began holding frames at `at`
+    uint64_t at = 0;          // position pinned
+    Clock::time_point since;  // when it began holding frames at `at`
   };
   std::vector<Hold> holds;  // hold mode, one per stream
 };
 
-ConsumerService::ConsumerService(ConsumerServiceOptions options, std::vector<ConsumerStream> streams)
+ConsumerService::ConsumerService(ConsumerServiceOptions options,
+                                 std::vector<ConsumerStream> streams)
     : options_(std::move(options)), streams_(std::move(streams)) {
   for (const ConsumerStream& s : streams_) {
     control_ro_.push_back(read_only(s.log->control().fd()));
@@ -281,9 +282,8 @@ std::string ConsumerService::hello(Attached& c, const std::string& text) {
     if (wanted) picked.push_back(i);
   }
   for (const std::string& n : h.streams) {
-    const bool found = std::any_of(streams_.begin(), streams_.end(), [&](const auto& s) {
-      return n == s.name || n == s.antenna;
-    });
+    const bool found = std::any_of(streams_.begin(), streams_.end(),
+                                   [&](const auto& s) { return n == s.name || n == s.antenna; });
     if (!found) return "stream " + n + " is not offered on this socket (consumers.streams)";
   }
   if (picked.empty()) return "no stream is offered on this socket";
@@ -303,8 +303,8 @@ std::string ConsumerService::hello(Attached& c, const std::string& text) {
   for (uint32_t i : picked) {
     capture::Retention* r = streams_[i].retention;
     uint64_t at = 0;
-    const auto pin = r == nullptr ? std::nullopt
-                                  : r->hold(r->range().tail, options_.hold_frames, at);
+    const auto pin =
+        r == nullptr ? std::nullopt : r->hold(r->range().tail, options_.hold_frames, at);
     if (!pin) {
       for (std::size_t k = 0; k < c.holds.size(); ++k)
         streams_[c.streams[k]].retention->unpin(c.holds[k].pin);

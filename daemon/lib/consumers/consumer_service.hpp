@@ -25,10 +25,10 @@ namespace rocecap::daemon {
 
 // One stream consumers may read.
 struct ConsumerStream {
-  uint32_t index = 0;    // the run's stream number
-  std::string name;      // "<antenna>@<group>:<port>" (VDIF threads: "/t<thread>" added)
+  uint32_t index = 0;  // the run's stream number
+  std::string name;    // "<antenna>@<group>:<port>" (VDIF threads: "/t<thread>" added)
   std::string antenna;
-  std::string format;    // codif, udp, vdif
+  std::string format;  // codif, udp, vdif
   writers::ConsumerLog* log = nullptr;
   capture::Retention* retention = nullptr;  // hold-mode pins
   std::string cuda_ipc;  // hex of the payload slab's CUDA IPC handle (GPU payload memory)

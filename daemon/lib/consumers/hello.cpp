@@ -12,8 +12,8 @@ bool word_ok(const std::string& w, std::size_t max) {
   if (w.empty() || w.size() > max) return false;
   for (char ch : w) {
     const bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-                    (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-' ||
-                    ch == '@' || ch == ':' || ch == '/';
+                    (ch >= '0' && ch <= '9') || ch == '_' || ch == '.' || ch == '-' || ch == '@' ||
+                    ch == ':' || ch == '/';
     if (!ok) return false;
   }
   return true;

@@ -122,6 +122,7 @@ struct Manifest {
   std::string failure;                  // why a failed run failed
   std::vector<ManifestTarget> targets;  // only with several output targets
   nlohmann::json triggers;              // trigger log (doc/dumps.md); null: retention is off
+  nlohmann::json consumers;  // consumer socket (doc/consumers.md); null: no consumers section
 };
 
 nlohmann::json to_json(const Manifest& m);

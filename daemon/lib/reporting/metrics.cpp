@@ -7,6 +7,7 @@
 
 #include "capture/net/packet.hpp"
 #include "capture/reject_reason.hpp"
+#include "daemon/lib/consumers/consumer_service.hpp"
 #include "daemon/lib/dumps/dump_service.hpp"
 #include "daemon/lib/reporting/report.hpp"
 
@@ -477,6 +478,55 @@ void add_dumps(Exposition& e, const Runtime& rt) {
   }
 }
 
+// Consumers (doc/consumers.md): the socket's counters, each attached consumer's progress per
+// stream as it last reported it, and what hold-mode pins cost the capture.
+void add_consumers(Exposition& e, const Runtime& rt, const ConsumerService* svc) {
+  if (svc == nullptr) return;
+  const auto c = svc->counters();
+  add(e.family("rocecap_consumers", "Consumers attached to the consumer socket now",
+               MetricType::Gauge),
+      {}, double(c->open.get()));
+  add(e.family("rocecap_consumer_connections_total", "Connections to the consumer socket",
+               MetricType::Counter),
+      {}, double(c->connections.get()));
+  add(e.family("rocecap_consumer_refused_total",
+               "Consumers refused: busy, a malformed or late hello, a stream not offered",
+               MetricType::Counter),
+      {}, double(c->refused.get()));
+  add(e.family("rocecap_consumer_dropped_total",
+               "Hold-mode consumers detached for passing consumers.hold_frames or hold_time",
+               MetricType::Counter),
+      {}, double(c->detached.get()));
+  auto& read = e.family("rocecap_consumer_frames_read_total",
+                        "Frames a consumer read, as it last reported", MetricType::Counter);
+  auto& missed = e.family("rocecap_consumer_frames_missed_total",
+                          "Frames a consumer missed (overwritten before it read them, or torn), as "
+                          "it last reported",
+                          MetricType::Counter);
+  auto& lag = e.family("rocecap_consumer_lag_frames",
+                       "Frames published that a consumer has not read yet", MetricType::Gauge);
+  const auto& streams = svc->streams();
+  for (const ConsumerSnapshot& s : svc->snapshot()) {
+    for (const ConsumerStreamProgress& p : s.streams) {
+      std::string name;
+      for (const ConsumerStream& cs : streams)
+        if (cs.index == p.stream) name = cs.name;
+      const Labels l{{"consumer", s.name}, {"mode", s.mode}, {"stream", name}};
+      add(read, l, double(p.read));
+      add(missed, l, double(p.missed));
+      add(lag, l, double(p.lag));
+    }
+  }
+  auto& pinned = e.family("rocecap_ring_consumer_pinned_drops_total",
+                          "Frames dropped because hold-mode consumers' pins held the ring's slots",
+                          MetricType::Counter);
+  for (const auto& ir : rt.interfaces) {
+    for (std::size_t s = 0; s < ir->streams.size(); ++s)
+      add(pinned, stream_labels(rt, *ir, s),
+          double(ir->streams[s]->ring().stats().consumer_pinned_drops));
+  }
+}
+
 }  // namespace
 
 const char* run_state_name(RunState s) noexcept {
@@ -517,6 +567,7 @@ std::vector<prometheus::MetricFamily> MetricsCollector::Collect() const {
       {}, rt_.storage.lost() || rt_.storage.files_lost() ? 1 : 0);
   add_staging(e, rt_);
   add_dumps(e, rt_);
+  add_consumers(e, rt_, consumers_.load());
   return e.take();
 }
 

@@ -35,6 +35,8 @@ class MetricsCollector final : public prometheus::Collectable {
   MetricsCollector(const Runtime& rt, MetricsBuildInfo info, int64_t process_start_ns);
 
   void set_state(RunState s) noexcept { state_.store(static_cast<int>(s)); }
+  // The run's consumer socket (doc/consumers.md); must outlive every Collect() call.
+  void set_consumers(const class ConsumerService* c) noexcept { consumers_.store(c); }
   std::vector<prometheus::MetricFamily> Collect() const override;
 
  private:
@@ -42,6 +44,7 @@ class MetricsCollector final : public prometheus::Collectable {
   MetricsBuildInfo info_;
   int64_t process_start_ns_;
   std::atomic<int> state_{static_cast<int>(RunState::starting)};
+  std::atomic<const class ConsumerService*> consumers_{nullptr};
 };
 
 // The pull exposer on `address:port` (port 0: any free port), serving /metrics.

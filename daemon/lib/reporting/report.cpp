@@ -195,6 +195,7 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
   m.errors = rt.write_errors.errors;
   m.errors_not_listed = rt.write_errors.not_listed;
   if (rt.trigger_log) m.triggers = rt.trigger_log();
+  if (rt.consumer_log) m.consumers = rt.consumer_log();
   return m;
 }
 
@@ -250,9 +251,10 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
   }
   log.info(
       "status: {:.0f} pkt/s, {:.1f} MB/s; {} packets, {} lost, {} rejected, {} ring-full "
-      "drops, {} NIC drops; fullest ring {:.0f}%",
+      "drops, {} NIC drops; fullest ring {:.0f}%{}",
       double(now.packets - last.packets) / dt, double(now.bytes - last.bytes) / dt / 1e6,
-      now.packets, lost, rejected, ring_drops, nic, worst_fill * 100);
+      now.packets, lost, rejected, ring_drops, nic, worst_fill * 100,
+      rt.consumer_status ? "; " + rt.consumer_status() : std::string());
   last = std::move(now);
 }
 

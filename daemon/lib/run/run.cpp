@@ -12,6 +12,7 @@
 #include "config/summary.hpp"
 #include "config/token_file.hpp"
 #include "config/units.hpp"
+#include "daemon/lib/consumers/start_consumers.hpp"
 #include "daemon/lib/dumps/dump_service.hpp"
 #include "daemon/lib/listeners/trigger_socket.hpp"
 #include "daemon/lib/reporting/manifest_file.hpp"
@@ -334,6 +335,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   RunAttempt dir;
   std::unique_ptr<Runtime> rt;
   Dumps dumps;                             // after rt: it reads the rings until destroyed
+  Consumers consumers;                     // after rt: its service pins the rings
   std::unique_ptr<MetricsServer> metrics;  // after rt and dumps: it reads both until destroyed
   try {
     dir = begin_attempt(cfg, ROCECAP_VERSION, log);
@@ -343,10 +345,13 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
     rt->attempt = dir.attempt;
     metrics = start_metrics(*rt, ROCECAP_VERSION, process_start_ns);
     dumps = start_dumps(*rt, metrics.get(), log);
+    consumers = start_consumers(*rt, log);
+    if (metrics && consumers.service) metrics->collector().set_consumers(consumers.service.get());
   } catch (const std::exception& e) {
     const bool in_use = dynamic_cast<const rundir::RunDirInUse*>(&e) != nullptr;
     log.critical("cannot start: {}", e.what());
     metrics.reset();
+    consumers = Consumers{};
     dumps = Dumps{};
     rt.reset();
     abandon_attempt(dir);
@@ -370,6 +375,9 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   wo.manifest_interval = o.manifest_interval;
   wo.write_manifest = [&] { save_manifest(*rt, manifest, id, "running", log); };
   const WriterPlan plan = plan_writers(*rt, log);
+  wait_for_consumers(consumers, cfg.consumers.wait_for,
+                     std::chrono::duration_cast<std::chrono::milliseconds>(cfg.consumers.wait_time),
+                     log);
   std::thread writer([&] {
     if (plan.size() > 1) return run_writer_pool(*rt, plan, rotate, wo, writer_cpus(cfg), log);
     // Named threads: visible in top -H, ps -L and /proc/<pid>/task/*/comm.
@@ -400,6 +408,7 @@ int run(const config::RunConfig& cfg, const RunOptions& o) {
   for (auto& t : capture)
     t.join();
   writer.join();
+  consumers.end();
   final_storage_check(*rt);
   finish_dumps(*rt, dumps, log);
 

@@ -89,6 +89,10 @@ struct Runtime {
   std::atomic<uint64_t> packets{0};     // frames seen by every Ingest, for run.packets
   int attempt = 1;                      // > 1: this process continues a run (run_attempt.hpp)
   std::function<nlohmann::json()> trigger_log;  // triggered dumps (doc/dumps.md); empty: none
+  // "rocecap_consumers N attached, ..." for the status line (doc/consumers.md); empty: none.
+  std::function<std::string()> consumer_status;
+  // The consumers' part of the manifest; empty: no consumers section.
+  std::function<nlohmann::json()> consumer_log;
   const struct DumpCounters* dump_counters = nullptr;  // their metrics; null: retention off
 };
 
