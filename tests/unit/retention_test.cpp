@@ -72,6 +72,55 @@ TEST(Retention, APinHoldsSlotsBeyondKeepAndItsDropsAreDumpPinned) {
   ASSERT_TRUE(ring.acquire());  // free again; a later drop would be ring_full
 }
 
+// A hold-mode consumer's pin (doc/consumers.md) holds slots like a dump's, but drops it costs
+// are consumer_pinned, and once it holds more than its bound the writer drops the pin at once.
+TEST(Retention, AConsumersHoldIsBoundedAndItsDropsAreConsumerPinned) {
+  StreamRing ring(small_ring(16));
+  Retention ret(ring, 2);
+  uint64_t index = 0;
+  cycle(ring, ret, 2, index);
+  uint64_t pinned = 0;
+  const auto pin = ret.hold(ret.range().tail, 14, pinned);
+  ASSERT_TRUE(pin);
+  EXPECT_EQ(pinned, 2u);
+  cycle(ring, ret, 14, index);  // the pin holds positions 2..15: exactly its bound
+  EXPECT_FALSE(ret.detached(*pin));
+  EXPECT_EQ(ret.stats().held, 14u);
+  const auto a = ring.acquire(), b = ring.acquire();
+  ASSERT_TRUE(a && b);
+  EXPECT_FALSE(ring.acquire());  // full, because the consumer holds 12 beyond keep
+  EXPECT_EQ(ring.stats().consumer_pinned_drops, 1u);
+  EXPECT_EQ(ring.stats().dump_pinned_drops, 0u);
+  EXPECT_EQ(ring.stats().ring_full_drops, 0u);
+  ring.give_back(*a);
+  ring.give_back(*b);
+  // One frame beyond the bound: the writer's pass drops the pin and its slots go back.
+  cycle(ring, ret, 1, index);
+  EXPECT_TRUE(ret.detached(*pin));
+  EXPECT_EQ(ret.pinned_at(*pin), Retention::kNoPin);
+  EXPECT_EQ(ret.stats().held, 2u);
+  ASSERT_TRUE(ring.acquire());
+  // The pin stays taken (detached) until its owner lets it go.
+  ret.unpin(*pin);
+  EXPECT_FALSE(ret.detached(*pin));
+}
+
+TEST(Retention, AnAcknowledgingHoldLetsSlotsGo) {
+  StreamRing ring(small_ring(16));
+  Retention ret(ring, 2);
+  uint64_t index = 0;
+  uint64_t pinned = 0;
+  const auto pin = ret.hold(0, 8, pinned);
+  ASSERT_TRUE(pin);
+  for (int pass = 0; pass < 20; ++pass) {
+    cycle(ring, ret, 3, index);
+    ret.move_pin(*pin, ret.range().tail);  // read and acknowledged everything
+  }
+  EXPECT_FALSE(ret.detached(*pin));
+  EXPECT_EQ(ring.stats().consumer_pinned_drops + ring.stats().ring_full_drops, 0u);
+  EXPECT_EQ(index, 60u);
+}
+
 // A zero-copy source (capture/packet/) lends slots its kernel blocks. Retention holds slots
 // for seconds, far past the lending bound, so a lent slot must come back home (its payload
 // copied into its own slab slot) and its block go back to the lender when it is retained:
