@@ -315,6 +315,8 @@ class Stream:
         self.payload_memory = info["payload_memory"]
         self.cuda_ipc = info.get("cuda_ipc")  # hex of cudaIpcMemHandle_t (gpu)
         self.gpu_device = int(info["gpu_device"]) if "gpu_device" in info else None
+        # where the payload slab starts in the allocation the handle maps
+        self.cuda_offset = int(info.get("cuda_offset", "0"))
         self._maps = []
         self._views = []
         self._closed = False

@@ -44,6 +44,11 @@ DmaBufFd export_dmabuf(const void* /*ptr*/, std::size_t /*bytes*/, std::string& 
   return DmaBufFd{};
 }
 
+std::string ipc_handle_hex(const void* /*base*/, int /*device*/, std::string& why) {
+  absent(why);
+  return {};
+}
+
 bool copy_to_host(void* /*host*/, const void* /*device*/, std::size_t /*bytes*/, std::string& why) {
   return absent(why);
 }

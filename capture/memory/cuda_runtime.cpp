@@ -160,6 +160,22 @@ DmaBufFd export_dmabuf(const void* ptr, std::size_t bytes, std::string& why) {
   return DmaBufFd{fd};
 }
 
+std::string ipc_handle_hex(const void* base, int device, std::string& why) {
+  cudaIpcMemHandle_t h;
+  if (!check(cudaSetDevice(device), "cudaSetDevice", why) ||
+      !check(cudaIpcGetMemHandle(&h, const_cast<void*>(base)), "cudaIpcGetMemHandle", why)) {
+    return {};
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (std::size_t i = 0; i < sizeof h.reserved; ++i) {
+    const auto b = static_cast<unsigned char>(h.reserved[i]);
+    hex += kHex[b >> 4];
+    hex += kHex[b & 15];
+  }
+  return hex;
+}
+
 bool copy_to_host(void* host, const void* device, std::size_t bytes, std::string& why) {
   return check(cudaMemcpy(host, device, bytes, cudaMemcpyDeviceToHost), "cudaMemcpy", why);
 }

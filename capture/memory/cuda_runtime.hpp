@@ -91,6 +91,13 @@ class DmaBufFd {
 // pointer's device). On failure returns an empty DmaBufFd and says why in `why`.
 DmaBufFd export_dmabuf(const void* ptr, std::size_t bytes, std::string& why);
 
+// A CUDA IPC handle (cudaIpcGetMemHandle) of the allocation whose base is `base` on `device`,
+// as 128 hex digits, for a consumer process to map it (cudaIpcOpenMemHandle; doc/consumers.md).
+// CUDA exports whole cudaMalloc allocations only ("base pointer of an existing device memory
+// allocation"), so `base` is DeviceBuffer::get(), and the slab's offset in it travels apart.
+// Empty with `why` set on failure (no IPC on this device, or built without CUDA).
+std::string ipc_handle_hex(const void* base, int device, std::string& why);
+
 // Blocking copies between host and device memory, for tests and start-up checks (never the
 // hot path). False with `why` set on failure.
 bool copy_to_host(void* host, const void* device, std::size_t bytes, std::string& why);

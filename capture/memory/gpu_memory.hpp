@@ -24,6 +24,12 @@ class GpuMemory final : public PayloadMemory {
   std::size_t size() const noexcept override { return size_; }
   MemoryKind kind() const noexcept override { return MemoryKind::gpu; }
   int device() const noexcept { return buffer_.device(); }
+  // The cudaMalloc allocation the slab lies in, and the slab's offset in it (CUDA IPC exports
+  // whole allocations: capture/memory/cuda_runtime.hpp ipc_handle_hex).
+  const void* allocation() const noexcept { return buffer_.get(); }
+  std::size_t offset() const noexcept {
+    return static_cast<std::size_t>(data_ - static_cast<std::byte*>(buffer_.get()));
+  }
   // One line for the log: "4.0 MiB on GPU 0".
   std::string describe() const;
 

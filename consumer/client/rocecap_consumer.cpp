@@ -553,6 +553,7 @@ Client::Client(const ConnectOptions& options) {
       info.format = value(kv, "format");
       info.payload_memory = value(kv, "payload_memory");
       info.cuda_ipc_handle = value(kv, "cuda_ipc");
+      if (kv.count("cuda_offset")) info.cuda_offset = to_u64(kv, "cuda_offset", what);
       if (kv.count("gpu_device"))
         info.gpu_device = static_cast<int>(to_u64(kv, "gpu_device", what));
       if (info.name.empty()) throw std::runtime_error(what + ": no name=");

@@ -116,6 +116,7 @@ struct StreamInfo {
   std::string format;           // codif, udp, vdif
   std::string payload_memory;   // host or gpu
   std::string cuda_ipc_handle;  // hex of cudaIpcMemHandle_t when payload_memory is gpu
+  uint64_t cuda_offset = 0;     // where the payload slab starts in that allocation
   int gpu_device = -1;          // CUDA device ordinal in rocecapd (gpu)
 };
 

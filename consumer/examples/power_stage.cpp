@@ -11,7 +11,7 @@
 // (real data) or the real then the imaginary part (complex data). Values are two's complement
 // integers: 16-bit little-endian, 8-bit bytes, or 4-bit nibbles, the low nibble first. Without
 // --nchan/--nbits/--complex they are taken from each stream's first CODIF header (current
-// layout, sync 0xFEEDCAFE: bits per sample in word 1 bits 8-15, complex bit 19, channels in
+// layout, sync 0xFEEDCAFE: bits per sample in word 1 bits 8-15, complex bit 18, channels in
 // word 3 bits 0-15). GPU payloads (no host copy) are counted but not summed.
 //
 // It stops after --seconds, on SIGINT/SIGTERM, or once rocecapd ended every stream, and exits 0.
@@ -61,7 +61,7 @@ Layout codif_layout(const rc::Frame& f) {
   Layout l;
   if (f.header.size() < 64 || (word(f, 5) & 0xffffffffu) != 0xFEEDCAFEu) return l;
   l.nbits = static_cast<unsigned>((word(f, 1) >> 8) & 0xff);
-  l.complex = ((word(f, 1) >> 19) & 1) != 0;
+  l.complex = ((word(f, 1) >> 18) & 1) != 0;
   l.nchan = static_cast<unsigned>(word(f, 3) & 0xffff);
   return l;
 }

@@ -323,7 +323,8 @@ bool ConsumerService::send_streams(Attached& c) {
     std::string text = "stream index=" + std::to_string(s.index) + " name=" + s.name +
                        " format=" + s.format + " payload_memory=" + (gpu ? "gpu" : "host");
     if (gpu && !s.cuda_ipc.empty())
-      text += " cuda_ipc=" + s.cuda_ipc + " gpu_device=" + std::to_string(s.gpu_device);
+      text += " cuda_ipc=" + s.cuda_ipc + " cuda_offset=" + std::to_string(s.cuda_offset) +
+              " gpu_device=" + std::to_string(s.gpu_device);
     const int fds[3] = {control_ro_[i].get(), header_ro_[i].get(), payload_ro_[i].get()};
     if (!send_message(c.fd.get(), text, fds, gpu ? 2 : 3)) return false;
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "capture/memory/gpu_memory.hpp"
 #include "capture/net/packet.hpp"
 #include "config/retention_plan.hpp"
 
@@ -39,6 +40,21 @@ bool offered(const config::ConsumersSection& c, const std::string& name,
   if (c.streams.empty()) return true;
   return std::any_of(c.streams.begin(), c.streams.end(),
                      [&](const std::string& n) { return n == name || n == antenna; });
+}
+
+// GPU payload slabs are offered as a CUDA IPC handle of their allocation and the slab's offset
+// in it; where the device cannot export one, consumers of the stream get headers only (said).
+void offer_gpu_slab(const capture::StreamRing& ring, ConsumerStream& cs, spdlog::logger& log) {
+  const auto* gpu = dynamic_cast<const capture::memory::GpuMemory*>(&ring.payload_memory());
+  if (gpu == nullptr) return;
+  std::string why;
+  cs.cuda_ipc = capture::memory::ipc_handle_hex(gpu->allocation(), gpu->device(), why);
+  cs.cuda_offset = gpu->offset();
+  cs.gpu_device = gpu->device();
+  if (cs.cuda_ipc.empty())
+    log.warn("consumers: stream {}: its GPU payload slab cannot be shared ({}); consumers get "
+             "its headers and descriptors only",
+             cs.name, why);
 }
 
 }  // namespace
@@ -86,6 +102,7 @@ Consumers start_consumers(Runtime& rt, spdlog::logger& log) {
       cs.format = format_name(sp.spec().format);
       cs.log = out.logs.back().get();
       cs.retention = sp.retention.get();
+      offer_gpu_slab(sp.ring(), cs, log);
       streams.push_back(std::move(cs));
     }
   }
