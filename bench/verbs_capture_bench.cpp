@@ -19,7 +19,14 @@
 // Usage (softverbs on the loader path, CAP_NET_RAW):
 //   LD_LIBRARY_PATH=build/softverbs/lib SOFTVERBS_DEVICES=svw=wire
 //   build/bench/verbs_capture_bench [--streams 6] [--seconds 3 | --packets N] [--idle-polls K]
+//                                   [--consumer 1]
+// --consumer 1: as rocecapd with a consumers section (doc/consumers.md): slot generations on,
+// rings sized for keep and hold, the writer publishes every frame to the stream's descriptor
+// log before retaining it, and one lossy consumer thread reads every stream and copies each
+// frame out; the capture thread's cost with and without is the consumer's price.
+#include <fcntl.h>
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -30,14 +37,18 @@
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "capture/ingest.hpp"
+#include "capture/retention.hpp"
 #include "capture/verbs/verbs_source.hpp"
+#include "consumer/client/rocecap_consumer.hpp"
 #include "daemon/lib/run/privileges.hpp"
+#include "writers/consumer_log.hpp"
 
 namespace {
 
@@ -55,6 +66,7 @@ constexpr auto kHousekeeping = std::chrono::milliseconds(100);
 
 struct Options {
   uint32_t streams = 6;
+  bool consumer = false;  // a consumers section and one attached consumer (doc/consumers.md)
   double seconds = 3.0;
   uint64_t packets = 0;  // fixed count instead of a duration (callgrind)
   uint64_t idle_polls = 100000;
@@ -72,6 +84,8 @@ Options parse(int argc, char** argv) {
       o.seconds = std::strtod(v, nullptr);
     } else if (a == "--packets") {
       o.packets = std::strtoull(v, nullptr, 10);
+    } else if (a == "--consumer") {
+      o.consumer = std::strtoul(v, nullptr, 10) != 0;
     } else if (a == "--idle-polls") {
       o.idle_polls = std::strtoull(v, nullptr, 10);
     } else {
@@ -84,10 +98,13 @@ Options parse(int argc, char** argv) {
 
 // rocecapd's defaults (daemon/lib/run/run_assembly.cpp): 4096 slots, 128-byte split, 9216-byte
 // frames, reorder window 8. One group, one antenna (source address) per stream.
-StreamSpec stream_spec(uint32_t index) {
+// With --consumer, as rocecapd sizes a ring for a consumers section (config/retention_plan.cpp):
+// ring_depth + keep (ring_depth / 4) + hold headroom (ring_depth / 4).
+constexpr uint32_t kKeep = 1024;
+StreamSpec stream_spec(uint32_t index, bool consumer) {
   StreamSpec s;
   s.key = {0xEF110001u, 36001, 0xC000020Bu + index};  // 239.17.0.1:36001 from 192.0.2.11+i
-  s.ring.slots = 4096;
+  s.ring.slots = consumer ? 4096 + 2 * kKeep : 4096;
   s.ring.header_slot_bytes = 128;
   s.ring.payload_slot_bytes = 9216 - 128;
   s.sequencer.reorder_window = 8;
@@ -106,11 +123,13 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Pops every published slot and releases it unwritten.
+// Pops every published slot and releases it unwritten; with consumer logs, as rocecapd's writer
+// does for consumers, each batch is first published to the stream's log and then retained.
 class DiscardWriter {
  public:
-  explicit DiscardWriter(const std::vector<StreamPipeline*>& streams)
-      : streams_(streams), thread_([this](std::stop_token st) { run(st); }) {}
+  DiscardWriter(const std::vector<StreamPipeline*>& streams,
+                const std::vector<rocecap::writers::ConsumerLog*>& logs)
+      : streams_(streams), logs_(logs), thread_([this](std::stop_token st) { run(st); }) {}
   void stop() {
     thread_.request_stop();
     thread_.join();
@@ -122,21 +141,29 @@ class DiscardWriter {
     std::array<SlotId, kBatch> ids{};
     while (!st.stop_requested()) {
       std::size_t n = 0;
-      for (StreamPipeline* sp : streams_)
-        n += drain(sp->ring(), ids);
+      for (std::size_t k = 0; k < streams_.size(); ++k)
+        n += drain(k, ids);
       if (n == 0) sched_yield();
     }
   }
-  std::size_t drain(StreamRing& ring, std::array<SlotId, kBatch>& ids) {
-    const std::size_t n = ring.pop(ids);
+  std::size_t drain(std::size_t k, std::array<SlotId, kBatch>& ids) {
+    StreamPipeline& sp = *streams_[k];
+    const std::size_t n = sp.ring().pop(ids);
     if (n != 0) {
-      ring.release(std::span<const SlotId>(ids.data(), n));
+      const std::span<const SlotId> done(ids.data(), n);
+      if (logs_.empty()) {
+        sp.ring().release(done);
+      } else {
+        logs_[k]->publish(done, sp.retention->range().tail);
+        sp.retention->retain(done);
+      }
       consumed_.fetch_add(n, std::memory_order_relaxed);
     }
     return n;
   }
 
   std::vector<StreamPipeline*> streams_;
+  std::vector<rocecap::writers::ConsumerLog*> logs_;
   std::atomic<uint64_t> consumed_{0};
   std::jthread thread_;
 };
@@ -213,16 +240,82 @@ void settle_full(VerbsSource& src) {
   }
 }
 
+// An attached lossy consumer (consumer/client): reads every stream's descriptor log and copies
+// each frame it gets out of the slots, as `rocecap tap` does, on its own thread.
+class Reader {
+ public:
+  explicit Reader(const std::vector<std::unique_ptr<rocecap::writers::ConsumerLog>>& logs) {
+    for (const auto& log : logs) {
+      auto ro = [](int fd) {
+        return ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDONLY | O_CLOEXEC);
+      };
+      const StreamRing& ring = log->stream().ring();
+      const auto& payload =
+          dynamic_cast<const rocecap::capture::memory::HostMemory&>(ring.payload_memory());
+      const int fds[3] = {ro(log->control().fd()), ro(ring.header_memory().fd()), ro(payload.fd())};
+      rocecap::consumer::StreamInfo info;
+      info.name = "bench";
+      info.payload_memory = "host";
+      streams_.emplace_back(info, fds[0], fds[1], fds[2]);
+      for (int fd : fds)
+        ::close(fd);
+    }
+    thread_ = std::jthread([this](std::stop_token st) { run(st); });
+  }
+  void stop() {
+    thread_.request_stop();
+    thread_.join();
+  }
+  uint64_t read() const {
+    uint64_t n = 0;
+    for (const auto& s : streams_)
+      n += s.frames_read();
+    return n;
+  }
+  uint64_t missed() const {
+    uint64_t n = 0;
+    for (const auto& s : streams_)
+      n += s.frames_missed();
+    return n;
+  }
+
+ private:
+  void run(const std::stop_token& st) {
+    std::vector<std::byte> buf(16384);
+    rocecap::consumer::Frame f;
+    while (!st.stop_requested()) {
+      bool any = false;
+      for (auto& s : streams_) {
+        for (int i = 0; i < kBatch && s.next(f) != rocecap::consumer::Event::none; ++i) {
+          any = true;
+          if (f.size() <= buf.size()) s.copy(f, buf);
+        }
+      }
+      if (!any) sched_yield();
+    }
+  }
+  std::vector<rocecap::consumer::Stream> streams_;
+  std::jthread thread_;
+};
+
 struct Rig {
   std::vector<std::unique_ptr<StreamPipeline>> pipes;
   std::vector<StreamPipeline*> ptrs;
+  std::vector<std::unique_ptr<rocecap::writers::ConsumerLog>> logs;
+  std::vector<rocecap::writers::ConsumerLog*> log_ptrs;
   std::unique_ptr<Ingest> ingest;
   std::unique_ptr<VerbsSource> source;
 
-  explicit Rig(uint32_t streams) {
+  Rig(uint32_t streams, bool consumer) {
     for (uint32_t i = 0; i < streams; ++i) {
-      pipes.push_back(std::make_unique<StreamPipeline>(stream_spec(i)));
+      pipes.push_back(std::make_unique<StreamPipeline>(stream_spec(i, consumer)));
       ptrs.push_back(pipes.back().get());
+      if (!consumer) continue;
+      pipes.back()->retention =
+          std::make_unique<rocecap::capture::Retention>(pipes.back()->ring(), kKeep);
+      logs.push_back(std::make_unique<rocecap::writers::ConsumerLog>(
+          *pipes.back(), rocecap::writers::ConsumerLogOptions{1u << 15, true}));
+      log_ptrs.push_back(logs.back().get());
     }
     ingest = std::make_unique<Ingest>(ptrs, false);
     VerbsOptions o;
@@ -264,8 +357,10 @@ void report_capture(const Options& o, const LoopCounts& c, double wall, double c
 }
 
 int run(const Options& o) {
-  Rig rig(o.streams);
-  DiscardWriter writer(rig.ptrs);
+  Rig rig(o.streams, o.consumer);
+  DiscardWriter writer(rig.ptrs, rig.log_ptrs);
+  std::optional<Reader> reader;
+  if (o.consumer) reader.emplace(rig.logs);
   const uint64_t limit = o.packets != 0 ? o.packets : ~uint64_t{0};
   const auto deadline =
       o.packets != 0
@@ -279,6 +374,13 @@ int run(const Options& o) {
   report_capture(o, c, wall, cpu);
 
   writer.stop();
+  if (reader) {
+    reader->stop();
+    std::printf("consumer: frames_read=%llu frames_missed=%llu (of %llu published)\n",
+                static_cast<unsigned long long>(reader->read()),
+                static_cast<unsigned long long>(reader->missed()),
+                static_cast<unsigned long long>(writer.consumed()));
+  }
   settle_full(*rig.source);
   const double i0 = thread_cpu_s();
   const uint64_t busy = idle_polls(*rig.source, o.idle_polls);

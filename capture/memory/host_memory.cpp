@@ -1,7 +1,9 @@
 #include "capture/memory/host_memory.hpp"
 
 #include <numaif.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -24,7 +26,7 @@ std::size_t round_up(std::size_t n, std::size_t unit) {
 // `fd` (closed on failure).
 void* map(std::size_t bytes, bool huge, bool populate, int& fd) {
   fd = memfd_create(huge ? "rocecap-slab-huge" : "rocecap-slab",
-                    MFD_CLOEXEC | (huge ? MFD_HUGETLB : 0u));
+                    MFD_CLOEXEC | MFD_ALLOW_SEALING | (huge ? MFD_HUGETLB : 0u));
   if (fd < 0) return MAP_FAILED;
   int flags = MAP_SHARED;
   if (populate) flags |= MAP_POPULATE;
@@ -38,6 +40,20 @@ void* map(std::size_t bytes, bool huge, bool populate, int& fd) {
     errno = err;
   }
   return p;
+}
+
+// Once mapped, nobody may write the memory any other way than through this mapping: not a
+// consumer handed a read-only descriptor that reopens /proc/self/fd/N read-write (another uid,
+// or this one), nor anyone who maps it shared and writable, nor write(2). memfd_create(2) and
+// fcntl(2): F_SEAL_FUTURE_WRITE refuses new writable shared mappings and writes while existing
+// writable mappings go on working (Linux 5.1); F_SEAL_SEAL keeps the seals from being undone.
+// Mode 0400 besides: only the owner may even reopen it, and only for reading. 0 or the errno.
+int seal(int fd) {
+  int err = 0;
+  if (fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_FUTURE_WRITE | F_SEAL_SEAL) != 0)
+    err = errno;
+  if (fchmod(fd, 0400) != 0 && err == 0) err = errno;
+  return err;
 }
 
 [[noreturn]] void fail(int err, const std::string& what, std::size_t bytes) {
@@ -88,6 +104,7 @@ HostMemory::HostMemory(std::size_t bytes, const HostMemoryOptions& options) {
     if (p == MAP_FAILED) fail(errno, "mmap", size_);
   }
   data_ = static_cast<std::byte*>(p);
+  seal_errno_ = seal(fd_);
   if (!populate) {
     numa_errno_ = prefer_node(data_, size_, options.numa_node);
     touch_pages(data_, size_, huge_pages_ ? kHugePageBytes : page);
@@ -119,6 +136,7 @@ std::string HostMemory::describe() const {
   s += locked_ ? "yes" : "no";
   if (lock_errno_ != 0) s += " (" + errno_name(lock_errno_) + ")";
   if (numa_errno_ != 0) s += ", numa node: not bound (" + errno_name(numa_errno_) + ")";
+  if (seal_errno_ != 0) s += ", not sealed against writes (" + errno_name(seal_errno_) + ")";
   return s;
 }
 

@@ -47,8 +47,10 @@ class HostMemory final : public PayloadMemory {
   int huge_pages_errno() const noexcept { return huge_errno_; }  // 0 unless the try failed
   int lock_errno() const noexcept { return lock_errno_; }        // 0 unless mlock failed
   int numa_errno() const noexcept { return numa_errno_; }        // 0 unless mbind failed
-  // The memfd behind the mapping (owned here): reopened read-only for consumers.
+  // The memfd behind the mapping (owned here): reopened read-only for consumers. Sealed once
+  // mapped (host_memory.cpp seal()): no other writable mapping of it can be made.
   int fd() const noexcept { return fd_; }
+  int seal_errno() const noexcept { return seal_errno_; }  // 0 unless sealing failed
   // One line for the log: "4.0 MiB, huge pages: no (ENOMEM), locked: yes".
   std::string describe() const;
 
@@ -56,6 +58,7 @@ class HostMemory final : public PayloadMemory {
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
   int fd_ = -1;
+  int seal_errno_ = 0;
   bool huge_pages_ = false;
   bool locked_ = false;
   int huge_errno_ = 0;

@@ -220,9 +220,29 @@ e2e_config "$work/run.yaml"
 metrics_port=9464  # inside the receiver namespace, where nothing else listens
 [ "$mode" != metrics ] ||
   sed -i "s/^  enabled: false$/  listen: 127.0.0.1:$metrics_port/" "$work/run.yaml"
+# With E2E_GPU_CONSUMER (rocecap_gpu_power, tests/consumers/rocecapd_consumers_gpu_test.sh): a
+# consumer reads every stream in GPU memory through the consumer socket; capture starts once it
+# is attached (wait_for), and the frame data starts in the payload slot (header_split 106).
+if [ -n "${E2E_GPU_CONSUMER:-}" ]; then
+  sed -i "s/^capture:$/capture:\n  header_split: 106/" "$work/run.yaml"
+  printf 'consumers:\n  socket: %s\n  wait_for: 1\n  wait_time: 30s\n' "$work/consumers.sock" >>"$work/run.yaml"
+fi
 e2e_start_rocecapd netns_bg_receiver "$work/rocecapd.log" "$work/run.yaml"
 rocecapd=$E2E_PID
 netns_on_exit "kill $rocecapd 2>/dev/null"
+if [ -n "${E2E_GPU_CONSUMER:-}" ]; then
+  # A unix socket path is reached from any network namespace: the consumer runs here.
+  timeout 120 "$E2E_GPU_CONSUMER" --socket "$work/consumers.sock" --nchan 2 --nbits 4 --complex \
+    >"$work/gpu_power.txt" 2>"$work/gpu_power.err" &
+  gpu_consumer=$!
+  netns_on_exit "kill $gpu_consumer 2>/dev/null"
+  for _ in $(seq 300); do
+    grep -q "consumers: 1 attached; capture starts" "$work/rocecapd.log" && break
+    sleep 0.1
+  done
+  grep -q "consumers: 1 attached; capture starts" "$work/rocecapd.log" ||
+    { cat "$work/gpu_power.err"; echo "FAIL: the GPU consumer did not attach"; exit 1; }
+fi
 grep -q "RDMA device sv0" "$work/rocecapd.log" || { cat "$work/rocecapd.log"; echo "FAIL: not on verbs"; exit 1; }
 
 # Multicast datagrams the receiver's kernel IP stack took in; softverbs' nft tables there.
@@ -334,6 +354,13 @@ python3 "$here/run_check.py" expect --summary "$work/reference.json" \
   --reference-pcap "$work/reference.pcap" --manifest "$manifest"
 python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
 e2e_verify "$manifest" "$work/reference.json"
+if [ -n "${E2E_GPU_CONSUMER:-}" ]; then
+  rc=0
+  wait "$gpu_consumer" || rc=$?
+  [ "$rc" = 0 ] || { cat "$work/gpu_power.err"; echo "FAIL: rocecap_gpu_power exited $rc"; exit 1; }
+  /usr/bin/python3 "$here/../consumers/gpu_power_check.py" "$work/gpu_power.txt" "$work/out/e2e" \
+    "$E2E_FRAME_BYTES" || exit 1
+fi
 if [ "$mode" = trap ]; then
   seen=$(($(mcast_in) - mcast_before))
   echo "trap: the receiver's kernel took in $seen multicast datagrams of the $total sent"

@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -173,15 +174,34 @@ TEST(ConsumerLog, ALappedReaderIsToldHowManyFramesItMissedFromWhichIndex) {
 TEST(ConsumerLog, TheMemoryHandedToConsumersCannotBeMappedWritable) {
   test::TempDir dir;
   Pipeline p(dir.path(), 16, 64);
-  const int fds[] = {read_only(p.log.control().fd()), read_only(p.a.ring().header_memory().fd())};
-  for (int fd : fds) {
+  const auto& payload = dynamic_cast<const capture::memory::HostMemory&>(p.a.ring().payload_memory());
+  const int memfds[] = {p.log.control().fd(), p.a.ring().header_memory().fd(), payload.fd()};
+  for (int memfd : memfds) {
+    const int fd = read_only(memfd);
     ASSERT_GE(fd, 0);
     errno = 0;
     void* m = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     EXPECT_EQ(m, MAP_FAILED);
     EXPECT_EQ(errno, EACCES);
     ::close(fd);
+    // Reopened for writing (root may; anyone else is refused by the mode, 0400), the sealed
+    // memory still cannot be mapped writable nor written.
+    const int rw = ::open(("/proc/self/fd/" + std::to_string(memfd)).c_str(), O_RDWR | O_CLOEXEC);
+    if (rw < 0) {
+      EXPECT_EQ(errno, EACCES);
+      continue;
+    }
+    errno = 0;
+    m = ::mmap(nullptr, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, rw, 0);
+    EXPECT_EQ(m, MAP_FAILED);
+    EXPECT_EQ(errno, EPERM);
+    const char byte = 1;
+    EXPECT_EQ(::pwrite(rw, &byte, 1, 0), -1);
+    ::close(rw);
   }
+  struct stat st {};
+  ASSERT_EQ(::fstat(memfds[0], &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0400u);
 }
 
 }  // namespace

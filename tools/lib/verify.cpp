@@ -302,8 +302,10 @@ void check_interfaces(const json& manifest, std::vector<Judged>& streams,
   bool any_pcap_lost = false;
   for (const json& i : manifest.at("interfaces")) {
     const std::string name = i.at("name").get<std::string>();
-    for (const char* key : {"nic_drops", "ring_full_drops"}) {
-      if (const uint64_t n = i.at(key).get<uint64_t>(); n != 0)
+    // The pinned drops are newer keys: a manifest without them had none.
+    for (const char* key :
+         {"nic_drops", "ring_full_drops", "dump_pinned_drops", "consumer_pinned_drops"}) {
+      if (const uint64_t n = i.value(key, uint64_t{0}); n != 0)
         r.run_problems.push_back("interface " + name + ": " + key + " " + std::to_string(n));
     }
     std::vector<ListedFile> pcaps = listed_files(i.at("files"), "pcap", root, r.run_problems);

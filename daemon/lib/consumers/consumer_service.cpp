@@ -24,6 +24,8 @@ using writers::UniqueFd;
 
 namespace {
 
+constexpr std::size_t kMaxPending = 64;  // connections that have not sent their hello yet
+
 std::runtime_error sys_error(const std::string& what, const std::string& path) {
   return std::runtime_error(what + " " + path + ": " + std::strerror(errno));
 }
@@ -205,15 +207,21 @@ void ConsumerService::accept_all(Clock::time_point now) {
     UniqueFd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC));
     if (fd.get() < 0) return;  // EAGAIN, or out of descriptors: the next turn tries again
     counters_->connections.add();
-    std::size_t attached = 0;
+    // Attached consumers are bounded by max_consumers; connections still owing their hello
+    // by kMaxPending of their own, so silent connections cannot lock real consumers out.
+    const std::size_t attached = counters_->open.get();
+    std::size_t pending = 0;
     {
       std::lock_guard lock(mu_);
-      attached = conns_.size();
+      pending = conns_.size() - std::min(conns_.size(), attached);
     }
-    if (attached >= options_.max_consumers) {
+    if (attached >= options_.max_consumers || pending >= kMaxPending) {
       send_message(fd.get(),
-                   "error busy: " + std::to_string(options_.max_consumers) +
-                       " consumers are attached (consumers.max_consumers)",
+                   attached >= options_.max_consumers
+                       ? "error busy: " + std::to_string(options_.max_consumers) +
+                             " consumers are attached (consumers.max_consumers)"
+                       : "error busy: " + std::to_string(kMaxPending) +
+                             " connections have not said hello yet; try again",
                    nullptr, 0);
       counters_->refused.add();
       continue;
@@ -246,7 +254,8 @@ void ConsumerService::on_readable(uint64_t id, Clock::time_point now) {
     if (n <= 0) return drop(id, "", false);
     if (static_cast<std::size_t>(n) > abi::kMessageBytes) {
       send_message(c->fd.get(), "error message longer than 4096 bytes", nullptr, 0);
-      return drop(id, "sent an oversized message", false);
+      counters_->refused.add();
+      return drop(id, "", false);
     }
     const std::string text(buf, static_cast<std::size_t>(n));
     if (c->attached) {

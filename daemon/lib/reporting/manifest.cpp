@@ -141,6 +141,7 @@ static nlohmann::json manifest_json(const Manifest& m) {
                           {"nic_drops", i.nic_drops},
                           {"ring_full_drops", i.ring_full_drops},
                           {"dump_pinned_drops", i.dump_pinned_drops},
+                          {"consumer_pinned_drops", i.consumer_pinned_drops},
                           {"write_errors", i.write_errors},
                           {"write_error_lost", i.write_error_lost},
                           {"spills", i.spills},

@@ -144,6 +144,7 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
     m.ring_full_drops += sp->ring().stats().ring_full_drops;
   for (const auto& sp : ir.streams)
     m.dump_pinned_drops += sp->ring().stats().dump_pinned_drops;
+    m.consumer_pinned_drops += sp->ring().stats().consumer_pinned_drops;
   for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r) {
     const uint64_t n = ir.ingest->rejected(r);
     if (n != 0) m.rejected[std::string(capture::reject_name(r))] = n;
@@ -236,7 +237,8 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
       now.packets += q.received;
       now.bytes += q.bytes;
       lost += q.lost;
-      ring_drops += sp->ring().stats().ring_full_drops;
+      const capture::RingStats r = sp->ring().stats();
+      ring_drops += r.ring_full_drops + r.dump_pinned_drops + r.consumer_pinned_drops;
       worst_fill = std::max(worst_fill, fill);
       const auto& ref = ir->refs[s];
       const auto& g = rt.config->capture.interfaces[ref.interface].groups[ref.group];
@@ -251,7 +253,7 @@ void log_status(const Runtime& rt, spdlog::logger& log, double seconds, StatusTo
   }
   log.info(
       "status: {:.0f} pkt/s, {:.1f} MB/s; {} packets, {} lost, {} rejected, {} ring-full "
-      "drops, {} NIC drops; fullest ring {:.0f}%{}",
+      "drops (pinned included), {} NIC drops; fullest ring {:.0f}%{}",
       double(now.packets - last.packets) / dt, double(now.bytes - last.bytes) / dt / 1e6,
       now.packets, lost, rejected, ring_drops, nic, worst_fill * 100,
       rt.consumer_status ? "; " + rt.consumer_status() : std::string());

@@ -27,7 +27,8 @@ std::string ServiceNotifier::status_line(const Runtime& rt) {
       const capture::SequencerStats q = sp->sequencer().stats();
       packets += q.received;
       lost += q.lost;
-      drops += sp->ring().stats().ring_full_drops;
+      const capture::RingStats r = sp->ring().stats();
+      drops += r.ring_full_drops + r.dump_pinned_drops + r.consumer_pinned_drops;
     }
   }
   return "capturing " + std::to_string(streams) + " streams: " + std::to_string(packets) +
