@@ -6,7 +6,8 @@ usage: dashboard_exprs.py DASHBOARD.json list [--rate-interval 10s]
 
 list: prints one PromQL expression per line ("All" for every query variable).
 check: checks the dashboard's structure (datasource variable, instance/interface/antenna
-variables, a unit on every panel, the datasource variable on every panel and target) and
+variables, a unit on every panel, the datasource variable on every panel and target; row
+panels are headers: a title, no targets) and
 writes the expressions as recording rules, so `promtool check rules` can parse them.
 Exit 1 with one line per problem.
 """
@@ -40,6 +41,10 @@ def problems(dash):
             found.append(f"templating: variable {name} of type {kind} missing")
     for panel in dash.get("panels", []):
         title = panel.get("title", "?")
+        if panel.get("type") == "row":  # a row header: a title, no query of its own
+            if panel.get("targets") or not panel.get("title"):
+                found.append(f"row {title!r}: a row has a title and no targets")
+            continue
         if not panel.get("fieldConfig", {}).get("defaults", {}).get("unit"):
             found.append(f"panel {title!r}: no unit")
         if panel.get("datasource", {}).get("uid") != "${datasource}":

@@ -76,9 +76,11 @@ python3 "$here/prometheus_check.py" "$prom" wait-up 30 || fail "rocecapd never u
 python3 "$here/prometheus_check.py" "$prom" wait-expr \
   'sum(rate(rocecap_stream_received_packets_total[10s])) > 0 and on () count_over_time(up{job="rocecap"}[10s]) >= 5' 30 ||
   fail "no traffic seen through Prometheus"
-# The VTP panel's series exist only in VDIF runs with vtp (MetricsVtp.* checks them).
+# The VTP panel's series exist only in VDIF runs with vtp (MetricsVtp.* checks them); the
+# Consumers row's only in runs with a consumers section (doc/consumers.md), per consumer only
+# while one is attached.
 python3 "$here/prometheus_check.py" "$prom" dashboard "$SRC/dashboards/rocecap-dashboard.json" \
-  rocecap_vtp_ ||
+  rocecap_vtp_ rocecap_consumer rocecap_ring_consumer_pinned ||
   fail "dashboard panels without data"
 
 # The replay ends; rocecapd lingers with its final counts. Wait for a scrape of them.
