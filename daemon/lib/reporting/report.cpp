@@ -142,9 +142,10 @@ ManifestInterface interface_entry(const Runtime& rt, InterfaceRuntime& ir) {
   }
   for (const auto& sp : ir.streams)
     m.ring_full_drops += sp->ring().stats().ring_full_drops;
-  for (const auto& sp : ir.streams)
+  for (const auto& sp : ir.streams) {
     m.dump_pinned_drops += sp->ring().stats().dump_pinned_drops;
     m.consumer_pinned_drops += sp->ring().stats().consumer_pinned_drops;
+  }
   for (std::size_t r = 0; r < capture::kRejectReasonCount; ++r) {
     const uint64_t n = ir.ingest->rejected(r);
     if (n != 0) m.rejected[std::string(capture::reject_name(r))] = n;
