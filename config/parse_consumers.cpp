@@ -54,10 +54,22 @@ void parse_consumers(Context& ctx, const Field& f, ConsumersSection& c) {
 
 namespace {
 
-// A name consumers may ask for: an antenna's, or a stream's "<antenna>@<a.b.c.d>:<port>".
+// A name consumers may ask for: an antenna's, or a stream's "<antenna>@<a.b.c.d>:<port>"
+// ("/t<thread>" added for VDIF streams split by thread), as rocecapd names its streams
+// (daemon/lib/consumers/start_consumers.cpp).
 bool names_a_stream(const RunConfig& cfg, const std::string& name) {
   for (const auto& a : cfg.streams.antennas) {
-    if (name == a.name || name.rfind(a.name + "@", 0) == 0) return true;
+    if (name == a.name) return true;
+    for (const auto& itf : cfg.capture.interfaces) {
+      for (const auto& g : itf.groups) {
+        const std::string stream = fmt::format("{}@{}.{}.{}.{}:{}", a.name, g.address >> 24,
+                                               (g.address >> 16) & 255, (g.address >> 8) & 255,
+                                               g.address & 255, g.port);
+        if (name == stream) return true;
+        for (uint32_t t : cfg.streams.threads)
+          if (name == stream + "/t" + std::to_string(t)) return true;
+      }
+    }
   }
   return false;
 }
@@ -78,10 +90,16 @@ void check_consumers(Context& ctx, const RunConfig& cfg) {
   for (const std::string& name : c.streams) {
     if (!ctx.failed("streams") && !names_a_stream(cfg, name)) {
       ctx.report("consumers.streams",
-                 fmt::format("'{}' names no antenna of streams.antennas (an antenna name, or "
-                             "<antenna>@<group address>:<port>)",
+                 fmt::format("'{}' names no stream of this run (an antenna of streams.antennas, "
+                             "or <antenna>@<group address>:<port> of capture.interfaces)",
                              name));
     }
+  }
+  if (!ctx.failed("consumers") && c.log_frames != 0 && c.log_frames <= consumer_hold_frames(cfg)) {
+    ctx.report("consumers.log_frames",
+               fmt::format("{} descriptors cannot cover the {} frames a hold-mode consumer may "
+                           "pin (consumers.hold_frames): make it larger",
+                           c.log_frames, consumer_hold_frames(cfg)));
   }
   if (cfg.retention.enabled && c.keep != 0) {
     ctx.report("consumers.keep",

@@ -1,6 +1,7 @@
 #include "config/summary.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "config/name_template.hpp"
 #include "config/retention_plan.hpp"
@@ -138,6 +139,28 @@ std::string retention_lines(const RunConfig& cfg) {
   return out;
 }
 
+// Consumers (doc/consumers.md): where they attach and what they cost in ring slots.
+std::string consumer_lines(const RunConfig& cfg) {
+  const ConsumersSection& c = cfg.consumers;
+  if (!c.enabled) return {};
+  const RetentionPlan p = plan_retention(cfg);
+  std::string out = fmt::format(
+      "consumers   socket {} (mode 0660{}), streams {}, at most {} attached{}\n", c.socket,
+      c.group.empty() ? "" : ", group " + c.group,
+      c.streams.empty() ? std::string("all") : fmt::format("{}", fmt::join(c.streams, ", ")),
+      c.max_consumers,
+      c.wait_for ? fmt::format(", capture waits up to {} for {}", format_duration(c.wait_time),
+                               c.wait_for)
+                 : std::string());
+  out += fmt::format(
+      "            {} frames kept + {} hold frames (at most {}) per stream, log of {} "
+      "frames; rings of {} slots, {} more ring memory in total\n",
+      cfg.retention.enabled ? p.keep_frames : consumer_keep(cfg), consumer_hold_frames(cfg),
+      format_duration(c.hold_time), consumer_log_frames(cfg), p.ring_slots,
+      format_size(p.total_bytes));
+  return out;
+}
+
 }  // namespace
 
 std::string render_summary(const RunConfig& cfg) {
@@ -148,6 +171,7 @@ std::string render_summary(const RunConfig& cfg) {
   out += output_lines(cfg);
   out += memory_line(cfg);
   out += retention_lines(cfg);
+  out += consumer_lines(cfg);
   out += cfg.metrics.enabled
              ? fmt::format("metrics     http://{}:{}/metrics{}\n", format_ipv4(cfg.metrics.address),
                            cfg.metrics.port, metrics_exposed(cfg.metrics) ? kExposedNote : "")

@@ -3,8 +3,9 @@
 // stdout: what the raw file of that stream holds, byte for byte, from the moment it attached
 // (dada_dbdisk's role for psrdada rings). A consumer in lossy mode: rocecapd never waits for
 // it; a frame it missed is counted and named on stderr, and leaves a hole in the output.
-// Exit 0: the stream ended (or --frames were written) with nothing missed; 1: an error; 2:
-// usage; 3: no daemon at the socket; 4: frames were missed (or the consumer was detached).
+// Exit 0: the stream ended (or --frames were written, or --seconds passed idle) with nothing
+// missed; 1: an error; 2: the stream named is not one stream; 3: no daemon at the socket; 4:
+// frames were missed (or the consumer was detached). Command-line errors: CLI11's codes.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -25,7 +26,7 @@ namespace rocecap::tools {
 namespace {
 
 struct TapArgs {
-  std::string socket, config, stream, out = "-", mode = "lossy", name = "tap";
+  std::string socket, config, stream, out = "-", mode = "lossy", name = "tap", from = "live";
   uint64_t frames = 0;
   double seconds = 0;
   bool quiet = false;
@@ -70,6 +71,7 @@ int tap(const TapArgs& a, consumer::Client& client, int out, TapTotals& t) {
   consumer::Frame f;
   const auto start = std::chrono::steady_clock::now();
   auto last_report = start;
+  auto last_frame = start;
   for (;;) {
     const consumer::Event e = s.next(f);
     const auto now = std::chrono::steady_clock::now();
@@ -78,6 +80,7 @@ int tap(const TapArgs& a, consumer::Client& client, int out, TapTotals& t) {
       last_report = now;
     }
     if (e == consumer::Event::ended) return 0;
+    last_frame = now;
     if (e == consumer::Event::missed) {
       t.missed += s.last_missed();
       if (!a.quiet)
@@ -86,7 +89,8 @@ int tap(const TapArgs& a, consumer::Client& client, int out, TapTotals& t) {
       continue;
     }
     if (e == consumer::Event::none) {
-      if (a.seconds > 0 && std::chrono::duration<double>(now - start).count() > a.seconds) return 0;
+      if (a.seconds > 0 && std::chrono::duration<double>(now - last_frame).count() > a.seconds)
+        return 0;
       if (!client.connected() && !client.detach_reason().empty()) return 4;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
       continue;
@@ -113,6 +117,7 @@ int run_tap(const TapArgs& a) {
   consumer::ConnectOptions o;
   o.streams = {a.stream};
   o.mode = a.mode == "hold" ? consumer::Mode::hold : consumer::Mode::lossy;
+  o.start = a.from == "oldest" ? consumer::Start::oldest : consumer::Start::live;
   o.name = a.name;
   std::unique_ptr<consumer::Client> client;
   try {
@@ -175,11 +180,21 @@ void add_tap_command(CLI::App& app, Action& action) {
       ->required();
   cmd->add_option("-o,--out", a->out, "output file; - (default): stdout");
   cmd->add_option("--frames", a->frames, "stop after this many frames (default: the run's end)");
-  cmd->add_option("--seconds", a->seconds, "stop after this long with nothing to read");
+  cmd->add_option("--seconds", a->seconds,
+                  "stop after this many seconds with nothing new to read (default: wait for the "
+                  "run's end)");
+  cmd->add_option("--from", a->from,
+                  "live (default): the frames published from now on; oldest: also those still in "
+                  "the stream's log (older ones may be gone: counted missed)")
+      ->check(CLI::IsMember({"live", "oldest"}));
   cmd->add_option("--mode", a->mode, "lossy (default: rocecapd never waits) or hold")
       ->check(CLI::IsMember({"lossy", "hold"}));
   cmd->add_option("--name", a->name, "this consumer's name in rocecapd's log and metrics");
   cmd->add_flag("-q,--quiet", a->quiet, "no line per missed frame");
+  cmd->footer(
+      "Exit codes: 0 the stream ended (or --frames, or --seconds idle) with nothing missed; 1 an "
+      "error; 2 --stream is not exactly one stream; 3 no rocecapd at the socket; 4 frames were "
+      "missed or rocecapd detached this consumer");
   cmd->callback([a, &action] { action = [a] { return run_tap(*a); }; });
 }
 

@@ -340,6 +340,11 @@ const abi::ControlHeader& Stream::control() const noexcept {
   return *ctl_;
 }
 
+void Stream::seek_live() noexcept {
+  next_pos_ = published();
+  have_index_ = false;
+}
+
 uint64_t Stream::published() const noexcept {
   return ctl_ == nullptr ? 0 : ctl_->write_pos.load(std::memory_order_acquire);
 }
@@ -590,6 +595,10 @@ Client::Client(const ConnectOptions& options) {
     }
     throw std::runtime_error("rocecap consumer: " + at + " sent an unexpected message: '" + m.text +
                              "'");
+  }
+  if (options.start == Start::live) {
+    for (Stream& s : streams_)
+      s.seek_live();
   }
   timeval none{0, 0};
   ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);

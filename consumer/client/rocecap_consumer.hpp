@@ -177,6 +177,8 @@ class Stream {
   uint64_t frames_read() const noexcept { return read_; }
   uint64_t frames_missed() const noexcept { return missed_; }
   uint64_t position() const noexcept { return next_pos_; }
+  // Skips to what is published from now on (ConnectOptions::start live).
+  void seek_live() noexcept;
   uint64_t published() const noexcept;  // the writer's position
   uint64_t lag() const noexcept { return published() - next_pos_; }
   // Hold mode: what was acknowledged can be released (Client::acknowledge sends it).
@@ -200,10 +202,15 @@ class Stream {
   uint64_t ack_pos_ = 0;
 };
 
+// Where a new consumer starts reading: at what rocecapd publishes from now on (live), or at the
+// oldest descriptor still in the log (whose slots may be gone already: counted missed).
+enum class Start { live, oldest };
+
 struct ConnectOptions {
   std::string socket;                // rocecapd's consumers.socket
   std::vector<std::string> streams;  // names or antenna names; empty: every allowed stream
   Mode mode = Mode::lossy;
+  Start start = Start::live;
   std::string name = "client";  // shown in rocecapd's log and metrics
 };
 

@@ -89,7 +89,9 @@ struct Bad {
 TEST(ConsumersConfig, BadValuesAreNamedWithTheirKey) {
   const Bad cases[] = {
       {"  log_frames: 3000\n", "consumers.log_frames", "not a power of two"},
-      {"  streams: [nobody]\n", "consumers.streams", "'nobody' names no antenna"},
+      {"  streams: [nobody]\n", "consumers.streams", "'nobody' names no stream"},
+      {"  streams: ['a1@239.1.0.9:36001']\n", "consumers.streams", "names no stream"},
+      {"  log_frames: 1024\n  hold_frames: 2000\n", "consumers.log_frames", "cannot cover"},
       {"  hold_time: 0s\n", "consumers.hold_time", "longer than 0s"},
       {"  max_consumers: 17\n", "consumers.max_consumers", "16"},
       {"  group: no-such-group-here\n", "consumers.group", "no group of this host"},

@@ -224,6 +224,8 @@ void ConsumerService::accept_all(Clock::time_point now) {
                              " connections have not said hello yet; try again",
                    nullptr, 0);
       counters_->refused.add();
+      log_refusal(attached >= options_.max_consumers ? "busy (consumers.max_consumers)"
+                                                     : "busy (too many connections without hello)");
       continue;
     }
     auto c = std::make_unique<Attached>();
@@ -255,6 +257,7 @@ void ConsumerService::on_readable(uint64_t id, Clock::time_point now) {
     if (static_cast<std::size_t>(n) > abi::kMessageBytes) {
       send_message(c->fd.get(), "error message longer than 4096 bytes", nullptr, 0);
       counters_->refused.add();
+      log_refusal("a message longer than 4096 bytes");
       return drop(id, "", false);
     }
     const std::string text(buf, static_cast<std::size_t>(n));
@@ -262,16 +265,26 @@ void ConsumerService::on_readable(uint64_t id, Clock::time_point now) {
       on_ack(*c, text);
       continue;
     }
-    const std::string error = hello(*c, text);
+    // The bound holds at attach time too: connections accepted while others were still
+    // owing their hello may all say it.
+    const std::string error =
+        counters_->open.get() >= options_.max_consumers
+            ? "busy: " + std::to_string(options_.max_consumers) +
+                  " consumers are attached (consumers.max_consumers)"
+            : hello(*c, text);
     if (!error.empty()) {
       send_message(c->fd.get(), "error " + error, nullptr, 0);
       counters_->refused.add();
+      log_refusal(error.substr(0, 200));
       return drop(id, "", false);
     }
     if (!send_streams(*c)) return drop(id, "did not take the stream descriptors", false);
     c->attached = true;
     counters_->attached.add();
     counters_->open.add();
+    log(false, "consumers: " + c->snap.name + " (PID " + std::to_string(c->snap.pid) + ", uid " +
+                   std::to_string(c->snap.uid) + ") attached in " + c->snap.mode + " mode to " +
+                   std::to_string(c->streams.size()) + " stream(s)");
     (void)now;
   }
 }
@@ -399,7 +412,10 @@ void ConsumerService::check_holds(Clock::time_point now) {
     }
   }
   for (const auto& [id, why] : gone) {
-    if (why.empty()) counters_->refused.add();
+    if (why.empty()) {
+      counters_->refused.add();
+      log_refusal("no hello within " + std::to_string(options_.hello_deadline.count()) + " ms");
+    }
     drop(id, why, !why.empty());
   }
 }
@@ -418,12 +434,39 @@ void ConsumerService::drop(uint64_t id, const std::string& why, bool detached) {
   if (detached) {
     send_message(c->fd.get(), "detached " + why, nullptr, 0);
     counters_->detached.add();
+    log(true, "consumers: " + c->snap.name + " detached: " + why);
   }
   if (c->attached) {
     counters_->closed.add();
     counters_->open.sub();
+    uint64_t read = 0, missed = 0;
+    for (const auto& p : c->snap.streams) {
+      read += p.read;
+      missed += p.missed;
+    }
+    if (!detached)
+      log(false, "consumers: " + c->snap.name + " went away (it reported " + std::to_string(read) +
+                     " frames read, " + std::to_string(missed) + " missed)");
   }
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
+}
+
+void ConsumerService::log(bool warning, const std::string& line) const {
+  if (options_.log) options_.log(warning, line);
+}
+
+void ConsumerService::log_refusal(const std::string& why) {
+  const Clock::time_point now = Clock::now();
+  if (now - last_refusal_log_ < std::chrono::seconds(1)) {
+    ++refusals_unlogged_;
+    return;
+  }
+  std::string line = "consumers: refused a connection: " + why;
+  if (refusals_unlogged_ > 0)
+    line += " (and " + std::to_string(refusals_unlogged_) + " more refusals in the last seconds)";
+  log(false, line);
+  last_refusal_log_ = now;
+  refusals_unlogged_ = 0;
 }
 
 std::vector<ConsumerSnapshot> ConsumerService::snapshot() const {

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -43,6 +44,9 @@ struct ConsumerServiceOptions {
   uint64_t hold_frames = 1024;
   std::chrono::milliseconds hold_time{1000};
   std::chrono::milliseconds hello_deadline{2000};
+  // Log lines (warning or not): each consumer attached, gone or detached; refusals at most one
+  // line a second (a flood of them is summed). Called on the service's thread.
+  std::function<void(bool warning, const std::string& line)> log;
 };
 
 // Per attached consumer and stream, as the consumer last reported it (its acks).
@@ -96,6 +100,8 @@ class ConsumerService {
   void on_ack(Attached& c, const std::string& text);
   void check_holds(Clock::time_point now);
   void drop(uint64_t id, const std::string& why, bool detached);
+  void log(bool warning, const std::string& line) const;
+  void log_refusal(const std::string& why);
 
   ConsumerServiceOptions options_;
   std::vector<ConsumerStream> streams_;
@@ -107,6 +113,8 @@ class ConsumerService {
   std::unordered_map<uint64_t, std::unique_ptr<Attached>> conns_;  // by id, under mu_
   mutable std::mutex mu_;  // conns_ between the thread and snapshot()
   uint64_t next_id_ = 2;   // 0: the listening socket, 1: the stop event
+  Clock::time_point last_refusal_log_{};
+  uint64_t refusals_unlogged_ = 0;
   std::thread thread_;
 };
 

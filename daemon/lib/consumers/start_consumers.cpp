@@ -112,6 +112,13 @@ Consumers start_consumers(Runtime& rt, spdlog::logger& log) {
   o.max_consumers = cfg.consumers.max_consumers;
   o.hold_frames = config::consumer_hold_frames(cfg);
   o.hold_time = std::chrono::duration_cast<std::chrono::milliseconds>(cfg.consumers.hold_time);
+  o.log = [&log](bool warning, const std::string& line) {
+    if (warning) {
+      log.warn("{}", line);
+    } else {
+      log.info("{}", line);
+    }
+  };
   const std::size_t n = streams.size();
   out.service = std::make_unique<ConsumerService>(std::move(o), std::move(streams));
   const ConsumerService* svc = out.service.get();
