@@ -179,6 +179,9 @@ class Stream {
   uint64_t position() const noexcept { return next_pos_; }
   // Skips to what is published from now on (ConnectOptions::start live).
   void seek_live() noexcept;
+  // Goes back to the oldest descriptor the log still holds (whose slots may be reused already:
+  // those are reported missed, never returned).
+  void seek_oldest() noexcept;
   uint64_t published() const noexcept;  // the writer's position
   uint64_t lag() const noexcept { return published() - next_pos_; }
   // Hold mode: what was acknowledged can be released (Client::acknowledge sends it).
