@@ -10,8 +10,9 @@
 // and the baselines over the same slots through the consumer's own mapping: memcpy of as many
 // bytes per frame into the buffer, and the same 64-bit sum without the client (and both again
 // through rocecapd's mapping: on some virtual machines a second mapping of the same pages reads
-// far slower than the first, which the ratio must not hide). N frames (275 MB at 32768) are more than the caches
-// hold, so these are memory-bound, as a consumer behind a real capture is. Host memory only.
+// far slower than the first, which the ratio must not hide). N frames (275 MB at 32768) are more
+// than the caches hold, so these are memory-bound, as a consumer behind a real capture is. Host
+// memory only.
 //
 //   build/bench/consumer_bench [--frames 32768] [--rounds 5]
 #include <fcntl.h>
@@ -117,7 +118,8 @@ Round round(const rocecap::capture::StreamPipeline& sp, const rocecap::writers::
     return ::open(("/proc/self/fd/" + std::to_string(fd)).c_str(), O_RDONLY | O_CLOEXEC);
   };
   const auto& ring = sp.ring();
-  const auto& payload = dynamic_cast<const rocecap::capture::memory::HostMemory&>(ring.payload_memory());
+  const auto& payload =
+      dynamic_cast<const rocecap::capture::memory::HostMemory&>(ring.payload_memory());
   const int fds[3] = {ro(log.control().fd()), ro(ring.header_memory().fd()), ro(payload.fd())};
   rocecap::consumer::StreamInfo info;
   info.name = "bench";

@@ -62,9 +62,9 @@ bool names_a_stream(const RunConfig& cfg, const std::string& name) {
     if (name == a.name) return true;
     for (const auto& itf : cfg.capture.interfaces) {
       for (const auto& g : itf.groups) {
-        const std::string stream = fmt::format("{}@{}.{}.{}.{}:{}", a.name, g.address >> 24,
-                                               (g.address >> 16) & 255, (g.address >> 8) & 255,
-                                               g.address & 255, g.port);
+        const std::string stream =
+            fmt::format("{}@{}.{}.{}.{}:{}", a.name, g.address >> 24, (g.address >> 16) & 255,
+                        (g.address >> 8) & 255, g.address & 255, g.port);
         if (name == stream) return true;
         for (uint32_t t : cfg.streams.threads)
           if (name == stream + "/t" + std::to_string(t)) return true;

@@ -149,9 +149,9 @@ std::string consumer_lines(const RunConfig& cfg) {
       c.group.empty() ? "" : ", group " + c.group,
       c.streams.empty() ? std::string("all") : fmt::format("{}", fmt::join(c.streams, ", ")),
       c.max_consumers,
-      c.wait_for ? fmt::format(", capture waits up to {} for {}", format_duration(c.wait_time),
-                               c.wait_for)
-                 : std::string());
+      c.wait_for
+          ? fmt::format(", capture waits up to {} for {}", format_duration(c.wait_time), c.wait_for)
+          : std::string());
   out += fmt::format(
       "            {} frames kept + {} hold frames (at most {}) per stream, log of {} "
       "frames; rings of {} slots, {} more ring memory in total\n",

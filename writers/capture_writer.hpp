@@ -167,7 +167,7 @@ class CaptureWriter {
   CaptureWriterOptions options_;
   WriteErrorReporter on_error_;
   std::vector<StreamWriteState> state_;
-  std::vector<ConsumerLog*> consumer_logs_;  // per stream, null: no consumers
+  std::vector<ConsumerLog*> consumer_logs_;            // per stream, null: no consumers
   std::vector<std::vector<capture::SlotId>> batches_;  // preallocated, one per stream
   std::vector<std::size_t> popped_;                    // per stream, this pass
   std::vector<capture::ArrivalRef> arrivals_;          // preallocated

@@ -1,7 +1,7 @@
 #include "capture/memory/host_memory.hpp"
 
-#include <numaif.h>
 #include <fcntl.h>
+#include <numaif.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>

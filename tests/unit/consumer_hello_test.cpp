@@ -1,10 +1,10 @@
 // The consumer's messages (daemon/lib/consumers/hello.hpp), read strictly: a consumer is
 // another process, maybe a hostile one.
-#include "daemon/lib/consumers/hello.hpp"
-
 #include <gtest/gtest.h>
 
 #include <string>
+
+#include "daemon/lib/consumers/hello.hpp"
 
 namespace rocecap::daemon {
 namespace {

@@ -6,11 +6,10 @@
 #include "writers/consumer_log.hpp"
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <gtest/gtest.h>
 
 #include <vector>
 
@@ -71,7 +70,8 @@ struct Pipeline {
   consumer::Stream attach() {
     const int c = read_only(log.control().fd());
     const int h = read_only(a.ring().header_memory().fd());
-    const auto& payload = dynamic_cast<const capture::memory::HostMemory&>(a.ring().payload_memory());
+    const auto& payload =
+        dynamic_cast<const capture::memory::HostMemory&>(a.ring().payload_memory());
     const int p = read_only(payload.fd());
     consumer::StreamInfo info;
     info.name = "a";
@@ -174,7 +174,8 @@ TEST(ConsumerLog, ALappedReaderIsToldHowManyFramesItMissedFromWhichIndex) {
 TEST(ConsumerLog, TheMemoryHandedToConsumersCannotBeMappedWritable) {
   test::TempDir dir;
   Pipeline p(dir.path(), 16, 64);
-  const auto& payload = dynamic_cast<const capture::memory::HostMemory&>(p.a.ring().payload_memory());
+  const auto& payload =
+      dynamic_cast<const capture::memory::HostMemory&>(p.a.ring().payload_memory());
   const int memfds[] = {p.log.control().fd(), p.a.ring().header_memory().fd(), payload.fd()};
   for (int memfd : memfds) {
     const int fd = read_only(memfd);

@@ -267,11 +267,10 @@ void ConsumerService::on_readable(uint64_t id, Clock::time_point now) {
     }
     // The bound holds at attach time too: connections accepted while others were still
     // owing their hello may all say it.
-    const std::string error =
-        counters_->open.get() >= options_.max_consumers
-            ? "busy: " + std::to_string(options_.max_consumers) +
-                  " consumers are attached (consumers.max_consumers)"
-            : hello(*c, text);
+    const std::string error = counters_->open.get() >= options_.max_consumers
+                                  ? "busy: " + std::to_string(options_.max_consumers) +
+                                        " consumers are attached (consumers.max_consumers)"
+                                  : hello(*c, text);
     if (!error.empty()) {
       send_message(c->fd.get(), "error " + error, nullptr, 0);
       counters_->refused.add();

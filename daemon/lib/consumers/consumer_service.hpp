@@ -32,7 +32,7 @@ struct ConsumerStream {
   std::string format;  // codif, udp, vdif
   writers::ConsumerLog* log = nullptr;
   capture::Retention* retention = nullptr;  // hold-mode pins
-  std::string cuda_ipc;  // hex of the payload slab's CUDA IPC handle (GPU payload memory)
+  std::string cuda_ipc;      // hex of the payload slab's CUDA IPC handle (GPU payload memory)
   uint64_t cuda_offset = 0;  // the slab's offset in that allocation
   int gpu_device = -1;
 };

@@ -52,9 +52,10 @@ void offer_gpu_slab(const capture::StreamRing& ring, ConsumerStream& cs, spdlog:
   cs.cuda_offset = gpu->offset();
   cs.gpu_device = gpu->device();
   if (cs.cuda_ipc.empty())
-    log.warn("consumers: stream {}: its GPU payload slab cannot be shared ({}); consumers get "
-             "its headers and descriptors only",
-             cs.name, why);
+    log.warn(
+        "consumers: stream {}: its GPU payload slab cannot be shared ({}); consumers get "
+        "its headers and descriptors only",
+        cs.name, why);
 }
 
 }  // namespace

@@ -95,10 +95,10 @@ struct ManifestInterface {
   uint64_t ring_full_drops = 0;    // frames that found no free slot in their stream's ring
   uint64_t dump_pinned_drops = 0;  // ... while a triggered dump's pins held slots (doc/dumps.md)
   uint64_t consumer_pinned_drops = 0;  // ... while hold-mode consumers held them (consumers.md)
-  uint64_t write_errors = 0;       // failed writes of the per-interface output (pcap)
-  uint64_t write_error_lost = 0;   // pcap records not written because of write errors
-  uint64_t spills = 0;             // several targets: pcap writes moved to another target
-  uint64_t storage_lost = 0;       // pcap records in files lost with their output target
+  uint64_t write_errors = 0;           // failed writes of the per-interface output (pcap)
+  uint64_t write_error_lost = 0;       // pcap records not written because of write errors
+  uint64_t spills = 0;                 // several targets: pcap writes moved to another target
+  uint64_t storage_lost = 0;           // pcap records in files lost with their output target
   std::vector<ManifestFileEntry> lost_files;  // those files
   std::map<std::string, uint64_t> rejected;   // reason -> frames, never written to stream files
   std::vector<ManifestFileEntry> files;       // per-interface output (pcap)

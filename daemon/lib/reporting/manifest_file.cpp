@@ -61,7 +61,7 @@ std::string ManifestFile::write(const Manifest& m, bool final) {
   nlohmann::json j = to_json(m);
   j["attempt"] = attempt_;
   if (!previous_.is_null()) j = rundir::merge_attempts(previous_, j, attempt_);
-  if (!m.triggers.is_null()) j["triggers"] = m.triggers;  // this attempt's (doc/dumps.md)
+  if (!m.triggers.is_null()) j["triggers"] = m.triggers;     // this attempt's (doc/dumps.md)
   if (!m.consumers.is_null()) j["consumers"] = m.consumers;  // doc/consumers.md
   const std::string text = j.dump(2) + "\n";
   std::string err = replace_file_atomically_at(dirfd_, kManifestName, text, path_.string());
