@@ -330,7 +330,10 @@ class Stream:
             raise
         published = self.published
         if start == "live":
-            self._next_pos = published
+            # rocecapd's position when it attached us (position=): frames published between
+            # then and now (capture may start the moment we attached, consumers.wait_for)
+            # belong to us too; an older rocecapd does not say, then: now.
+            self._next_pos = min(int(info.get("position", published)), published)
         elif start == "oldest":
             self._next_pos = max(0, published - self.log_capacity + 1)
         else:

@@ -348,6 +348,13 @@ void Stream::seek_live() noexcept {
   have_index_ = false;
 }
 
+// Live from where rocecapd attached us: what it published since (capture may start the moment
+// we count as attached) is ours too.
+void Stream::seek_attached() noexcept {
+  next_pos_ = std::min(info_.position, published());
+  have_index_ = false;
+}
+
 void Stream::seek_oldest() noexcept {
   const uint64_t wp = published();
   const uint64_t cap = ctl_ == nullptr ? 0 : ctl_->log_capacity;
@@ -570,6 +577,7 @@ Client::Client(const ConnectOptions& options) {
       info.payload_memory = value(kv, "payload_memory");
       info.cuda_ipc_handle = value(kv, "cuda_ipc");
       if (kv.count("cuda_offset")) info.cuda_offset = to_u64(kv, "cuda_offset", what);
+      if (kv.count("position")) info.position = to_u64(kv, "position", what);
       if (kv.count("gpu_device"))
         info.gpu_device = static_cast<int>(to_u64(kv, "gpu_device", what));
       if (info.name.empty()) throw std::runtime_error(what + ": no name=");
@@ -609,7 +617,7 @@ Client::Client(const ConnectOptions& options) {
   }
   if (options.start == Start::live) {
     for (Stream& s : streams_)
-      s.seek_live();
+      s.seek_attached();
   }
   timeval none{0, 0};
   ::setsockopt(sock.get(), SOL_SOCKET, SO_RCVTIMEO, &none, sizeof none);

@@ -111,13 +111,14 @@ inline constexpr uint64_t kWriting = UINT64_MAX;
 enum class Mode { lossy, hold };
 
 struct StreamInfo {
-  uint32_t index = 0;           // rocecapd's stream number (as in metrics and the manifest)
-  std::string name;             // "<antenna>@<group>:<port>"
-  std::string format;           // codif, udp, vdif
-  std::string payload_memory;   // host or gpu
-  std::string cuda_ipc_handle;  // hex of cudaIpcMemHandle_t when payload_memory is gpu
-  uint64_t cuda_offset = 0;     // where the payload slab starts in that allocation
-  int gpu_device = -1;          // CUDA device ordinal in rocecapd (gpu)
+  uint32_t index = 0;              // rocecapd's stream number (as in metrics and the manifest)
+  std::string name;                // "<antenna>@<group>:<port>"
+  std::string format;              // codif, udp, vdif
+  std::string payload_memory;      // host or gpu
+  std::string cuda_ipc_handle;     // hex of cudaIpcMemHandle_t when payload_memory is gpu
+  uint64_t cuda_offset = 0;        // where the payload slab starts in that allocation
+  uint64_t position = UINT64_MAX;  // rocecapd's log position when it attached us (live start)
+  int gpu_device = -1;             // CUDA device ordinal in rocecapd (gpu)
 };
 
 // One frame handed out by Stream::next(). Host views point into the mapped read-only memory:
@@ -177,8 +178,10 @@ class Stream {
   uint64_t frames_read() const noexcept { return read_; }
   uint64_t frames_missed() const noexcept { return missed_; }
   uint64_t position() const noexcept { return next_pos_; }
-  // Skips to what is published from now on (ConnectOptions::start live).
+  // Skips to what is published from now on.
   void seek_live() noexcept;
+  // To where rocecapd attached us (StreamInfo::position; ConnectOptions::start live).
+  void seek_attached() noexcept;
   // Goes back to the oldest descriptor the log still holds (whose slots may be reused already:
   // those are reported missed, never returned).
   void seek_oldest() noexcept;

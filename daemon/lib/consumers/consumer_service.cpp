@@ -341,8 +341,11 @@ bool ConsumerService::send_streams(Attached& c) {
   for (uint32_t i : c.streams) {
     const ConsumerStream& s = streams_[i];
     const bool gpu = payload_ro_[i].get() < 0;
+    // position=: where "live" starts for this consumer, taken before it counts as attached,
+    // so that a capture waiting for it (consumers.wait_for) cannot publish anything earlier.
     std::string text = "stream index=" + std::to_string(s.index) + " name=" + s.name +
-                       " format=" + s.format + " payload_memory=" + (gpu ? "gpu" : "host");
+                       " format=" + s.format + " payload_memory=" + (gpu ? "gpu" : "host") +
+                       " position=" + std::to_string(s.log->published());
     if (gpu && !s.cuda_ipc.empty())
       text += " cuda_ipc=" + s.cuda_ipc + " cuda_offset=" + std::to_string(s.cuda_offset) +
               " gpu_device=" + std::to_string(s.gpu_device);
