@@ -7,6 +7,8 @@ find_package(nlohmann_json 3 REQUIRED)
 find_package(fmt REQUIRED)
 find_package(spdlog REQUIRED)
 find_package(yaml-cpp CONFIG REQUIRED)
+# fleet/: etcd's v3 JSON gateway over HTTP(S) (fleet/README.md says why not gRPC).
+find_package(CURL REQUIRED)
 # Debian 12 ships prometheus-cpp 1.0.1 without a version file: no version may be asked for.
 # Only its core (metric families, TextSerializer): the metrics listener is our own event-driven
 # HTTP server (daemon/lib/listeners/http_listener.hpp). The package's config still finds civetweb for its

@@ -28,6 +28,8 @@ packages=(
   libibverbs-dev libpcap-dev libyaml-cpp-dev prometheus-cpp-dev libcli11-dev
   libspdlog-dev libfmt-dev libsystemd-dev libnuma-dev nlohmann-json3-dev libcivetweb-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  # fleet/: etcd's JSON gateway over libcurl; the real etcd server and etcdctl in the tests
+  libcurl4-openssl-dev etcd-server etcd-client
   # io_uring for O_DIRECT output (optional at build time; writers/README.md)
   liburing-dev
   # real clients and test tools
