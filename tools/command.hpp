@@ -16,5 +16,6 @@ void add_recover_command(CLI::App& app, Action& action);
 void add_trigger_command(CLI::App& app, Action& action);
 void add_quicklook_command(CLI::App& app, Action& action);
 void add_tap_command(CLI::App& app, Action& action);
+void add_fleet_command(CLI::App& app, Action& action);
 
 }  // namespace rocecap::tools

@@ -42,6 +42,7 @@ int main(int argc, char** argv) {
   rocecap::tools::add_recover_command(app, action);
   rocecap::tools::add_trigger_command(app, action);
   rocecap::tools::add_tap_command(app, action);
+  rocecap::tools::add_fleet_command(app, action);
   rocecap::tools::add_quicklook_command(app, action);
   if (const std::string why = unknown_subcommand(app, argc, argv); !why.empty()) {
     std::cerr << why << "\n";
