@@ -40,6 +40,12 @@ Ingest::Ingest(std::vector<StreamPipeline*> streams, bool record_arrivals)
   if (record_arrivals) arrivals_.emplace(total_slots(streams_));
 }
 
+void Ingest::set_start(int64_t unix_ns) noexcept {
+  start_ns_ = unix_ns;
+  for (StreamPipeline* sp : streams_)
+    sp->awaiting_start = true;
+}
+
 void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
                     int64_t timestamp_ns, uint16_t flags) noexcept {
   StreamRing& ring = sp.ring();
@@ -57,6 +63,13 @@ void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Chec
     record_arrival(stream, slot);
     ring.publish(slot);
     return;
+  }
+  if (sp.awaiting_start) [[unlikely]] {
+    if (codif::frame_start_unix_ns(c.header, c.timing) < start_ns_) {
+      ring.give_back(slot);
+      return reject(kRejectBeforeStart);
+    }
+    sp.awaiting_start = false;
   }
   m.flags = static_cast<uint16_t>(flags | (c.header.invalid ? kSlotInvalidBit : 0));
   // The sequencer holds a new frame in its reorder window (it is never delivered within this

@@ -56,6 +56,11 @@ class Ingest final {
     reject(kRejectOversize);
   }
 
+  // Before capture starts: frames whose time (CODIF/VDIF) is before `unix_ns` are rejected as
+  // before_start until each stream's first frame at or after it (config run.start); udp-format
+  // streams have no time and are not held back.
+  void set_start(int64_t unix_ns) noexcept;
+
   // Capture thread. A coarse clock for idle detection, advanced once per batch, so no
   // per-packet clock read is needed.
   void set_tick(int64_t tick) noexcept { tick_ = tick; }
@@ -105,6 +110,7 @@ class Ingest final {
   common::RelaxedCounter seen_;
   common::RelaxedCounter arrival_overflows_;
   int64_t tick_ = 0;
+  int64_t start_ns_ = 0;  // run.start; used only by streams still awaiting_start
   // on_slot's check result, reused: a fresh Checked per packet costs its zero-initialisation,
   // and check_frame writes every field a caller reads when it accepts a frame.
   Checked checked_;

@@ -13,6 +13,7 @@ std::string_view reject_name(std::size_t i) noexcept {
   if (i == kRejectShortPayload) return "short_payload";        // under 64 bytes: no CODIF header
   if (i == kRejectTimelineOutlier) return "timeline_outlier";  // an unconfirmed resync
   if (i == reject_index(vdif::Invalid::ok)) return {};
+  if (i == kRejectBeforeStart) return "before_start";  // before run.start
   if (i < kRejectReasonCount)
     return vdif::to_string(static_cast<vdif::Invalid>(i - kRejectVdifBase));
   return {};

@@ -25,7 +25,9 @@ inline constexpr std::size_t kRejectTimelineOutlier = kRejectShortPayload + 1;
 // VDIF streams' reasons (vdif::Invalid, ok unused), after every older one so their labels and
 // indices stay put.
 inline constexpr std::size_t kRejectVdifBase = kRejectTimelineOutlier + 1;
-inline constexpr std::size_t kRejectReasonCount = kRejectVdifBase + vdif::kInvalidCount;
+// A frame that starts before run.start (Ingest::set_start): not part of the run.
+inline constexpr std::size_t kRejectBeforeStart = kRejectVdifBase + vdif::kInvalidCount;
+inline constexpr std::size_t kRejectReasonCount = kRejectBeforeStart + 1;
 
 constexpr std::size_t reject_index(net::ParseError e) noexcept {
   return static_cast<std::size_t>(e);

@@ -90,6 +90,9 @@ class StreamPipeline {
   uint64_t next_udp_index = 0;
   UdpMemo udp_memo;
   int64_t last_arrival_tick = 0;
+  // run.start: true until the stream's first frame at or after the start time; frames before
+  // it are rejected (before_start). One predictable branch per frame once it is false.
+  bool awaiting_start = false;
   CodifMemo codif_memo;
   // VDIF: the next stream of the same UDP flow (another thread; kNoStream: none), the header
   // form the stream started with (0: none yet, 16 or 32 bytes), and the flow's VTP numbers

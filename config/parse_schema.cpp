@@ -56,6 +56,11 @@ void parse_run(Context& ctx, const Field& f, RunSection& run) {
     if (d && d->count() > 0) run.duration = *d;
   }
   if (auto v = read_uint(ctx, m.get("packets"), 1, UINT64_MAX)) run.packets = *v;
+  if (auto text = read_string(ctx, m.get("start"))) {
+    std::string error;
+    run.start = parse_utc_second(*text, error);
+    if (!run.start) ctx.report(m.get("start")->path, error);
+  }
 }
 
 void parse_group(Context& ctx, const Field& f, GroupConfig& g) {

@@ -40,6 +40,9 @@ struct RunSection {
   std::string name;                                  // [A-Za-z0-9._-], used in paths and labels
   std::optional<std::chrono::nanoseconds> duration;  // stop after; none: run until stopped
   std::optional<uint64_t> packets;                   // stop after this many packets, all streams
+  // Frames that start before this UTC second (Unix ns) are not part of the run: rejected as
+  // before_start, so hosts started at slightly different moments share their first frame.
+  std::optional<int64_t> start;
 };
 
 struct GroupConfig {

@@ -11,7 +11,7 @@ namespace rocecap::config::schema {
 
 inline constexpr std::string_view kRoot[] = {"run",     "capture", "streams",  "output",
                                              "metrics", "logging", "retention", "consumers"};
-inline constexpr std::string_view kRun[] = {"name", "duration", "packets"};
+inline constexpr std::string_view kRun[] = {"name", "duration", "packets", "start"};
 inline constexpr std::string_view kCapture[] = {
     "backend", "interfaces", "ring_depth", "header_split", "max_frame",   "payload_memory", "gpu",
     "cq_size", "poll_mode",  "pcap_file",  "replay_pace",  "pcap_reader", "zero_copy"};

@@ -17,7 +17,9 @@ std::string run_line(const RunSection& run) {
   if (run.packets)
     stop += fmt::format("{}after {} packets", stop.empty() ? "" : " or ", *run.packets);
   if (stop.empty()) stop = "until stopped";
-  return fmt::format("run         {} (stops {})\n", run.name, stop);
+  const std::string start =
+      run.start ? ", frames from " + format_utc_second(*run.start) + " on" : std::string();
+  return fmt::format("run         {} (stops {}{})\n", run.name, stop, start);
 }
 
 std::string capture_lines(const RunConfig& cfg) {

@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cctype>
+#include <ctime>
 
 namespace rocecap::config {
 namespace {
@@ -249,6 +250,47 @@ std::string format_duration(std::chrono::nanoseconds d) {
   }
   if (ms > 0) out += fmt::format("{}ms", ms);
   return out;
+}
+
+std::optional<int64_t> parse_utc_second(std::string_view text, std::string& error) {
+  error =
+      "'" + std::string(text) + "' is not a UTC time on a whole second, e.g. 2026-11-28T02:00:05Z";
+  static constexpr std::string_view kShape = "dddd-dd-ddTdd:dd:ddZ";
+  if (text.size() != kShape.size()) return std::nullopt;
+  for (std::size_t i = 0; i < kShape.size(); ++i) {
+    const bool digit = text[i] >= '0' && text[i] <= '9';
+    if (kShape[i] == 'd' ? !digit : text[i] != kShape[i]) return std::nullopt;
+  }
+  auto num = [&](std::size_t at, std::size_t n) {
+    int v = 0;
+    for (std::size_t i = 0; i < n; ++i)
+      v = v * 10 + (text[at + i] - '0');
+    return v;
+  };
+  std::tm tm{};
+  tm.tm_year = num(0, 4) - 1900;
+  tm.tm_mon = num(5, 2) - 1;
+  tm.tm_mday = num(8, 2);
+  tm.tm_hour = num(11, 2);
+  tm.tm_min = num(14, 2);
+  tm.tm_sec = num(17, 2);
+  const std::tm asked = tm;
+  const time_t t = timegm(&tm);
+  // timegm normalises 2026-02-30 into March: a date that moved was not a date.
+  if (num(0, 4) < 1970 || tm.tm_mday != asked.tm_mday || tm.tm_mon != asked.tm_mon ||
+      tm.tm_hour != asked.tm_hour || tm.tm_min != asked.tm_min || tm.tm_sec != asked.tm_sec)
+    return std::nullopt;
+  error.clear();
+  return int64_t{t} * 1'000'000'000;
+}
+
+std::string format_utc_second(int64_t unix_ns) {
+  const time_t t = static_cast<time_t>(unix_ns / 1'000'000'000);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
 }
 
 }  // namespace rocecap::config

@@ -36,6 +36,11 @@ struct Endpoint {
 // "127.0.0.1:9464"; port 1..65535.
 std::optional<Endpoint> parse_endpoint(std::string_view text, std::string& error);
 
+// "2026-11-28T02:00:05Z": a UTC time on a whole second (run.start), as Unix nanoseconds.
+// Strict: exactly that shape, a real calendar date, 1970 to 9999.
+std::optional<int64_t> parse_utc_second(std::string_view text, std::string& error);
+std::string format_utc_second(int64_t unix_ns);  // the same form, the second rounded down
+
 std::string format_ipv4(uint32_t address);
 std::string format_size(uint64_t bytes);                  // "4 GiB", "1.5 MiB", "100 B"
 std::string format_duration(std::chrono::nanoseconds d);  // "1h30m", "500ms"

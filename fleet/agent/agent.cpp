@@ -3,12 +3,14 @@
 #include <fmt/core.h>
 #include <signal.h>
 #include <unistd.h>
+#include <yaml-cpp/yaml.h>
 
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "config/units.hpp"
 #include "fleet/agent/local_run.hpp"
 #include "fleet/keys.hpp"
 #include "rundir/atomic_write.hpp"
@@ -107,15 +109,36 @@ void Agent::Impl::supervise() {
   }
 }
 
+// The run file as rocecapd gets it: the common start time written in as run.start, so frames
+// before it are not part of the run on any host (rocecapd rejects them as before_start) and
+// every stream on every host begins with the same frame, however the launches differ.
+std::string with_start(const std::string& path, int64_t start_ns) {
+  YAML::Node root = YAML::LoadFile(path);
+  root["run"]["start"] = config::format_utc_second(start_ns);
+  YAML::Emitter out;
+  out << root;
+  return std::string("# written by rocecap-agent: the run file of this host with run.start\n") +
+         out.c_str() + "\n";
+}
+
+// rocecapd starts `warmup` before the start time: joined, rings allocated and capturing when
+// the first frame of the run arrives.
 void Agent::Impl::launch_if_due() {
   if (!run || run->phase != Phase::accepted || run_state != "go" || run->start_ns == 0) return;
-  if (now_ns() < run->start_ns) return;
+  if (now_ns() < run->start_ns - o.warmup.count()) return;
   const std::string log_path = o.state_dir + "/runs/" + run->name + ".log";
   try {
+    const std::string started = o.state_dir + "/runs/" + run->name + ".start.yaml";
+    if (std::string e =
+            rundir::write_file_atomically(started, with_start(run->run_file, run->start_ns));
+        !e.empty())
+      throw std::runtime_error(e);
+    run->run_file = started;
     run->daemon = DaemonProcess::launch({o.rocecapd, "--config", run->run_file}, log_path);
     run->phase = Phase::capturing;
-    log("run {}: started rocecapd (pid {}), {} ms after the start time", run->name,
-        run->daemon->pid(), (now_ns() - run->start_ns) / 1000000);
+    const int64_t early_ms = (run->start_ns - now_ns()) / 1000000;
+    log("run {}: started rocecapd (pid {}), {} ms before the start time {}", run->name,
+        run->daemon->pid(), early_ms, config::format_utc_second(run->start_ns));
   } catch (const std::exception& e) {
     run->phase = Phase::failed;
     run->problems = {std::string("cannot start rocecapd: ") + e.what()};
@@ -329,9 +352,9 @@ void Agent::Impl::publish() {
 
 void Agent::Impl::sleep_until_next(const std::atomic<bool>& stop) const {
   auto wait = std::chrono::duration_cast<std::chrono::nanoseconds>(o.poll);
-  // A start time inside the next interval: wake for it, not after it.
+  // A launch time inside the next interval: wake for it, not after it.
   if (run && run->phase == Phase::accepted && run_state == "go" && run->start_ns > 0) {
-    const int64_t left = run->start_ns - now_ns();
+    const int64_t left = run->start_ns - o.warmup.count() - now_ns();
     if (left >= 0 && left < wait.count()) wait = std::chrono::nanoseconds(left);
   }
   const auto until = std::chrono::steady_clock::now() + wait;

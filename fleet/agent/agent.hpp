@@ -29,6 +29,9 @@ struct AgentOptions {
   int lease_ttl = 5;  // seconds: a dead agent's status disappears after this long
   std::chrono::milliseconds poll{500};
   std::chrono::seconds check_timeout{60};
+  // rocecapd is started this long before the run's start time (run.start holds the frames
+  // before it back), so it is capturing when the first frame of the run arrives.
+  std::chrono::nanoseconds warmup = std::chrono::seconds(2);
 };
 
 class Agent {

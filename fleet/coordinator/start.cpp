@@ -142,7 +142,7 @@ int fleet_start(EtcdClient& etcd, const Plan& plan, const StartOptions& o, std::
     return 1;
   }
   // Answers that came late may have eaten the lead: never a start time in the past.
-  start_ns = std::max(start_ns, start_time(std::chrono::seconds(2)));
+  start_ns = std::max(start_ns, start_time(std::chrono::seconds(3)));
   state["start_ns"] = start_ns;
   state["start"] = utc_text(start_ns);
   for (const HostView* h : refused)

@@ -12,7 +12,9 @@
 #  4. kill -9 of one host (its agent and its rocecapd): `status` shows it `lost` within the lease
 #     TTL (3 s) + a poll, the other host goes on capturing;
 #  5. `fleet stop`: the live host stops with its manifest; the lost one is reported, and
-#     `fleet manifest` exits 1 naming it.
+#     `fleet manifest` exits 1 naming it;
+#  6. traffic that began before the run: every stream of the host begins with the first frame
+#     of the start second (run.start), the earlier frames counted as rejected before_start.
 #
 # usage: fleet_faults_test.sh ROCECAP-AGENT ROCECAPD ROCECAP. As root (exits 77 otherwise).
 set -euo pipefail
@@ -70,6 +72,20 @@ for h in cap1 cap3; do
     fail "$h of the cancelled run is $(fleet_host_state refused "$h")"
 done
 
+# Traffic for the rest of the test, started before the run: 45 s at 200 frames/s per stream on
+# both hosts' groups, CODIF time = wall clock. The run's start time (run.start) must then cut
+# every stream of every host at the same frame: the first of the start second.
+now=$(date -u +%s)
+year=$(date -u +%Y) month=$(date -u +%-m)
+epoch=$((2 * (year - 2000) + (month >= 7 ? 1 : 0)))
+epoch_start=$(date -u -d "$year-$([ "$month" -ge 7 ] && echo 07 || echo 01)-01" +%s)
+netns_exec_sender "$ROCECAP" gen --groups "$g.1:36001,$g.3:36001" --sources 192.0.2.11,192.0.2.12 \
+  --duration 45 --rate 200 --payload-bytes 1024 --nchan 2 --nbits 4 --complex --period 1 \
+  --total-samples $((512 * 200)) --epoch "$epoch" --start-seconds $((now - epoch_start)) \
+  --station AT --interface "$NETNS_SENDER_IF" >/dev/null 2>"$work/gen.err" &
+gen=$!
+netns_on_exit "kill $gen 2>/dev/null"
+
 fleet_plan "$work/partial.yaml" obs2 "cap1/$IF/$g.1:36001" "cap2/nosuch0/$g.2:36001" "cap3/$IF/$g.3:36001"
 fleet_cli start "$work/partial.yaml" --partial --lead 1 >"$work/partial.out" 2>"$work/partial.err" ||
   fail "start --partial: $(cat "$work/partial.out" "$work/partial.err")"
@@ -82,12 +98,6 @@ rc=0
 fleet_cli start "$work/busy.yaml" >/dev/null 2>"$work/busy.err" || rc=$?
 [ "$rc" = 1 ] && grep -q "cap1 (in run obs2, go)" "$work/busy.err" || fail "busy hosts: exit $rc: $(cat "$work/busy.err")"
 
-# Traffic for the rest of the test: 40 s at 200 frames/s per stream, both hosts' groups.
-netns_exec_sender "$ROCECAP" gen --groups "$g.1:36001,$g.3:36001" --sources 192.0.2.11,192.0.2.12 \
-  --duration 40 --rate 200 --payload-bytes 1024 --nchan 2 --nbits 4 --complex --epoch 52 \
-  --start-seconds 1000 --station AT --interface "$NETNS_SENDER_IF" >/dev/null 2>"$work/gen.err" &
-gen=$!
-netns_on_exit "kill $gen 2>/dev/null"
 packets() { netns_exec_receiver curl -s -m 2 "http://127.0.0.1:$1/metrics" |
   awk '/^rocecap_stream_received_packets_total/ {s += $NF} END {print s + 0}'; }
 sleep 2
@@ -143,11 +153,18 @@ kill -0 "$pid1" 2>/dev/null && fail "cap1's rocecapd still runs after stop"
 rc=0
 fleet_cli manifest --fleet lab --run obs2 >"$work/fm.json" 2>"$work/fm.err" || rc=$?
 [ "$rc" = 1 ] && grep -q "no manifest from cap3 (lost)" "$work/fm.err" || fail "fleet manifest exit $rc: $(cat "$work/fm.err")"
+start_ns=$(fleet_cli status --fleet lab --run obs2 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"]["start_ns"])')
 python3 -c 'import json,sys
 m = json.load(open(sys.argv[1]))
 assert list(m["hosts"]) == ["cap1"], m["hosts"].keys()
-assert m["hosts"]["cap1"]["state"] == "stopped" and m["totals"]["packets"] > 0, m["totals"]' "$work/fm.json" ||
-  fail "fleet manifest content"
+assert m["hosts"]["cap1"]["state"] == "stopped" and m["totals"]["packets"] > 0, m["totals"]
+# run.start: traffic ran before it; every stream begins with the start second s first frame.
+start = int(sys.argv[3])
+own = json.load(open(sys.argv[2]))
+assert own["rejected"].get("before_start", 0) > 0, own["rejected"]
+firsts = {s["first_frame"]["unix_ns"] for s in own["streams"]}
+assert firsts == {start}, (firsts, start)' "$work/fm.json" "$work/cap1/out/obs2/manifest.json" "$start_ns" ||
+  fail "fleet manifest content or the start frame"
 kill "$gen" 2>/dev/null || true
 passed=1
 echo PASS

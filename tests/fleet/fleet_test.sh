@@ -78,17 +78,19 @@ if [ "$rc" != 1 ] || ! grep -q "run obs1 exists already" "$work/start2.err"; the
 fi
 for h in cap1 cap2 cap3; do fleet_wait_capturing "$h" obs1 20; done
 
-# One common start: every agent started rocecapd at (not before) the start time, within 1 s.
+# One common start: every agent started rocecapd 2 s (its warm-up) before the start time, with
+# run.start in its run file; traffic (CODIF time = wall clock) begins after the start time.
+start_ns=$(fleet_cli status --fleet lab --run obs1 --json | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"]["start_ns"])')
 python3 - "$work" <<'PY'
-import json, re, sys, datetime
+import re, sys
 work = sys.argv[1]
 for h in ("cap1", "cap2", "cap3"):
     log = open(f"{work}/{h}.agent.log").read()
-    m = re.search(r"started rocecapd \(pid \d+\), (-?\d+) ms after the start time", log)
+    m = re.search(r"started rocecapd \(pid \d+\), (-?\d+) ms before the start time", log)
     assert m, (h, log)
-    assert 0 <= int(m.group(1)) < 1000, (h, m.group(0))
+    assert 1000 < int(m.group(1)) <= 2000, (h, m.group(0))
 PY
-
+while [ "$(date +%s%N)" -lt "$start_ns" ]; do sleep 0.1; done
 now=$(date -u +%s)
 year=$(date -u +%Y) month=$(date -u +%-m)
 epoch=$((2 * (year - 2000) + (month >= 7 ? 1 : 0)))
@@ -125,7 +127,7 @@ for i in 1 2 3; do
     >"$work/verify$i.out" || { echo "FAIL: cap$i does not verify:"; cat "$work/verify$i.out"; exit 1; }
 done
 
-python3 - "$work" <<'PY'
+python3 - "$work" "$start_ns" <<'PY'
 import json, os, sys
 work = sys.argv[1]
 hosts = ("cap1", "cap2", "cap3")
@@ -182,6 +184,12 @@ for h in hosts:
         want = data[(w["first_frame"] - first) * frame:(w["last_frame"] + 1 - first) * frame]
         assert open(s["files"][0]["path"], "rb").read() == want, (h, s["antenna"])
 assert len(windows) == 1, windows
+# run.start: no stream of any host has a frame before the common start time.
+start_ns = int(sys.argv[2])
+for h in hosts:
+    m = json.load(open(f"{work}/{h}/out/obs1/manifest.json"))
+    assert all(s["first_frame"]["unix_ns"] >= start_ns for s in m["streams"]), (h, start_ns)
+    assert "start: " in open(f"{work}/{h}/runs/obs1.start.yaml").read(), h
 print("fleet: 3 hosts x 4 streams verified; fleet manifest totals = sums; one trigger window on all 3:", windows)
 PY
 passed=1

@@ -31,6 +31,8 @@ const BadCase kCases[] = {
     {"duration_no_unit", "duration: 10s", "duration: 10", 3, "run.duration",
      "'10' is not a duration; use e.g. 30s"},
     {"duration_zero", "duration: 10s", "duration: 0s", 3, "run.duration", "longer than 0s"},
+    {"start_not_utc", "duration: 10s", "duration: 10s\n  start: 2026-11-28 02:00", 4, "run.start",
+     "is not a UTC time on a whole second"},
     {"duration_unit_twice", "duration: 10s", "duration: 1h1h", 3, "run.duration",
      "is not a duration"},
     {"packets_zero", "duration: 10s", "packets: 0", 3, "run.packets", "too small (at least 1)"},

@@ -102,6 +102,20 @@ TEST(ConfigUnits, Ipv4AddressesAndEndpoints) {
   EXPECT_FALSE(parse_endpoint("127.0.0.1:", why));
 }
 
+TEST(ConfigUnits, UtcSecondsOfRunStart) {
+  std::string why;
+  EXPECT_EQ(parse_utc_second("1970-01-01T00:00:00Z", why), 0);
+  EXPECT_EQ(parse_utc_second("2026-11-28T02:00:05Z", why), int64_t{1795831205} * 1'000'000'000);
+  EXPECT_EQ(parse_utc_second("2028-02-29T23:59:59Z", why), int64_t{1835481599} * 1'000'000'000);
+  for (const char* bad : {"2026-11-28T02:00:05", "2026-11-28T02:00:05.5Z", "2026-02-30T00:00:00Z",
+                          "2026-11-28 02:00:05Z", "2026-13-01T00:00:00Z", "2026-11-28T24:00:00Z",
+                          "1969-12-31T23:59:59Z", "+026-11-28T02:00:05Z", ""}) {
+    EXPECT_FALSE(parse_utc_second(bad, why)) << bad;
+  }
+  EXPECT_EQ(why, "'' is not a UTC time on a whole second, e.g. 2026-11-28T02:00:05Z");
+  EXPECT_EQ(format_utc_second(int64_t{1795831205} * 1'000'000'000 + 999), "2026-11-28T02:00:05Z");
+}
+
 TEST(ConfigUnits, Formatting) {
   EXPECT_EQ(format_ipv4(0xEF110001u), "239.17.0.1");
   EXPECT_EQ(format_size(100), "100 B");

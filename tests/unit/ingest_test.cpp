@@ -140,6 +140,43 @@ TEST_F(Fixture, AFrameOffTheTimelineIsRejectedAsAnOutlier) {
   EXPECT_EQ(ingest.frames_seen(), 11u);
 }
 
+// run.start: frames before the start time are rejected as before_start; each stream begins at
+// its first frame at or after it (a start inside a frame's span begins with the next frame).
+int64_t start_of(uint32_t src, uint64_t index) {
+  const auto f = frame(src, index);
+  capture::codif::Header h;
+  EXPECT_TRUE(capture::codif::decode(std::span<const std::byte, 64>(f.data() + 42, 64),
+                                     capture::codif::SyncSet::defaults(), h));
+  capture::codif::Timing t;
+  EXPECT_EQ(capture::codif::validate(h, f.size() - 42, t), capture::codif::Invalid::ok);
+  return capture::codif::frame_start_unix_ns(h, t);
+}
+
+TEST_F(Fixture, FramesBeforeTheRunStartAreRejectedAndEveryStreamBeginsAtIt) {
+  ingest.set_start(start_of(kSrcA, 105));
+  for (uint64_t i = 100; i < 110; ++i)
+    feed(frame(kSrcA, i));
+  for (uint64_t i = 103; i < 108; ++i)
+    feed(frame(kSrcB, i));
+  ingest.flush_all();
+  EXPECT_EQ(drain(a), (std::vector<uint64_t>{105, 106, 107, 108, 109}));
+  EXPECT_EQ(drain(b), (std::vector<uint64_t>{105, 106, 107}));
+  EXPECT_EQ(ingest.rejected(kRejectBeforeStart), 7u);
+  EXPECT_EQ(reject_name(kRejectBeforeStart), "before_start");
+  EXPECT_EQ(a.sequencer().stats().received, 5u);
+  EXPECT_EQ(a.ring().stats().returned, 5u);  // the early frames' slots, given back
+  EXPECT_EQ(ingest.frames_seen(), 15u);
+}
+
+TEST_F(Fixture, AStartInsideAFrameBeginsWithTheNextFrame) {
+  ingest.set_start(start_of(kSrcA, 105) + 1);
+  for (uint64_t i = 100; i < 110; ++i)
+    feed(frame(kSrcA, i));
+  ingest.flush_all();
+  EXPECT_EQ(drain(a), (std::vector<uint64_t>{106, 107, 108, 109}));
+  EXPECT_EQ(ingest.rejected(kRejectBeforeStart), 6u);
+}
+
 // check_frame remembers a stream's last accepted header and takes the next one from there
 // when only frame and seconds differ: every other change must still get the full check.
 std::vector<std::byte> edited(uint64_t index, void (*edit)(capture::codif::Header&)) {

@@ -12,6 +12,7 @@
 #include "capture/memory/nic_numa.hpp"
 #include "config/name_template.hpp"
 #include "config/retention_plan.hpp"
+#include "config/units.hpp"
 #include "daemon/lib/reporting/atomic_file.hpp"
 #include "daemon/lib/run/run.hpp"
 #include "daemon/lib/run/source_factory.hpp"
@@ -392,6 +393,11 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
       ptrs.push_back(ir->streams.back().get());
     }
     ir->ingest = std::make_unique<capture::Ingest>(ptrs, record_arrivals);
+    if (cfg.run.start) {
+      ir->ingest->set_start(*cfg.run.start);
+      log->info("{}: frames before {} are not part of the run (run.start: before_start)", ic.name,
+                config::format_utc_second(*cfg.run.start));
+    }
     log_ring_memory(*ir, log);
     build_writer(*rt, *ir, i, log, first_seq);
     prepare_published(*ir);
