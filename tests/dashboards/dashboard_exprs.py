@@ -5,17 +5,20 @@ usage: dashboard_exprs.py DASHBOARD.json list [--rate-interval 10s]
        dashboard_exprs.py DASHBOARD.json check RULES_OUT.yaml
 
 list: prints one PromQL expression per line ("All" for every query variable).
-check: checks the dashboard's structure (datasource variable, instance/interface/antenna
-variables, a unit on every panel, the datasource variable on every panel and target; row
-panels are headers: a title, no targets) and
+check: checks the dashboard's structure (datasource variable, fleet/host/instance/interface/
+antenna variables, a unit on every panel, the datasource variable on every panel and target,
+no variable in an expression that the dashboard does not define; row panels are headers: a
+title, no targets) and
 writes the expressions as recording rules, so `promtool check rules` can parse them.
 Exit 1 with one line per problem.
 """
 import json
 import sys
 
-REQUIRED_VARS = {"datasource": "datasource", "instance": "query", "interface": "query",
-                 "antenna": "query"}
+# fleet and host are the labels `rocecap fleet prometheus-sd` gives its targets (doc/fleet.md);
+# with "All" (allValue .*) they also match series without them (one host, static targets).
+REQUIRED_VARS = {"datasource": "datasource", "fleet": "query", "host": "query",
+                 "instance": "query", "interface": "query", "antenna": "query"}
 
 
 def expressions(dash, rate_interval="10s"):
@@ -39,6 +42,8 @@ def problems(dash):
     for name, kind in REQUIRED_VARS.items():
         if variables.get(name, {}).get("type") != kind:
             found.append(f"templating: variable {name} of type {kind} missing")
+    known = {"$__rate_interval"} | {"$" + name for name, v in variables.items()
+                                     if v.get("type") == "query"}
     for panel in dash.get("panels", []):
         title = panel.get("title", "?")
         if panel.get("type") == "row":  # a row header: a title, no query of its own
@@ -52,8 +57,10 @@ def problems(dash):
         if not panel.get("targets"):
             found.append(f"panel {title!r}: no targets")
         for t in panel.get("targets", []):
-            if "$" in t["expr"].replace("$__rate_interval", "").replace("$instance", "") \
-                    .replace("$interface", "").replace("$antenna", ""):
+            expr = t["expr"]
+            for name in sorted(known, key=len, reverse=True):
+                expr = expr.replace(name, "")
+            if "$" in expr:
                 found.append(f"panel {title!r} target {t['refId']}: unknown variable in {t['expr']}")
     return found
 

@@ -6,6 +6,7 @@
 #  3. dpkg -i: the maintainer script created the rocecap account and directories and started
 #     nothing; rocecapd --version and --check-config of the installed example; systemd-analyze
 #     verify of the installed unit (its man: documentation included); man opens the pages;
+#     the fleet agent's unit verifies too and its manual page opens;
 #     tshark decodes a capture with the installed dissectors alone; a replay runs as the
 #     service would run it (systemctl start where systemd is PID 1, else as user rocecap with
 #     the unit's two capabilities), and the installed rocecap verifies it and draws it;
@@ -66,6 +67,9 @@ echo "Depends: $depends"
 echo "$depends" | grep -q "libpcap0.8" || fail "dpkg-shlibdeps did not run: $depends"
 dpkg-deb -c "$deb" | awk '{print $NF}' | sed 's#^\./#/#' >"$tmp/files"
 for f in /usr/sbin/rocecapd /usr/bin/rocecap /usr/lib/systemd/system/rocecapd@.service \
+  /usr/bin/rocecap-agent /usr/lib/systemd/system/rocecap-agent.service \
+  /usr/share/man/man8/rocecap-agent.8.gz /usr/share/doc/rocecap/examples/agent.yaml \
+  /usr/share/doc/rocecap/fleet.md \
   /usr/lib/sysusers.d/rocecap.conf /usr/lib/tmpfiles.d/rocecap.conf /etc/rocecap/example.yaml \
   /usr/share/rocecap/dashboards/rocecap-dashboard.json \
   /usr/share/rocecap/dashboards/rocecap-alerts.yaml /usr/share/man/man8/rocecapd.8.gz \
@@ -108,11 +112,22 @@ want="rocecapd $(sed -n 's/^project(rocecap VERSION \([0-9.]*\).*/\1/p' "$src/CM
 systemd-analyze verify /usr/lib/systemd/system/rocecapd@example.service 2>"$tmp/verify.err" ||
   { cat "$tmp/verify.err"; fail "systemd-analyze verify of the installed unit"; }
 [ ! -s "$tmp/verify.err" ] || { cat "$tmp/verify.err"; fail "systemd-analyze verify warned"; }
+# The agent's unit: its ExecStart and man: documentation are installed; it is not enabled
+# (it starts only once the operator has written /etc/rocecap/agent.yaml).
+systemd-analyze verify /usr/lib/systemd/system/rocecap-agent.service 2>"$tmp/verify-agent.err" ||
+  { cat "$tmp/verify-agent.err"; fail "systemd-analyze verify of the installed agent unit"; }
+[ ! -s "$tmp/verify-agent.err" ] || { cat "$tmp/verify-agent.err"; fail "systemd-analyze verify warned (agent)"; }
+if [ -d /run/systemd/system ]; then
+  ! systemctl is-enabled rocecap-agent.service >/dev/null 2>&1 || fail "the agent unit was enabled"
+fi
 
 [ "$(man -w rocecapd)" = /usr/share/man/man8/rocecapd.8.gz ] || fail "man -w rocecapd: $(man -w rocecapd 2>&1)"
 MANWIDTH=100 man 5 rocecap-run.yaml 2>/dev/null | grep -q "capture.ring_depth" ||
   fail "man 5 rocecap-run.yaml does not show the run file's keys"
 MANWIDTH=100 man 1 rocecap 2>/dev/null | grep -q "rocecap quicklook" || fail "man 1 rocecap"
+MANWIDTH=100 man 1 rocecap 2>/dev/null | grep -q "rocecap fleet" || fail "man 1 rocecap: no fleet section"
+MANWIDTH=100 man 8 rocecap-agent 2>/dev/null | grep -q -- "--lease-ttl" || fail "man 8 rocecap-agent"
+/usr/bin/rocecap-agent --help >/dev/null || fail "rocecap-agent --help"
 
 # A capture with a tone and known drops; the installed dissectors alone decode it (no -X).
 /usr/bin/rocecap gen --groups 239.17.0.1:36001 --sources 192.0.2.11,192.0.2.12 --frames 3000 \
