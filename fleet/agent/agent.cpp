@@ -63,9 +63,11 @@ struct Agent::Impl {
   std::optional<LocalRun> run;
   std::string run_state;  // the run's state in etcd as last read (pending, go, ...)
   int64_t lease = 0;
-  Clock::time_point last_keepalive, last_status;
+  Clock::time_point last_keepalive, last_status, last_scrape;
+  json last_status_value;  // the status last written, without its time
   bool connected = false;
   uint64_t outages = 0;
+  json advertised;  // the agents/<host> value last written
 
   explicit Impl(AgentOptions options) : o(std::move(options)), keys(o.fleet), etcd(o.etcd) {}
 
@@ -82,6 +84,7 @@ struct Agent::Impl {
   json status_value() const;
   json agent_value() const;
   void persist() const;
+  void judge_from_manifest();
   void sleep_until_next(const std::atomic<bool>& stop) const;
 };
 
@@ -123,6 +126,20 @@ std::string with_start(const std::string& path, int64_t start_ns) {
 
 // rocecapd starts `warmup` before the start time: joined, rings allocated and capturing when
 // the first frame of the run arrives.
+// The run's end seen only through its manifest (rocecapd ended while no agent watched, e.g. the
+// host rebooted): stopped if rocecapd finished it, failed if it stopped in the middle (a
+// periodic snapshot, state running) or left none.
+void Agent::Impl::judge_from_manifest() {
+  try {
+    run->manifest = manifest_summary(run->run_dir + "/manifest.json", run->output_dir);
+  } catch (const std::exception& e) {
+    run->manifest = {{"error", e.what()}};
+  }
+  run->phase = run->manifest.value("state", "") == "stopped" ? Phase::stopped : Phase::failed;
+  log("run {}: rocecapd ended while no agent watched; its manifest says {}: {}", run->name,
+      run->manifest.value("state", "nothing"), to_string(run->phase));
+}
+
 void Agent::Impl::launch_if_due() {
   if (!run || run->phase != Phase::accepted || run_state != "go" || run->start_ns == 0) return;
   if (now_ns() < run->start_ns - o.warmup.count()) return;
@@ -184,8 +201,9 @@ void Agent::Impl::ensure_lease() {
   }
   if (lease == 0) {
     lease = etcd.lease_grant(o.lease_ttl);
-    etcd.put(keys.agent(o.host), agent_value().dump(), lease);
-    last_status = {};  // the status key went with the old lease
+    advertised = agent_value();
+    etcd.put(keys.agent(o.host), advertised.dump(), lease);
+    last_status_value = json();  // the status key went with the old lease
   }
   last_keepalive = now;
 }
@@ -300,8 +318,9 @@ json Agent::Impl::status_value() const {
 }
 
 json Agent::Impl::agent_value() const {
-  std::string target;
-  if (run && !run->metrics_listen.empty()) {
+  std::string target;  // only while a rocecapd listens: an ended run's target would be down
+  const bool live = run && (run->phase == Phase::capturing || run->phase == Phase::stopping);
+  if (live && !run->metrics_listen.empty()) {
     target = run->metrics_listen;
     if (target.rfind("0.0.0.0:", 0) == 0) {
       std::string host = o.advertise;
@@ -326,14 +345,25 @@ void Agent::Impl::publish() {
     if (!run->problems.empty()) a["problems"] = run->problems;
     etcd.put(keys.answer(run->name, o.host), a.dump());
     run->answer_published = true;
-    etcd.put(keys.agent(o.host), agent_value().dump(), lease);
     persist();
   }
+  if (const json a = agent_value(); a != advertised) {
+    etcd.put(keys.agent(o.host), a.dump(), lease);
+    advertised = a;
+  }
   const auto now = Clock::now();
-  if (now - last_status >= std::chrono::seconds(1)) {
-    if (run->phase == Phase::capturing)
-      if (auto c = scrape_live_counters(run->metrics_listen)) run->counters = *c;
-    etcd.put(keys.status(run->name, o.host), status_value().dump(), lease);
+  if (now - last_scrape >= std::chrono::seconds(1) && run->phase == Phase::capturing) {
+    if (auto c = scrape_live_counters(run->metrics_listen)) run->counters = *c;
+    last_scrape = now;
+  }
+  // The lease keeps the key alive, so an unchanged status is written again only every 10 s:
+  // an idle fleet does not fill etcd's history with copies.
+  json st = status_value();
+  json same = st;
+  same.erase("updated");
+  if (same != last_status_value || now - last_status >= std::chrono::seconds(10)) {
+    etcd.put(keys.status(run->name, o.host), st.dump(), lease);
+    last_status_value = std::move(same);
     last_status = now;
   }
   const bool done = run->phase == Phase::stopped || run->phase == Phase::failed;
@@ -371,6 +401,9 @@ Agent::Agent(AgentOptions options) : impl_(std::make_unique<Impl>(std::move(opti
       log("run {}: adopted rocecapd (pid {}) still running", r->name, r->daemon->pid());
     else
       log("run {}: found {} from before this agent", r->name, to_string(r->phase));
+    if (ended(r->phase) && r->phase != Phase::refused && r->phase != Phase::cancelled &&
+        !r->manifest_published)
+      impl_->judge_from_manifest();
     impl_->persist();
   }
 }

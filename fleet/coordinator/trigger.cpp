@@ -62,7 +62,11 @@ int fleet_trigger(EtcdClient& etcd, const std::string& fleet, const std::string&
     if (!answers.contains(h)) missing.push_back(h);
   for (const auto& [h, a] : answers.items())
     if (a.value("exit", -1) != 0) rc = 1;
-  if (!missing.empty()) rc = 3;
+  // Exit 3 is kept for etcd itself: a host that did not answer is an incomplete trigger.
+  if (!missing.empty()) rc = 1;
+  for (const json& h : missing)
+    err << "run " << run << ": no answer from " << h.get<std::string>() << " within "
+        << wait.count() << " s (its agent polls etcd; is it alive?)\n";
   out << json{{"trigger", id},
               {"run", run},
               {"window", t},
