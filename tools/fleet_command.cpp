@@ -17,6 +17,10 @@ namespace {
 
 using namespace rocecap::fleet;
 
+constexpr const char* kExitCodes =
+    "Exit codes: 0 done; 1 refused or incomplete (the output names the host and why); 2 usage "
+    "or plan problems; 3 etcd not reachable or refusing (its message)";
+
 struct FleetArgs {
   std::string plan, fleet, run, endpoints, user, password_file, cacert, cert, key, output;
   std::string start, end, label;
@@ -103,6 +107,7 @@ void etcd_flags(CLI::App* c, FleetArgs& a) {
 
 void run_flags(CLI::App* c, FleetArgs& a) {
   etcd_flags(c, a);
+  c->footer(kExitCodes);
   c->add_option("--plan", a.plan, "the plan: its fleet.name and run.name")
       ->check(CLI::ExistingFile);
   c->add_option("--fleet", a.fleet, "fleet name");
@@ -116,16 +121,19 @@ void add_fleet_command(CLI::App& app, Action& action) {
   CLI::App* fleet = app.add_subcommand(
       "fleet", "One observation over many capture hosts through etcd (doc/fleet.md)");
   fleet->require_subcommand(1);
+  fleet->footer(kExitCodes);
   auto set = [&action](std::function<int()> f) { action = std::move(f); };
 
   CLI::App* c =
       fleet->add_subcommand("check", "Check a plan: fleet rules and every host's run file");
   c->add_option("plan", a->plan, "the plan (YAML)")->required();
+  c->footer(kExitCodes);
   c->callback([a, set] { set([a] { return check(*a); }); });
 
   c = fleet->add_subcommand("start", "Write a plan's run files to etcd and start it on every host");
   c->add_option("plan", a->plan, "the plan (YAML)")->required()->check(CLI::ExistingFile);
   etcd_flags(c, *a);
+  c->footer(kExitCodes);
   c->add_flag("--partial", a->partial, "start the hosts that accepted even if some refused");
   c->add_option("--lead", a->lead, "seconds from now to the start time")
       ->default_val(5)
@@ -194,6 +202,7 @@ void add_fleet_command(CLI::App& app, Action& action) {
   });
 
   c = fleet->add_subcommand("prometheus-sd", "Prometheus file_sd targets of the live agents");
+  c->footer(kExitCodes);
   etcd_flags(c, *a);
   c->add_option("--fleet", a->fleet, "fleet name")->required();
   c->add_option("--output,-o", a->output, "the file_sd file (default: print)");
