@@ -4,6 +4,7 @@
 // ones that did), the state becomes go and every agent starts rocecapd at the start time.
 #include <thread>
 
+#include "config/loader.hpp"
 #include "fleet/coordinator/coordinator.hpp"
 #include "fleet/coordinator/run_view.hpp"
 #include "fleet/keys.hpp"
@@ -94,6 +95,17 @@ void print_refusal(const HostView& h, std::ostream& err) {
 int fleet_start(EtcdClient& etcd, const Plan& plan, const StartOptions& o, std::ostream& out,
                 std::ostream& err) {
   const Keys keys(plan.fleet);
+  // The start time is the fleet's to choose (it becomes every host's run.start): a plan with
+  // its own would be silently overridden.
+  if (!plan.hosts.empty()) {
+    const config::LoadResult r = config::load_snapshot(plan.hosts.front().run_file, "plan");
+    if (r.ok() && r.config->run.start) {
+      err << "fleet " << plan.fleet << ": run " << plan.run
+          << ": the plan sets run.start; fleet start chooses the start time (--lead): leave "
+             "run.start out of the plan\n";
+      return 2;
+    }
+  }
   if (auto busy = busy_hosts(etcd, keys, plan); !busy.empty()) {
     err << "fleet " << plan.fleet << ": run " << plan.run << " not started: hosts still busy:\n";
     for (const std::string& b : busy)

@@ -57,6 +57,16 @@ g=239.17.0
 IF=$NETNS_RECEIVER_IF
 fail() { echo "FAIL: $*"; for f in "$work"/*.agent.log; do echo "== $f"; tail -30 "$f"; done; exit 1; }
 
+# 0. A plan with its own run.start: refused (the fleet chooses the start time), nothing written.
+fleet_plan "$work/own-start.yaml" own "cap1/$IF/$g.1:36001"
+sed -i 's/^  name: own$/  name: own\n  start: 2030-01-01T00:00:00Z/' "$work/own-start.yaml"
+rc=0
+fleet_cli start "$work/own-start.yaml" >/dev/null 2>"$work/own.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "the plan sets run.start" "$work/own.err" || fail "a plan's run.start: exit $rc: $(cat "$work/own.err")"
+rc=0
+fleet_cli status --fleet lab --run own >/dev/null 2>&1 || rc=$?
+[ "$rc" = 1 ] || fail "the refused run was written to etcd"
+
 # 1. One host refuses: nothing starts; --partial starts the rest.
 fleet_plan "$work/bad.yaml" refused "cap1/$IF/$g.1:36001" "cap2/nosuch0/$g.2:36001" "cap3/$IF/$g.3:36001"
 rc=0
