@@ -22,11 +22,16 @@ int64_t start_time(std::chrono::seconds lead) {
   return (t + kSecond - 1) / kSecond * kSecond;
 }
 
-// Hosts still in a run that has not ended: they cannot take another.
-std::vector<std::string> busy_hosts(EtcdClient& etcd, const Keys& keys, const Plan& plan) {
+// Hosts still in a run that has not ended: they cannot take another. `seen` gets every
+// assignment key's revision as read, so the start's transaction fails if another start
+// assigned one of these hosts in between.
+std::vector<std::string> busy_hosts(EtcdClient& etcd, const Keys& keys, const Plan& plan,
+                                    std::vector<EtcdClient::Unchanged>& seen) {
   std::vector<std::string> busy;
   for (const HostPlan& h : plan.hosts) {
-    const auto a = etcd.get(keys.prefix() + "/assigned/" + h.name);
+    const std::string key = keys.prefix() + "/assigned/" + h.name;
+    const auto a = etcd.get(key);
+    seen.push_back({key, a ? a->mod_revision : 0});
     if (!a) continue;
     const std::string other = json::parse(a->value, nullptr, false).value("run", "");
     if (other.empty() || other == plan.run) continue;
@@ -106,7 +111,8 @@ int fleet_start(EtcdClient& etcd, const Plan& plan, const StartOptions& o, std::
       return 2;
     }
   }
-  if (auto busy = busy_hosts(etcd, keys, plan); !busy.empty()) {
+  std::vector<EtcdClient::Unchanged> assignments;
+  if (auto busy = busy_hosts(etcd, keys, plan, assignments); !busy.empty()) {
     err << "fleet " << plan.fleet << ": run " << plan.run << " not started: hosts still busy:\n";
     for (const std::string& b : busy)
       err << "  " << b << '\n';
@@ -120,8 +126,13 @@ int fleet_start(EtcdClient& etcd, const Plan& plan, const StartOptions& o, std::
     puts.push_back({keys.host(plan.run, h.name), h.run_file});
     puts.push_back({keys.prefix() + "/assigned/" + h.name, json{{"run", plan.run}}.dump()});
   }
-  if (!etcd.create(keys.state(plan.run), puts)) {
+  if (!etcd.create(keys.state(plan.run), puts, assignments)) {
     const RunView v = read_run(etcd, keys, plan.run);
+    if (!v.exists()) {
+      err << "fleet " << plan.fleet << ": run " << plan.run
+          << " not started: another start assigned one of its hosts meanwhile; try again\n";
+      return 1;
+    }
     err << "fleet " << plan.fleet << ": run " << plan.run << " exists already (state "
         << v.run_state() << ", created " << v.state.value("created", "?")
         << "): not started again; choose another run.name\n";

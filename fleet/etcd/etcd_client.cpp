@@ -201,15 +201,22 @@ void EtcdClient::put(std::string_view key, std::string_view value, int64_t lease
   impl_->call("/v3/kv/put", body);
 }
 
-bool EtcdClient::create(std::string_view absent, const std::vector<EtcdPut>& puts) {
+bool EtcdClient::create(std::string_view absent, const std::vector<EtcdPut>& puts,
+                        const std::vector<Unchanged>& unchanged) {
   json ops = json::array();
   for (const EtcdPut& p : puts)
     ops.push_back(put_op(p));
-  const json compare = {{"key", base64_encode(absent)},
-                        {"target", "CREATE"},
-                        {"result", "EQUAL"},
-                        {"create_revision", "0"}};
-  const json j = impl_->call("/v3/kv/txn", {{"compare", json::array({compare})}, {"success", ops}});
+  json compare = json::array({{{"key", base64_encode(absent)},
+                               {"target", "CREATE"},
+                               {"result", "EQUAL"},
+                               {"create_revision", "0"}}});
+  // etcd compares a missing key's mod_revision as 0, so 0 also means "still absent".
+  for (const Unchanged& u : unchanged)
+    compare.push_back({{"key", base64_encode(u.key)},
+                       {"target", "MOD"},
+                       {"result", "EQUAL"},
+                       {"mod_revision", std::to_string(u.mod_revision)}});
+  const json j = impl_->call("/v3/kv/txn", {{"compare", compare}, {"success", ops}});
   return j.value("succeeded", false);
 }
 

@@ -61,8 +61,15 @@ class EtcdClient {
   std::optional<KeyValue> get(std::string_view key);
   std::vector<KeyValue> get_prefix(std::string_view prefix);  // sorted by key
   void put(std::string_view key, std::string_view value, int64_t lease = 0);
-  // All of `puts` in one transaction, only if `absent` does not exist; false when it did.
-  bool create(std::string_view absent, const std::vector<EtcdPut>& puts);
+  // A key's mod_revision as read (0: the key did not exist), for `create` to compare.
+  struct Unchanged {
+    std::string key;
+    int64_t mod_revision = 0;
+  };
+  // All of `puts` in one transaction, only if `absent` does not exist and every key of
+  // `unchanged` still has its mod_revision; false otherwise (nothing written).
+  bool create(std::string_view absent, const std::vector<EtcdPut>& puts,
+              const std::vector<Unchanged>& unchanged = {});
   // `put` only if the key's mod_revision is still `mod_revision` (0: only if it does not
   // exist); false when someone else changed it first.
   bool put_if_unchanged(std::string_view key, std::string_view value, int64_t mod_revision);

@@ -129,6 +129,15 @@ TEST_F(EtcdClientTest, CreateIsAllOrNothingAndOnlyOnce) {
   EXPECT_FALSE(c.create("/run/state", {{"/run/state", "again"}, {"/run/hosts/b", "file"}}));
   EXPECT_EQ(c.get("/run/state")->value, "pending");
   EXPECT_FALSE(c.get("/run/hosts/b"));
+  // With keys that must be unchanged: a host's assignment written in between fails the create.
+  EXPECT_TRUE(c.create("/r2/state", {{"/r2/state", "pending"}}, {{"/assigned/h", 0}}));
+  c.put("/assigned/h", "r2");
+  const int64_t seen = c.get("/assigned/h")->mod_revision;
+  c.put("/assigned/h", "r9");  // another start, meanwhile
+  EXPECT_FALSE(c.create("/r3/state", {{"/r3/state", "pending"}}, {{"/assigned/h", seen}}));
+  EXPECT_FALSE(c.get("/r3/state"));
+  EXPECT_TRUE(c.create("/r3/state", {{"/r3/state", "pending"}},
+                       {{"/assigned/h", c.get("/assigned/h")->mod_revision}}));
   const int64_t rev = c.get("/run/state")->mod_revision;
   EXPECT_TRUE(c.put_if_unchanged("/run/state", "go", rev));
   EXPECT_FALSE(c.put_if_unchanged("/run/state", "cancelled", rev));
