@@ -1,5 +1,6 @@
 // The etcd client (fleet/etcd) against a real etcd (Debian's etcd-server) started on loopback
 // by the test, in a temporary data directory: SKIPPED where etcd is not installed.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -48,8 +49,11 @@ class Etcd {
     pid_ = ::fork();
     if (pid_ == 0) {
       const std::string log = (dir_ / "etcd.log").string();
-      freopen(log.c_str(), "w", stderr);
-      freopen(log.c_str(), "a", stdout);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        ::dup2(fd, 1);
+        ::dup2(fd, 2);
+      }
       ::execl(find_etcd().c_str(), "etcd", "--name", "t", "--data-dir", (dir_ / "d").c_str(),
               "--listen-client-urls", client.c_str(), "--advertise-client-urls", client.c_str(),
               "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(),
