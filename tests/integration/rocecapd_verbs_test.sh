@@ -352,7 +352,13 @@ echo "rocecapd exited $E2E_RC: $(grep -o 'stopping: [^;]*' "$work/rocecapd.log" 
 manifest=$work/out/e2e/manifest.json
 python3 "$here/run_check.py" expect --summary "$work/reference.json" \
   --reference-pcap "$work/reference.pcap" --manifest "$manifest"
-python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
+# GPU machines lent for a short device run may lack tshark (and its 160 MB of libraries): there,
+# and only when asked, the pcap files go unread by tshark and the run says so.
+if [ "${E2E_WITHOUT_TSHARK:-0}" = 1 ] && ! command -v tshark >/dev/null; then
+  echo "NOTE: pcap files not read by tshark (E2E_WITHOUT_TSHARK=1 and no tshark here)"
+else
+  python3 "$here/pcap_check.py" --manifest "$manifest" --summary "$work/reference.json"
+fi
 e2e_verify "$manifest" "$work/reference.json"
 if [ -n "${E2E_GPU_CONSUMER:-}" ]; then
   rc=0

@@ -80,7 +80,7 @@ TEST(NoGpu, EveryEntryPointFailsWithTheCudaError) {
   ASSERT_TRUE(std::regex_match(p.detail, m,
                                std::regex(R"(cudaGetDeviceCount: .+? \((cudaError\w+)\)(: .*)?)")))
       << p.detail;
-  const std::string err = "(" + m[1].str() + ")";
+  const std::string err = std::string("(").append(m[1].str()).append(")");
   const auto names = [&err](const std::string& call, const std::string& what) {
     EXPECT_EQ(what.rfind(call + ": ", 0), 0u) << what;
     EXPECT_NE(what.find(err), std::string::npos) << what << " lacks " << err;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -367,9 +368,13 @@ std::unique_ptr<Runtime> build_runtime(const config::RunConfig& cfg,
   check_backend(cfg);
   auto rt = std::make_unique<Runtime>();
   rt->config = &cfg;
+  // Timed because the GPU registration trial (every slab of the run allocated and registered
+  // at once) is start-up time an operator may want to budget for.
+  const auto choosing = std::chrono::steady_clock::now();
   rt->payload = choose_payload(cfg);
-  log->info("payload memory: {} ({})", capture::memory::to_string(rt->payload.kind),
-            rt->payload.reason);
+  const std::chrono::duration<double> took = std::chrono::steady_clock::now() - choosing;
+  log->info("payload memory: {} ({}); chosen in {:.3f} s",
+            capture::memory::to_string(rt->payload.kind), rt->payload.reason, took.count());
   prepare_backend(cfg, rt->payload.kind);
   rt->run_dir = fs::path(cfg.output.directory) / cfg.run.name;
   rt->run_directory = std::make_unique<RunDirectory>(cfg.output.directory, rt->run_dir);

@@ -226,7 +226,11 @@ void trace_cq(const Cq& cq, uint64_t wc_flags) {
       {IBV_WC_EX_WITH_COMPLETION_TIMESTAMP_WALLCLOCK, "COMPLETION_TIMESTAMP_WALLCLOCK"}};
   std::string flags;
   for (const Named& n : names)
-    if (wc_flags & n.bit) flags += (flags.empty() ? "" : "|") + std::string(n.name);
+    if (wc_flags & n.bit) {
+      // Appended piecewise: a "|" + std::string temporary trips GCC 12's -Wrestrict at -O3.
+      if (!flags.empty()) flags += '|';
+      flags += n.name;
+    }
   fprintf(stderr, "softverbs: %s: ibv_create_cq_ex: %d entries, wc_flags %s, %s\n",
           cq.ctx->dev->cfg.name.c_str(), cq.box.cq.cqe, flags.empty() ? "0" : flags.c_str(),
           cq.single_threaded ? "single-threaded" : "locked");
