@@ -92,6 +92,9 @@ PayloadRegistration register_payload(ibv_pd* pd, const memory::PayloadMemory& me
 
 namespace {
 
+// Consumer and older data-centre GPUs expose 256 MiB of BAR1 (nvidia-smi -q -d MEMORY).
+constexpr std::size_t kSmallestBar1 = std::size_t{256} << 20;
+
 std::string mib(std::size_t bytes) {
   char text[32];
   const double b = static_cast<double>(bytes);
@@ -148,10 +151,16 @@ memory::RegistrationPath GpuRegistrationTrial::add(const std::string& device,
     path.detail = e.what();
     if (registering) {
       path.detail += " [slab " + std::to_string(slabs() + i + 1) + " of this run, " +
-                     mib(slab_bytes[i]) + ", after " + mib(bytes_) +
-                     " registered: the GPU's BAR1 window (nvidia-smi -q -d MEMORY) may be "
-                     "smaller than the payload memory; fewer streams, a smaller ring_depth or "
-                     "max_frame, or payload_memory host]";
+                     mib(slab_bytes[i]) + ", after " + mib(bytes_) + " registered";
+      // The BAR1 hint only where the window can be the cause: something already holds it, or
+      // this slab alone exceeds the smallest common window. A first small slab that fails
+      // (seen on an H200 with a 256 GiB BAR1 and no registration path) has another cause.
+      if (bytes_ > 0 || slab_bytes[i] >= kSmallestBar1) {
+        path.detail +=
+            ": the GPU's BAR1 window (nvidia-smi -q -d MEMORY) may be smaller than the payload "
+            "memory; fewer streams, a smaller ring_depth or max_frame, or payload_memory host";
+      }
+      path.detail += "]";
     }
   }
   return path;

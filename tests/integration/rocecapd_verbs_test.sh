@@ -27,6 +27,8 @@
 #             rocecap_capture_loop_iterations_total advance: the capture loop publishes the
 #             capture-side series during a verbs run, not only at stop. Then as full.
 # As root (exits 77 otherwise). KEEP_WORKDIR=1 keeps the files also on success.
+# E2E_WITHOUT_TSHARK=1 (for a GPU machine lent without tshark): where tshark is missing, the
+# pcap files are left unread by it and the run says so; everything else is checked as usual.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 usage="usage: $0 full|event|trap|twodev|stall|nocap|metrics ROCECAPD ROCECAP SOFTVERBS_LIB_DIR [FRAMES [RATE]]"

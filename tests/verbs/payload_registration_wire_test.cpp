@@ -184,6 +184,27 @@ TEST(PayloadRegistration, TrialOfTheRealSlabsFailsWhereTheyExceedBar1) {
       << c.reason;
 }
 
+// Neither dma-buf nor peer memory: the first (small) slab fails for want of a path, and the
+// reason must not send the operator to BAR1 (seen on an H200 whose BAR1 is 256 GiB). The device
+// is named once.
+TEST(PayloadRegistration, NoPathAtAllIsNotBlamedOnBar1) {
+  host_offers(false, false);
+  GpuRegistrationTrial trial(
+      0, [](std::size_t) { return std::make_unique<UnmappedGpuSlab>(); });  // 64 KiB each
+  const memory::RegistrationPath path = trial.add(kDevice, {64 << 10, 64 << 10});
+  EXPECT_FALSE(path.ok);
+  EXPECT_EQ(path.detail.rfind("RDMA device svw: GPU memory cannot be registered: dma-buf: ", 0), 0u)
+      << path.detail;
+  EXPECT_EQ(path.detail.find("RDMA device svw", 1), std::string::npos) << path.detail;
+  EXPECT_NE(path.detail.find("peer memory: ibv_reg_mr on the device pointer: Bad address (EFAULT)"),
+            std::string::npos)
+      << path.detail;
+  EXPECT_NE(path.detail.find("[slab 1 of this run, 64 KiB, after 0 KiB registered]"),
+            std::string::npos)
+      << path.detail;
+  EXPECT_EQ(path.detail.find("BAR1"), std::string::npos) << path.detail;
+}
+
 class GpuRegistration : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -110,7 +110,12 @@ mem::RegistrationPath probe_registration(const config::RunConfig& cfg, const Sla
       if (ref.interface == i) slabs.push_back(slab_bytes(ref));
     }
     all = trial.add(device, slabs);
-    if (!all.ok) return {false, "RDMA device " + device + ": " + all.detail};
+    if (!all.ok) {
+      // The verbs errors name the device already; a failed GPU allocation does not.
+      const std::string named = "RDMA device " + device;
+      if (all.detail.rfind(named, 0) == 0) return all;
+      return {false, named + ": " + all.detail};
+    }
   }
   return all;
 }
@@ -167,7 +172,7 @@ void check_verbs_privileges(const config::RunConfig& cfg) {
 // receive queue buffers, which the kernel pins too (config/verbs_pinning.hpp).
 void check_verbs_memlock(const config::RunConfig& cfg, mem::MemoryKind payload) {
   const uint64_t depth = config::keeps_frames(cfg) ? config::plan_retention(cfg).ring_slots
-                                               : uint64_t{cfg.capture.ring_depth};
+                                                   : uint64_t{cfg.capture.ring_depth};
   uint64_t streams = 0;
   uint64_t queues = 0;
   for (const auto& ic : cfg.capture.interfaces) {

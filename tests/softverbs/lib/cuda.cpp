@@ -29,11 +29,13 @@ struct PointerAttributes {
 };
 using GetAttributes = int (*)(PointerAttributes*, const void*);
 using Memcpy = int (*)(void*, const void*, size_t, int);
+using StreamSynchronize = int (*)(void*);
 
 struct CudaRuntime {
   void* handle = nullptr;
   GetAttributes get_attributes = nullptr;
   Memcpy memcpy = nullptr;
+  StreamSynchronize stream_synchronize = nullptr;
 };
 
 CudaRuntime load() {
@@ -50,7 +52,11 @@ CudaRuntime load() {
   if (rt.handle == nullptr) return rt;
   rt.get_attributes = reinterpret_cast<GetAttributes>(dlsym(rt.handle, "cudaPointerGetAttributes"));
   rt.memcpy = reinterpret_cast<Memcpy>(dlsym(rt.handle, "cudaMemcpy"));
-  if (rt.get_attributes == nullptr || rt.memcpy == nullptr) rt = CudaRuntime{};
+  rt.stream_synchronize =
+      reinterpret_cast<StreamSynchronize>(dlsym(rt.handle, "cudaStreamSynchronize"));
+  if (rt.get_attributes == nullptr || rt.memcpy == nullptr || rt.stream_synchronize == nullptr) {
+    rt = CudaRuntime{};
+  }
   return rt;
 }
 
@@ -68,9 +74,17 @@ bool is_device_pointer(const void* p) {
   return rt.get_attributes(&a, p) == 0 && a.type == kMemoryTypeDevice;
 }
 
+// A NIC's completion is written after its payload write (PCIe posted-write ordering), so a
+// reader that saw the CQE sees the bytes. cudaMemcpy from pageable host memory to the device
+// gives no such promise: it returns once the bytes are in the driver's staging memory, "but the
+// DMA to final destination may not have completed" (CUDA Runtime API, "API synchronization
+// behavior"). Seen on an H200: with a second process's kernels on the GPU, rocecapd's staging
+// copy read zeros for a frame softverbs had completed. So the default stream the copy went on
+// is synchronised before the completion is made.
 bool cuda_copy(void* dst, const void* src, size_t bytes) {
   const CudaRuntime& rt = runtime();
-  return rt.memcpy != nullptr && rt.memcpy(dst, src, bytes, kMemcpyDefault) == 0;
+  return rt.memcpy != nullptr && rt.memcpy(dst, src, bytes, kMemcpyDefault) == 0 &&
+         rt.stream_synchronize(nullptr) == 0;
 }
 
 bool peer_memory_loaded() {
