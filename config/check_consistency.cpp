@@ -368,6 +368,7 @@ void check_consistency(Context& ctx, RunConfig& cfg) {
   check_format_options(ctx, cfg);
   check_output_sizes(ctx, cfg);
   check_file_names(ctx, cfg);
+  check_frequencies(ctx, cfg);
   check_retention(ctx, cfg);
   check_consumers(ctx, cfg);
 }

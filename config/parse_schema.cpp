@@ -221,6 +221,7 @@ void parse_streams(Context& ctx, const Field& f, StreamsSection& s) {
       s.threads.push_back(static_cast<uint16_t>(*v));
     }
   }
+  parse_frequencies(ctx, m.get("frequencies"), s);
   const auto sync = m.get("sync");
   for (const Field& item : list_items(ctx, sync))
     parse_sync(ctx, item, s.sync);

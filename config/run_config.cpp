@@ -90,6 +90,10 @@ std::string_view to_string(LogLevel v) noexcept {
   return "?";
 }
 
+std::string_view to_string(Sideband v) noexcept {
+  return v == Sideband::upper ? "upper" : "lower";
+}
+
 std::vector<StreamRef> enumerate_streams(const RunConfig& config) {
   std::vector<StreamRef> out;
   const auto& interfaces = config.capture.interfaces;
@@ -119,6 +123,28 @@ uint64_t count_streams(const RunConfig& config) noexcept {
 
 bool has_format(const OutputSection& output, OutputFormat format) noexcept {
   return std::find(output.formats.begin(), output.formats.end(), format) != output.formats.end();
+}
+
+std::optional<FrequencyRange> stream_frequencies(const RunConfig& config, const StreamRef& ref) {
+  const GroupConfig& g = config.capture.interfaces[ref.interface].groups[ref.group];
+  const std::optional<uint16_t> thread =
+      config.streams.threads.empty() ? std::nullopt
+                                     : std::optional<uint16_t>(config.streams.threads[ref.thread]);
+  const GroupFrequencies* found = nullptr;
+  for (const GroupFrequencies& f : config.streams.frequencies) {
+    if (f.address != g.address || f.port != g.port) continue;
+    if (f.thread && f.thread == thread) return FrequencyRange{f.low_mhz, f.high_mhz};
+    if (!f.thread) found = &f;
+  }
+  if (!found) return std::nullopt;
+  return FrequencyRange{found->low_mhz, found->high_mhz};
+}
+
+std::optional<double> top_of_band_mhz(const RunConfig& config) noexcept {
+  std::optional<double> top;
+  for (const GroupFrequencies& f : config.streams.frequencies)
+    top = std::max(top.value_or(0), f.high_mhz);
+  return top;
 }
 
 }  // namespace rocecap::config

@@ -87,6 +87,28 @@ struct Antenna {
   uint32_t source = 0;  // IPv4 unicast source address
 };
 
+enum class Sideband : uint8_t { upper, lower };
+std::string_view to_string(Sideband v) noexcept;
+
+// The sky frequencies one group carries (streams.frequencies, doc/dumps.md): a centre and a
+// bandwidth, or each channel's edge frequency with the sideband (upper: the channel spans
+// [edge, edge + channel_bandwidth), lower: (edge - channel_bandwidth, edge]). A frame carries
+// every channel of its group, so what a stream spans is [low_mhz, high_mhz], the union.
+struct GroupFrequencies {
+  uint32_t address = 0;  // the group, as in capture.interfaces[].groups[]
+  uint16_t port = 0;
+  std::optional<uint16_t> thread;  // VDIF: this listed thread only; none: every stream of it
+  double centre_mhz = 0, bandwidth_mhz = 0;  // the first form (0: not given)
+  std::vector<double> channels_mhz;          // the second form
+  double channel_bandwidth_mhz = 0;
+  Sideband sideband = Sideband::upper;
+  double low_mhz = 0, high_mhz = 0;  // derived by the loader from either form
+};
+
+struct FrequencyRange {
+  double low_mhz = 0, high_mhz = 0;
+};
+
 struct StreamsSection {
   StreamFormat format = StreamFormat::codif;
   std::vector<SyncWord> sync;  // codif: 1..4 words; default FEEDCAFE (v3) and ABADDEED (v1)
@@ -98,6 +120,7 @@ struct StreamsSection {
   bool vtp = false;
   // The VDIF threads to record, each its own stream; empty: one stream takes every thread.
   std::vector<uint16_t> threads;
+  std::vector<GroupFrequencies> frequencies;  // empty: the run does not know its frequencies
 };
 
 struct OutputSection {
@@ -192,5 +215,11 @@ uint64_t interface_streams(const RunConfig& config, std::size_t i) noexcept;
 uint64_t count_streams(const RunConfig& config) noexcept;
 
 bool has_format(const OutputSection& output, OutputFormat format) noexcept;
+
+// What stream `ref` spans in the sky (streams.frequencies: its group's entry for its VDIF
+// thread, else the group's entry without a thread); nullopt when the run file does not say.
+std::optional<FrequencyRange> stream_frequencies(const RunConfig& config, const StreamRef& ref);
+// The top of the run's band: the highest frequency of streams.frequencies; nullopt: none given.
+std::optional<double> top_of_band_mhz(const RunConfig& config) noexcept;
 
 }  // namespace rocecap::config

@@ -48,6 +48,9 @@ void check_target_identity(Context& ctx, const OutputSection& output, bool resol
 // Part of pass 2: the VDIF keys (streams.frames_per_second, sample_rate, vtp, threads), the
 // header split they need, vdifhdr output, and the default file names of several threads.
 void check_vdif(Context& ctx, RunConfig& config);
+// streams.frequencies (parse_frequencies.cpp): pass 1, and its rules for pass 2.
+void parse_frequencies(Context& ctx, const std::optional<Field>& f, StreamsSection& out);
+void check_frequencies(Context& ctx, const RunConfig& config);
 // The `retention` section (parse_retention.cpp): pass 1, and its rules for pass 2.
 void parse_retention(Context& ctx, const Field& f, RetentionSection& out);
 void check_retention(Context& ctx, const RunConfig& config);

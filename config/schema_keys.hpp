@@ -9,7 +9,7 @@
 
 namespace rocecap::config::schema {
 
-inline constexpr std::string_view kRoot[] = {"run",     "capture", "streams",  "output",
+inline constexpr std::string_view kRoot[] = {"run",     "capture", "streams",   "output",
                                              "metrics", "logging", "retention", "consumers"};
 inline constexpr std::string_view kRun[] = {"name", "duration", "packets", "start"};
 inline constexpr std::string_view kCapture[] = {
@@ -18,8 +18,12 @@ inline constexpr std::string_view kCapture[] = {
 inline constexpr std::string_view kInterface[] = {"name", "device", "groups", "capture_cpu"};
 inline constexpr std::string_view kGroup[] = {"address", "port"};
 inline constexpr std::string_view kStreams[] = {
-    "format", "sync", "antennas", "frames_per_second", "sample_rate", "vtp", "threads"};
+    "format",      "sync", "antennas", "frames_per_second",
+    "sample_rate", "vtp",  "threads",  "frequencies"};
 inline constexpr std::string_view kSync[] = {"word", "layout"};
+inline constexpr std::string_view kFrequency[] = {
+    "group",   "thread", "centre_mhz", "bandwidth_mhz", "channels_mhz", "channel_bandwidth_mhz",
+    "sideband"};
 inline constexpr std::string_view kAntenna[] = {"name", "source"};
 inline constexpr std::string_view kOutput[] = {
     "directory",          "directories",    "formats",       "rotate",         "name_template",
@@ -31,10 +35,9 @@ inline constexpr std::string_view kRetention[] = {"retain",     "frame_rate",   
                                                   "max_future", "write_rate",     "formats",
                                                   "socket",     "http_token_file"};
 
-inline constexpr std::string_view kConsumers[] = {"socket",      "streams",    "keep",
-                                                  "hold_frames", "hold_time",  "max_consumers",
-                                                  "log_frames",  "group",      "wait_for",
-                                                  "wait_time"};
+inline constexpr std::string_view kConsumers[] = {
+    "socket",        "streams",    "keep",  "hold_frames", "hold_time",
+    "max_consumers", "log_frames", "group", "wait_for",    "wait_time"};
 
 // One map of the document: its path as the manual writes it ("" for the top level, "[]" for
 // "each item of the list"), and its keys.
@@ -52,6 +55,7 @@ inline constexpr Map kMaps[] = {
     {"streams", kStreams},
     {"streams.sync[]", kSync},
     {"streams.antennas[]", kAntenna},
+    {"streams.frequencies[]", kFrequency},
     {"output", kOutput},
     {"metrics", kMetrics},
     {"logging", kLogging},

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -26,6 +27,7 @@ using nlohmann::json;
 struct TriggerArgs {
   std::string socket, config, start, end, label, json_text;
   std::vector<std::string> antennas, groups;
+  std::optional<double> dm, ref_freq;
 };
 
 // A time argument: Unix nanoseconds when all digits, else UTC text (checked by the daemon).
@@ -98,6 +100,8 @@ int run_trigger(const TriggerArgs& a) {
     if (!a.antennas.empty()) j["antennas"] = a.antennas;
     if (!a.groups.empty()) j["groups"] = a.groups;
     if (!a.label.empty()) j["label"] = a.label;
+    if (a.dm) j["dm"] = *a.dm;
+    if (a.ref_freq) j["ref_freq"] = *a.ref_freq;
     request = j.dump();
   } else {
     // One line on the socket: a valid document is sent compact, anything else as written
@@ -144,6 +148,12 @@ void add_trigger_command(CLI::App& app, Action& action) {
   cmd->add_option("--antenna", a->antennas, "antenna to dump (repeat; default: all)");
   cmd->add_option("--group", a->groups, "group address:port to dump (repeat; default: all)");
   cmd->add_option("--label", a->label, "a name for the dump directory ([A-Za-z0-9._-])");
+  auto* dm = cmd->add_option("--dm", a->dm,
+                             "dispersion measure (pc cm^-3): each stream's window is shifted by "
+                             "the delay at its frequencies (needs streams.frequencies)");
+  cmd->add_option("--ref-freq", a->ref_freq,
+                  "MHz: the frequency --start/--end are at (default: the top of the band)")
+      ->needs(dm);
   cmd->add_option("--json", a->json_text,
                   "the whole request as JSON (doc/dumps.md), instead of the options above");
   cmd->callback([a, &action] { action = [a] { return run_trigger(*a); }; });

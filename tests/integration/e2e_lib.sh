@@ -25,7 +25,8 @@
 #   E2E_FORMATS [raw, codifhdr, pcap]  E2E_PCAP_FILE (pcap-file)  E2E_PACKETS (run.packets)
 #   E2E_REPLAY_PACE (pcap-file: fast | recorded)
 #   E2E_DURATION [120s]  E2E_ROTATE [1GiB]  E2E_MAX_FRAME [9216]
-#   E2E_EXTRA_OUTPUT (more lines under output:)  E2E_POLL_MODE [event]  E2E_RING_DEPTH
+#   E2E_EXTRA_OUTPUT (more lines under output:)  E2E_EXTRA_STREAMS (under streams:)
+#   E2E_POLL_MODE [event]  E2E_RING_DEPTH
 #   E2E_DEVICE (verbs: the interface's RDMA device)
 
 E2E_GROUPS="239.17.0.1:36001,239.17.0.2:36002"
@@ -75,6 +76,7 @@ e2e_config() {
       n=$((n + 1))
       echo "    - { name: ant$n, source: $a }"
     done
+    [ -n "${E2E_EXTRA_STREAMS:-}" ] && echo "$E2E_EXTRA_STREAMS"
     echo "output:"
     echo "  directory: $E2E_OUT"
     echo "  formats: [${E2E_FORMATS:-raw, codifhdr, pcap}]"

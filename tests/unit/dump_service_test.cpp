@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <mutex>
@@ -511,6 +512,95 @@ TEST(DumpService, AWindowBeforeTheStreamsEpochIsRefused) {
   const json b = rig.trigger(1000, 1010, ", \"antennas\": [\"a\"]");
   ASSERT_TRUE(b.at("ok").get<bool>()) << b.dump();
   EXPECT_EQ(b.at("streams")[0].at("retained").at("first_frame"), 1000);
+}
+
+// Issue 27: a trigger with a dm cuts each stream's window at the delay of its own frequencies
+// (the group spans 1200-1264 MHz). Frame numbers worked out here from the formula: frame i
+// spans [i, i + 1) ms after the epoch.
+uint64_t swept_frame(uint64_t frame, double dm, double f_mhz, double ref_mhz, bool end) {
+  const long double d =
+      4.148808e-3L * dm *
+      (1e6L / (f_mhz * (long double)f_mhz) - 1e6L / (ref_mhz * (long double)ref_mhz));
+  const long double ns = frame * 1e6L + (end ? std::ceil(d * 1e9L) - 1 : std::floor(d * 1e9L));
+  return static_cast<uint64_t>(ns / 1e6L);
+}
+
+config::GroupFrequencies band_1200_1264() {
+  config::GroupFrequencies g;
+  g.address = tf::kGroup;
+  g.port = tf::kPort;
+  g.centre_mhz = 1232;
+  g.bandwidth_mhz = 64;
+  g.low_mhz = 1200;
+  g.high_mhz = 1264;
+  return g;
+}
+
+TEST(DumpService, ADispersedTriggerCutsEachStreamAtTheDelayOfItsFrequencies) {
+  Rig rig;
+  rig.cfg.streams.frequencies = {band_1200_1264()};
+  rig.feed(800, 1199);
+  // At 1456 MHz: frames 1031..1056 (delays 31.99 and 46.20 ms).
+  const json a = rig.trigger(1000, 1010, R"(, "antennas": ["a"], "dm": 50, "ref_freq": 1456)");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  const uint64_t first = swept_frame(1000, 50, 1264, 1456, false);
+  const uint64_t last = swept_frame(1010, 50, 1200, 1456, true);
+  EXPECT_EQ(first, 1031u);
+  EXPECT_EQ(last, 1056u);
+  const json& s = a.at("streams")[0];
+  EXPECT_EQ(s.at("window").at("first_frame"), first) << s.dump();
+  EXPECT_EQ(s.at("window").at("last_frame"), last) << s.dump();
+  EXPECT_EQ(s.at("frequency_mhz").at("low"), 1200);
+  EXPECT_NEAR(s.at("delay_seconds").at("end").get<double>(), 0.0462040, 1e-6);
+  EXPECT_EQ(a.at("dispersion").at("ref_freq_mhz"), 1456);
+  // No ref_freq: the top of the band (1264 MHz), so the window starts where it was asked.
+  const json b = rig.trigger(1000, 1010, R"(, "antennas": ["a"], "dm": 50, "label": "top")");
+  ASSERT_TRUE(b.at("ok").get<bool>()) << b.dump();
+  EXPECT_EQ(b.at("streams")[0].at("window").at("first_frame"), 1000);
+  EXPECT_EQ(b.at("streams")[0].at("window").at("last_frame"),
+            swept_frame(1010, 50, 1200, 1264, true));
+  EXPECT_EQ(b.at("dispersion").at("ref_freq_is_top_of_band"), true);
+  rig.dumps->wait_idle();
+  const auto dir = rig.tmp.path() / "t" / "dumps";
+  EXPECT_EQ(writers::test::read_file(dir / "0001" / "eth0_239.17.0.1_36001_a.codif"),
+            expected_raw(first, last, {}));
+  const json m = json::parse(read_text(dir / "0001" / "dump.json"));
+  EXPECT_EQ(m.at("dispersion").at("dm"), 50);
+  EXPECT_EQ(m.at("dispersion").at("constant_ms"), 4.148808);
+  EXPECT_EQ(m.at("streams")[0].at("frames"), last - first + 1);
+  EXPECT_EQ(m.at("streams")[0].at("window").at("start"), format_utc_ns(time_of(1000) + 31'985'016))
+      << "the start delay rounded down to the ns";
+}
+
+TEST(DumpService, ADispersedTriggerIsRefusedWithoutFrequenciesOrWhenTheSweepIsTooLong) {
+  Rig rig;
+  rig.feed(800, 1199);
+  json a = rig.trigger(1000, 1010, R"(, "dm": 50)");
+  EXPECT_EQ(a.value("reason", ""), "no_frequencies") << a.dump();
+  EXPECT_NE(a.value("error", "").find("239.17.0.1:36001 a"), std::string::npos) << a.dump();
+  rig.cfg.streams.frequencies = {band_1200_1264()};
+  // DM 2000 from 1456 MHz: 10 ms + a 568.7 ms sweep, beyond the 300 ms retained.
+  a = rig.trigger(1000, 1010, R"(, "dm": 2000, "ref_freq": 1456)");
+  EXPECT_EQ(a.value("reason", ""), "too_long") << a.dump();
+  EXPECT_NE(a.value("error", "").find("dispersed by dm 2000 from 1456 MHz"), std::string::npos)
+      << a.dump();
+  EXPECT_NE(a.value("error", "").find("0.010000 s window + 0.568745 s sweep"), std::string::npos)
+      << a.dump();
+  const struct {
+    std::string extra, words;
+  } malformed[] = {{R"(, "dm": -1)", "'dm' must be a number from 0 to 100000"},
+                   {R"(, "dm": "50")", "'dm' must be a number"},
+                   {R"(, "dm": 1e6)", "'dm' must be a number"},
+                   {R"(, "ref_freq": 1400)", "'ref_freq' needs 'dm'"},
+                   {R"(, "dm": 5, "ref_freq": 0)", "'ref_freq' must be a frequency in MHz"}};
+  for (const auto& c : malformed) {
+    a = rig.trigger(1000, 1010, c.extra);
+    EXPECT_EQ(a.value("reason", ""), "malformed") << c.extra << a.dump();
+    EXPECT_NE(a.value("error", "").find(c.words), std::string::npos) << c.extra << a.dump();
+  }
+  rig.dumps->wait_idle();
+  EXPECT_FALSE(std::filesystem::exists(rig.tmp.path() / "t" / "dumps"));
+  EXPECT_EQ(rig.a.retention->stats().pins, 0u);
 }
 
 // Item 15 of issue 23: a key given twice is refused (nlohmann would keep the last silently),

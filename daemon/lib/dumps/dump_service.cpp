@@ -188,6 +188,9 @@ struct DumpService::StreamPlan {
   std::size_t stream = 0;
   bool known = false;  // the stream had frames: the window has frame numbers
   uint64_t window_first = 0, window_last = 0;
+  int64_t window_start_ns = 0, window_end_ns = 0;  // this stream's window (swept with a dm)
+  std::optional<config::FrequencyRange> band;      // with a dm: what the stream spans
+  long double start_delay_s = 0, end_delay_s = 0;  // with a dm: delay(high), delay(low)
   bool serve = false;
   uint64_t first = 0, last = 0;  // planned: retained now, or arriving within the bound
   bool future = false;           // part of it has not arrived yet
@@ -201,13 +204,21 @@ struct DumpService::StreamPlan {
   writers::StreamDumpResult result;
 };
 
+struct DumpService::Windows {
+  std::vector<int64_t> starts, ends;  // per chosen stream
+  double ref_mhz = 0;                 // with a dm
+};
+
 struct DumpService::Job {
   uint64_t id = 0;
   std::string label, body, received;
   std::string name;  // of its directory: 0007 or 0007-label
   int64_t start_ns = 0, end_ns = 0;
-  std::size_t target = 0;  // output target of its directory
-  bool placed = false;     // `expected` bytes reserved on `target` (OutputTargets::place)
+  std::optional<double> dm;  // a dispersed event's: its dm and reference frequency (MHz)
+  double ref_mhz = 0;
+  bool ref_default = false;  // ref_mhz is the top of the band (the request gave none)
+  std::size_t target = 0;    // output target of its directory
+  bool placed = false;       // `expected` bytes reserved on `target` (OutputTargets::place)
   uint64_t expected = 0;
   std::filesystem::path dir;
   std::vector<StreamPlan> streams;
@@ -331,17 +342,72 @@ std::string DumpService::stream_name(std::size_t i) const {
 // Frame 0 of a stream is its CODIF reference epoch: a window that starts before it has no
 // frame numbers there (it would have been answered as frame 0, "overwritten").
 std::string DumpService::before_an_epoch(const std::vector<std::size_t>& chosen,
-                                         int64_t start_ns) const {
-  for (std::size_t i : chosen) {
+                                         const std::vector<int64_t>& starts) const {
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    const std::size_t i = chosen[k];
+    const int64_t start_ns = starts[k];
     StreamClock clock;
     if (!newest_clock(streams_[i], clock) || i128{start_ns} >= clock.epoch_ns()) continue;
     return fmt::format(
-        "'start' ({}) is before the CODIF reference epoch {} ({}) of stream {}: "
+        "'start' ({}, this stream's) is before the CODIF reference epoch {} ({}) of stream {}: "
         "no frame number can name it",
         format_utc_ns(start_ns), clock.h.epoch,
         format_utc_ns(static_cast<int64_t>(clock.epoch_ns())), stream_name(i));
   }
   return {};
+}
+
+// The job's dispersed window on stream `p` ([start, end) at the reference frequency in, the
+// stream's window out); false, with a note, when the stream cannot have one.
+bool DumpService::sweep(const Job& job, StreamPlan& p, int64_t& start, int64_t& end) const {
+  p.band = config::stream_frequencies(config_, streams_[p.stream].ref);
+  const std::optional<SweptWindow> w =
+      p.band ? sweep_window(start, end, *job.dm, job.ref_mhz, *p.band) : std::nullopt;
+  if (!w) {
+    p.note = p.band ? "the dispersed window is beyond what Unix nanoseconds hold"
+                    : "streams.frequencies does not give this stream's frequencies";
+    return false;
+  }
+  p.start_delay_s = w->start_delay_s;
+  p.end_delay_s = w->end_delay_s;
+  start = w->start_ns;
+  end = w->end_ns;
+  return true;
+}
+
+// Each chosen stream's window: the request's [start, end), or with a dm swept by the delays at
+// the stream's frequencies. A refusal when a stream has no frequencies or a window no Unix
+// nanoseconds can hold.
+std::optional<json> DumpService::stream_windows(const TriggerRequest& r,
+                                                const std::vector<std::size_t>& chosen,
+                                                int64_t start_ns, int64_t end_ns, Windows& out,
+                                                const std::string& body) {
+  out.starts.assign(chosen.size(), start_ns);
+  out.ends.assign(chosen.size(), end_ns);
+  if (!r.dm) return std::nullopt;
+  const std::optional<double> top = config::top_of_band_mhz(config_);
+  out.ref_mhz = r.ref_freq_mhz.value_or(top.value_or(0));
+  for (std::size_t k = 0; k < chosen.size(); ++k) {
+    const auto band = config::stream_frequencies(config_, streams_[chosen[k]].ref);
+    if (!band) {
+      return refuse("no_frequencies",
+                    fmt::format("a dm needs each stream's frequencies, and streams.frequencies "
+                                "does not give those of stream {}",
+                                stream_name(chosen[k])),
+                    body);
+    }
+    const auto w = sweep_window(start_ns, end_ns, *r.dm, out.ref_mhz, *band);
+    if (!w) {
+      return refuse("bad_window",
+                    fmt::format("stream {}: delayed by dm {} from {} MHz the window is beyond "
+                                "what Unix nanoseconds hold",
+                                stream_name(chosen[k]), *r.dm, out.ref_mhz),
+                    body);
+    }
+    out.starts[k] = w->start_ns;
+    out.ends[k] = w->end_ns;
+  }
+  return std::nullopt;
 }
 
 void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req) {
@@ -371,14 +437,19 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
   int64_t start = req.start.unix_ns, end = req.end.unix_ns;
   // Checked by handle() with the first chosen stream's timing; this stream's is the same
   // (one run file, one frame rate) or the window is cut to what it can name.
-  if (!clock.unix_ns(req.start, "start", start).empty() ||
-      !clock.unix_ns(req.end, "end", end).empty() || i128{start} < clock.epoch_ns()) {
-    p.note = "the window cannot be named in this stream's frame numbers";
+  // With a dm the window is this stream's swept one (handle() checked it for every stream).
+  const bool named = clock.unix_ns(req.start, "start", start).empty() &&
+                     clock.unix_ns(req.end, "end", end).empty();
+  const bool swept = named && (!job.dm || sweep(job, p, start, end));
+  if (!swept || i128{start} < clock.epoch_ns()) {
+    if (p.note.empty()) p.note = "the window cannot be named in this stream's frame numbers";
     ret.unpin(*pin);
     p.pinned = false;
     p.known = false;
     return;
   }
+  p.window_start_ns = start;
+  p.window_end_ns = end;
   p.window_first = clock.index_at(start);
   p.window_last = clock.index_at(end - 1);
   const capture::StreamRing& ring = ret.ring();
@@ -429,6 +500,51 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
   }
 }
 
+// The windows of a request whose times are known, against the epochs, the retention and
+// max_future: a refusal, or nothing.
+std::optional<json> DumpService::check_windows(const TriggerRequest& req,
+                                               const std::vector<std::size_t>& chosen,
+                                               const Windows& w, int64_t flat_ns,
+                                               const std::string& body) {
+  if (std::string why = before_an_epoch(chosen, w.starts); !why.empty())
+    return refuse("bad_window", why, body);
+  std::size_t longest = 0;
+  for (std::size_t k = 1; k < chosen.size(); ++k) {
+    if (w.ends[k] - w.starts[k] > w.ends[longest] - w.starts[longest]) longest = k;
+  }
+  const int64_t length = w.ends[longest] - w.starts[longest];
+  if (length > config_.retention.retain.count()) {
+    const std::string sweep =
+        req.dm ? fmt::format(
+                     ", dispersed by dm {} from {} MHz on stream {}: {:.6f} s window + "
+                     "{:.6f} s sweep",
+                     *req.dm, w.ref_mhz, stream_name(chosen[longest]), flat_ns * 1e-9,
+                     (length - flat_ns) * 1e-9)
+               : "";
+    const std::string shown = req.dm ? fmt::format("{:.6f} s", length * 1e-9)
+                                     : config::format_duration(std::chrono::nanoseconds(length));
+    return refuse("too_long",
+                  fmt::format("the window ({}{}) is longer than the retention (retention.retain "
+                              "{}): it can never be served whole",
+                              shown, sweep, config::format_duration(config_.retention.retain)),
+                  body);
+  }
+  // Nothing of a window that starts beyond max_future could be retained in time: refused, so
+  // that a far future (or a mistyped year) is never answered as a dump.
+  const int64_t start_ns = *std::min_element(w.starts.begin(), w.starts.end());
+  const int64_t ahead = options_.now_ns() + config_.retention.max_future.count();
+  if (start_ns > ahead) {
+    return refuse(
+        "too_far_ahead",
+        fmt::format("the window starts at {}, more than retention.max_future ({}) "
+                    "from now ({}): ask again when it is closer",
+                    format_utc_ns(start_ns), config::format_duration(config_.retention.max_future),
+                    format_utc_ns(options_.now_ns())),
+        body);
+  }
+  return std::nullopt;
+}
+
 json DumpService::handle(std::string_view body_view, bool http, const std::string& bearer) {
   // What is stored (dump.json, the trigger log): never the token.
   const std::string body = redact_request(body_view);
@@ -456,30 +572,15 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
   std::string why;
   const bool known = (!req.start.codif && !req.end.codif) ||
                      codif_window(streams_[chosen.front()], req, start_ns, end_ns, why);
-  if (why.empty() && known) why = before_an_epoch(chosen, start_ns);
   if (!why.empty()) return refuse("bad_window", why, body);
   if (known && end_ns <= start_ns) {
     return refuse("bad_window", "end is not after start: the window is empty", body);
   }
-  if (known && end_ns - start_ns > config_.retention.retain.count()) {
-    return refuse("too_long",
-                  fmt::format("the window ({}) is longer than the retention (retention.retain "
-                              "{}): it can never be served whole",
-                              config::format_duration(std::chrono::nanoseconds(end_ns - start_ns)),
-                              config::format_duration(config_.retention.retain)),
-                  body);
-  }
-  // Nothing of a window that starts beyond max_future could be retained in time: refused, so
-  // that a far future (or a mistyped year) is never answered as a dump.
-  const int64_t ahead = options_.now_ns() + config_.retention.max_future.count();
-  if (known && start_ns > ahead) {
-    return refuse(
-        "too_far_ahead",
-        fmt::format("the window starts at {}, more than retention.max_future ({}) "
-                    "from now ({}): ask again when it is closer",
-                    format_utc_ns(start_ns), config::format_duration(config_.retention.max_future),
-                    format_utc_ns(options_.now_ns())),
-        body);
+  Windows windows;
+  if (auto refused = stream_windows(req, chosen, start_ns, end_ns, windows, body)) return *refused;
+  if (known) {
+    if (auto refused = check_windows(req, chosen, windows, end_ns - start_ns, body))
+      return *refused;
   }
   std::lock_guard lock(mu_);
   if (queue_.size() >= options_.max_queued) {
@@ -496,6 +597,9 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
   job->start_ns = req.start.unix_ns;
   job->end_ns = req.end.unix_ns;
   job->name = fmt::format("{:04}", job->id) + (req.label.empty() ? "" : "-" + req.label);
+  job->dm = req.dm;
+  job->ref_mhz = windows.ref_mhz;
+  job->ref_default = req.dm && !req.ref_freq_mhz;
   for (std::size_t i : chosen)
     plan_stream(*job, i, req);
   job->expected = expected_bytes(*job);
@@ -515,6 +619,18 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
   return a;
 }
 
+// The formula's inputs, so that dump.json says how each stream's window was cut.
+json DumpService::dispersion_json(const Job& job) {
+  return {{"dm", *job.dm},
+          {"ref_freq_mhz", job.ref_mhz},
+          {"ref_freq_is_top_of_band", job.ref_default},
+          {"constant_ms", kDispersionMs},
+          {"delay", "constant_ms x dm x ((f/GHz)^-2 - (ref_freq/GHz)^-2)"},
+          {"stream_window",
+           "[start + delay(frequency_mhz.high), end + delay(frequency_mhz.low)), "
+           "start rounded down and end up to the ns"}};
+}
+
 json DumpService::answer(const Job& job) const {
   json streams = json::array();
   for (const StreamPlan& p : job.streams) {
@@ -524,7 +640,16 @@ json DumpService::answer(const Job& job) const {
     json s{{"interface", itf.name},
            {"group", config::format_ipv4(g.address) + ":" + std::to_string(g.port)},
            {"antenna", config_.streams.antennas[ref.antenna].name}};
-    if (p.known) s["window"] = range_json(p.window_first, p.window_last);
+    if (p.known) {
+      s["window"] = range_json(p.window_first, p.window_last);
+      s["window"]["start"] = format_utc_ns(p.window_start_ns);
+      s["window"]["end"] = format_utc_ns(p.window_end_ns);
+    }
+    if (job.dm && p.band) {
+      s["frequency_mhz"] = {{"low", p.band->low_mhz}, {"high", p.band->high_mhz}};
+      s["delay_seconds"] = {{"start", static_cast<double>(p.start_delay_s)},
+                            {"end", static_cast<double>(p.end_delay_s)}};
+    }
     s["retained"] = p.serve ? range_json(p.first, p.last) : json(nullptr);
     if (p.serve) s["served_when_arrived"] = p.future;
     s["not_retained"] = p.not_retained;
@@ -543,6 +668,7 @@ json DumpService::answer(const Job& job) const {
          {"manifest", (job.dir / "dump.json").string()},
          {"state", job.state},
          {"streams", streams}};
+  if (job.dm) a["dispersion"] = dispersion_json(job);
   return a;
 }
 
@@ -819,6 +945,7 @@ void DumpService::finish_job(Job& job, std::chrono::steady_clock::duration took,
          {"streams", streams}};
   for (config::OutputFormat f : config_.retention.formats)
     m["formats"].push_back(std::string(config::to_string(f)));
+  if (job.dm) m["dispersion"] = dispersion_json(job);
   if (!error.empty()) m["error"] = error;
   std::string json_error;
   const std::filesystem::path saved = save_dump_json(job, m, json_error);

@@ -25,6 +25,7 @@
 #include "capture/codif/header.hpp"
 #include "capture/retention.hpp"
 #include "config/run_config.hpp"
+#include "daemon/lib/dumps/dispersion.hpp"
 #include "daemon/lib/dumps/trigger_request.hpp"
 #include "writers/dump_writer.hpp"
 #include "writers/output_targets.hpp"
@@ -45,8 +46,8 @@ struct DumpCounters {
   std::atomic<uint64_t> duration_ns{0};  // summed over served dumps
   std::atomic<uint64_t> queued{0};       // accepted, not yet written
   static constexpr const char* kReasons[] = {
-      "malformed", "bad_window",   "bad_label", "unknown_antenna", "unknown_group",
-      "too_long",  "unauthorized", "busy",      "not_running",     "too_far_ahead"};
+      "malformed",    "bad_window", "bad_label",   "unknown_antenna", "unknown_group", "too_long",
+      "unauthorized", "busy",       "not_running", "too_far_ahead",   "no_frequencies"};
   static constexpr std::size_t kReasonCount = std::size(kReasons);
   std::atomic<uint64_t> refused[kReasonCount]{};
 };
@@ -94,9 +95,21 @@ class DumpService {
                         const std::string& body);
   std::string select(const TriggerRequest& r, std::vector<std::size_t>& chosen) const;
   std::string stream_name(std::size_t stream) const;
-  std::string before_an_epoch(const std::vector<std::size_t>& chosen, int64_t start_ns) const;
+  std::string before_an_epoch(const std::vector<std::size_t>& chosen,
+                              const std::vector<int64_t>& starts) const;
+  struct Windows;
+  std::optional<nlohmann::json> stream_windows(const TriggerRequest& r,
+                                               const std::vector<std::size_t>& chosen,
+                                               int64_t start_ns, int64_t end_ns, Windows& out,
+                                               const std::string& body);
+  std::optional<nlohmann::json> check_windows(const TriggerRequest& r,
+                                              const std::vector<std::size_t>& chosen,
+                                              const Windows& w, int64_t flat_ns,
+                                              const std::string& body);
   void plan_stream(Job& job, std::size_t stream, const TriggerRequest& r);
+  bool sweep(const Job& job, StreamPlan& p, int64_t& start, int64_t& end) const;
   nlohmann::json answer(const Job& job) const;
+  static nlohmann::json dispersion_json(const Job& job);
   void run();
   std::filesystem::path dump_root(std::size_t target) const;
   uint64_t expected_bytes(const Job& job) const;

@@ -177,9 +177,38 @@ std::string read_names(const json& j, const char* key, std::vector<std::string>&
   return {};
 }
 
+// Above any dispersion measure seen (the Galactic centre magnetar: ~1800; FRBs: a few thousand),
+// and small enough that no delay overflows what the window arithmetic holds.
+constexpr double kMaxDm = 100000;
+
+// "dm" and "ref_freq": numbers, dm 0..kMaxDm, ref_freq in MHz above 0 and below 1e6; ref_freq
+// only with dm.
+std::optional<TriggerError> read_dispersion(const json& j, TriggerRequest& r) {
+  if (j.contains("dm")) {
+    const json& v = j.at("dm");
+    if (!v.is_number() || !(v.get<double>() >= 0) || v.get<double>() > kMaxDm) {
+      return bad("malformed", fmt::format("'dm' must be a number from 0 to {} (pc cm^-3), not {}",
+                                          kMaxDm, v.dump()));
+    }
+    r.dm = v.get<double>();
+  }
+  if (!j.contains("ref_freq")) return std::nullopt;
+  const json& v = j.at("ref_freq");
+  if (!r.dm) {
+    return bad("malformed", "'ref_freq' needs 'dm': it is the frequency the window's times are at");
+  }
+  if (!v.is_number() || !(v.get<double>() > 0) || v.get<double>() >= 1e6) {
+    return bad("malformed",
+               fmt::format("'ref_freq' must be a frequency in MHz above 0 and below 1e6, not {}",
+                           v.dump()));
+  }
+  r.ref_freq_mhz = v.get<double>();
+  return std::nullopt;
+}
+
 bool known_key(std::string_view key) {
-  static constexpr std::string_view kKnown[] = {"start",  "end",   "antennas",
-                                                "groups", "label", "token"};
+  static constexpr std::string_view kKnown[] = {"start", "end",   "antennas", "groups",
+                                                "label", "token", "dm",       "ref_freq"};
   return std::find(std::begin(kKnown), std::end(kKnown), key) != std::end(kKnown);
 }
 
@@ -304,7 +333,7 @@ TriggerParse parse_trigger_request(std::string_view body) {
   for (const auto& [key, value] : j.items()) {
     if (!known_key(key)) {
       return bad("malformed", fmt::format("unknown key '{}' (known: start, end, antennas, "
-                                          "groups, label, token)",
+                                          "groups, label, token, dm, ref_freq)",
                                           key));
     }
   }
@@ -323,6 +352,7 @@ TriggerParse parse_trigger_request(std::string_view body) {
     if (!j.at("token").is_string()) return bad("malformed", "'token' must be a string");
     r.token = j.at("token").get<std::string>();
   }
+  if (auto e = read_dispersion(j, r)) return *e;
   const bool same_kind = r.start.codif == r.end.codif;
   const bool before = !r.start.codif ? r.end.unix_ns <= r.start.unix_ns
                                      : std::tie(r.end.epoch, r.end.seconds, r.end.frame) <=

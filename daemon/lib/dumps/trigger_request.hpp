@@ -8,6 +8,10 @@
 // start/end: UTC (ISO 8601, "Z", up to nanoseconds), Unix nanoseconds (an integer), or CODIF
 // frame time {"epoch": E, "seconds": S, "frame": F}. The window is [start, end): every frame
 // whose time span meets it. antennas, groups: optional (all); label: optional.
+//
+// "dm" (pc cm^-3, 0 to 100000) makes the window that of a dispersed event: start/end are at
+// "ref_freq" (MHz; default the top of the run's band) and each stream's window is shifted by
+// the dispersion delay at its own frequencies (dispersion.hpp; needs streams.frequencies).
 #pragma once
 
 #include <cstdint>
@@ -33,12 +37,14 @@ struct TriggerRequest {
   std::vector<std::string> groups;    // "a.b.c.d:port"; empty: every group
   std::string label;
   std::optional<std::string> token;
+  std::optional<double> dm;            // pc cm^-3; none: a flat window
+  std::optional<double> ref_freq_mhz;  // only with dm; none: the top of the run's band
 };
 
 // Why a request was refused: a short reason (a metric label) and a message for the client.
 struct TriggerError {
   std::string reason;  // malformed, bad_window, bad_label, unknown_antenna, unknown_group,
-                       // too_long, unauthorized, busy, not_running
+                       // too_long, unauthorized, busy, not_running, no_frequencies
   std::string message;
 };
 

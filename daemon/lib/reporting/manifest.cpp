@@ -133,6 +133,10 @@ static nlohmann::json manifest_json(const Manifest& m) {
     streams.push_back(stream_json(s));
     // VDIF: the stream's thread, and the flow's VTP counts on the flow's first stream.
     if (s.thread) streams.back()["thread"] = *s.thread;
+    if (s.frequency_mhz) {
+      streams.back()["frequency_mhz"] = {{"low", s.frequency_mhz->first},
+                                         {"high", s.frequency_mhz->second}};
+    }
     if (s.vtp) streams.back()["vtp"] = {{"skipped", s.vtp->first}, {"out_of_order", s.vtp->second}};
   }
   nlohmann::json interfaces = nlohmann::json::array();

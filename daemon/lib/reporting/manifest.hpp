@@ -68,6 +68,8 @@ struct ManifestStream {
   std::vector<ManifestWriteLoss> storage_lost;
   std::vector<ManifestFileEntry> lost_files;
   std::optional<uint16_t> thread;  // VDIF streams split by thread
+  // streams.frequencies: the sky frequencies the stream spans, MHz (low, high).
+  std::optional<std::pair<double, double>> frequency_mhz;
   // VDIF with VTP, on a flow's first stream: sequence numbers skipped / out of order.
   std::optional<std::pair<uint64_t, uint64_t>> vtp;
 };

@@ -78,6 +78,8 @@ ManifestStream stream_entry(const Runtime& rt, InterfaceRuntime& ir, std::size_t
   m.antenna = ant.name;
   m.source = ip(ant.source);
   if (!cfg.streams.threads.empty()) m.thread = cfg.streams.threads[ref.thread];
+  if (const auto f = config::stream_frequencies(cfg, ref))
+    m.frequency_mhz = {f->low_mhz, f->high_mhz};
   const capture::StreamPipeline& sp = *ir.streams[s];
   if (cfg.streams.vtp && (s == 0 || ir.streams[s - 1]->spec().key != sp.spec().key))
     m.vtp = {sp.vtp.skipped.get(), sp.vtp.out_of_order.get()};
