@@ -9,12 +9,16 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "capture/net/packet.hpp"
 #include "tools/command.hpp"
 #include "tools/lib/gen_engine.hpp"
 #include "tools/lib/gen_sinks.hpp"
+#include "tools/lib/pulse_plan.hpp"
 
 namespace rocecap::tools {
 namespace {
@@ -40,6 +44,7 @@ struct GenArgs {
   std::vector<uint16_t> threads;
   double tone = 0;
   unsigned tone_channel = 0;
+  PulseRequest pulse;
   uint64_t seed = 0;
   ImpairmentRates rates;
   std::string foreign;
@@ -197,6 +202,16 @@ std::unique_ptr<DatagramSink> open_sink(const GenArgs& a, const GenSetup& setup)
   return std::make_unique<PcapSink>(a.pcap, senders, realtime_ns(), static_cast<uint8_t>(a.ttl));
 }
 
+// --pulse-at: the pulse placed over the groups (in --groups order) and given to the frames.
+std::optional<GenPulse> place_pulse(const GenArgs& a, const GenSetup& setup, FrameBuilder& frames) {
+  std::vector<PulseGroupAddress> groups;
+  for (const GroupAddress& g : setup.groups)
+    groups.push_back({std::string(capture::net::format_ipv4(g.ip).data()), g.port});
+  std::optional<GenPulse> pulse = plan_pulse(a.pulse, groups, frames);
+  if (pulse) frames.set_pulse(*pulse);
+  return pulse;
+}
+
 GenSummary summary_head(const GenArgs& a, const FrameBuilder& frames) {
   GenSummary s;
   s.version = ROCECAP_VERSION;
@@ -212,9 +227,11 @@ int run_gen(const GenArgs& a) {
   std::unique_ptr<FrameBuilder> frames;
   GenSetup setup;
   std::unique_ptr<DatagramSink> sink;
+  std::optional<GenPulse> pulse;
   try {
     frames = std::make_unique<FrameBuilder>(frame_params(a));
     setup = make_setup(a, *frames);
+    pulse = place_pulse(a, setup, *frames);
     sink = open_sink(a, setup);
   } catch (const std::invalid_argument& e) {
     std::cerr << "rocecap gen: " << e.what() << "\n";
@@ -224,6 +241,7 @@ int run_gen(const GenArgs& a) {
     return 1;
   }
   GenSummary summary = summary_head(a, *frames);
+  summary.pulse = std::move(pulse);
   install_stop_handlers();
   int rc = 0;
   const auto t0 = std::chrono::steady_clock::now();
@@ -314,6 +332,28 @@ void add_frame_options(CLI::App& gen, GenArgs& a) {
       ->check(CLI::Range(0, 65535));
 }
 
+// A dispersed pulse (tools/lib/pulse_plan.hpp); each option is kept only when given.
+void add_pulse_options(CLI::App& gen, GenArgs& a) {
+  PulseRequest& p = a.pulse;
+  gen.add_option_function<double>(
+      "--pulse-at", [&p](const double& v) { p.at = v; },
+      "Payload: a dispersed pulse arriving at the reference frequency this many seconds after "
+      "the start of the run's first frame (>= 0); needs --frequencies and --nbits 2, 4 or 8");
+  gen.add_option_function<double>(
+      "--pulse-width", [&p](const double& v) { p.width = v; },
+      "Pulse width in seconds (> 0; default 0.001)");
+  gen.add_option_function<double>(
+      "--pulse-dm", [&p](const double& v) { p.dm = v; },
+      "Pulse dispersion measure in pc cm^-3 (>= 0; default 0): delay 4.148808 ms x DM x "
+      "(f_GHz^-2 - ref_GHz^-2)");
+  gen.add_option_function<double>(
+      "--pulse-ref-mhz", [&p](const double& v) { p.ref_mhz = v; },
+      "Pulse reference frequency in MHz (default: the highest of --frequencies)");
+  gen.add_option("--frequencies", p.frequencies,
+                 "Band of each --groups entry, same order: LOW:HIGH in MHz, comma-separated "
+                 "(e.g. 1200:1264,1264:1328); channels split it evenly, upper sideband");
+}
+
 }  // namespace
 
 void add_gen_command(CLI::App& app, Action& action) {
@@ -348,6 +388,7 @@ void add_gen_command(CLI::App& app, Action& action) {
   af_packet->needs(gen->get_option("--interface"));
   add_frame_options(*gen, a);
   add_impairments(*gen, a);
+  add_pulse_options(*gen, a);
   gen->add_option("--pcap", a.pcap, "Write the traffic to this pcap file instead of sending")
       ->excludes(af_packet);
   gen->add_option("--summary", a.summary, "Write the JSON summary here (default: stdout)");

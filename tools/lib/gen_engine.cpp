@@ -67,9 +67,9 @@ class Engine {
   // Stream s = (group x sources + antenna) x threads + thread; threads is 1 for CODIF.
   uint32_t antenna(uint32_t s) const noexcept { return (s / nthreads_) % nsrc_; }
   uint32_t thread(uint32_t s) const noexcept { return s % nthreads_; }
-  const GroupAddress& group(uint32_t s) const noexcept {
-    return setup_.groups[s / (nsrc_ * nthreads_)];
-  }
+  // Also the stream's pulse group: a pulse's groups come in setup_.groups order.
+  uint32_t group_index(uint32_t s) const noexcept { return s / (nsrc_ * nthreads_); }
+  const GroupAddress& group(uint32_t s) const noexcept { return setup_.groups[group_index(s)]; }
 
   void init_summary() {
     for (uint32_t s = 0; s < nstreams_; ++s) {
@@ -98,8 +98,8 @@ class Engine {
                              frames_.frame_bytes());
     // VTP: the flow's source numbers its packets; its threads interleave frame by frame.
     const uint64_t psn = position * nthreads_ + thread(s);
-    const std::size_t n =
-        frames_.build(antenna(s), thread(s), frames_.first_index() + position, psn, fate, buf);
+    const std::size_t n = frames_.build(group_index(s), antenna(s), thread(s),
+                                        frames_.first_index() + position, psn, fate, buf);
     out_.push_back(OutDatagram{antenna(s), setup_.sources[antenna(s)], group(s).ip, group(s).port,
                                offset(s, j), buf.first(n)});
     return buf.first(n);

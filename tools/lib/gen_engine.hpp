@@ -23,9 +23,9 @@ struct GroupAddress {
 };
 
 struct GenSetup {
-  std::vector<GroupAddress> groups;
-  std::vector<uint32_t> sources;    // antenna k = sources[k]
-  std::optional<uint32_t> foreign;  // source address of the foreign copies
+  std::vector<GroupAddress> groups;  // group g: pulse group g (FrameBuilder::set_pulse)
+  std::vector<uint32_t> sources;     // antenna k = sources[k]
+  std::optional<uint32_t> foreign;   // source address of the foreign copies
   uint64_t frames_per_stream = 0;
   double rate_per_stream = 10000;  // frames per second
   uint64_t seed = 0;

@@ -1,5 +1,7 @@
 #include "tools/lib/gen_frame.hpp"
 
+#include <algorithm>
+#include <array>
 #include <stdexcept>
 
 #include "tools/lib/payload_pattern.hpp"
@@ -61,6 +63,21 @@ void check_ranges(const GenFrameParams& p) {
   if (p.layout == "v1" && p.epoch > 63) bad("--epoch: the v1 layout holds at most 63");
 }
 
+// Offset of the first byte of `data` that differs from what fill(offset, want) writes for bytes
+// [offset, offset + want.size()) of it, data.size() when all match; 256 bytes at a time.
+template <typename Fill>
+std::size_t first_mismatch_of(std::span<const std::byte> data, Fill fill) noexcept {
+  std::array<std::byte, 256> want{};
+  for (std::size_t done = 0; done < data.size(); done += want.size()) {
+    const std::size_t n = std::min(want.size(), data.size() - done);
+    fill(done, std::span(want).first(n));
+    for (std::size_t j = 0; j < n; ++j) {
+      if (want[j] != data[done + j]) return done + j;
+    }
+  }
+  return data.size();
+}
+
 }  // namespace
 
 FrameBuilder::FrameBuilder(const GenFrameParams& params) : params_(params) {
@@ -104,18 +121,84 @@ FrameBuilder::FrameBuilder(const GenFrameParams& params) : params_(params) {
                           timing_.samples_per_frame});
 }
 
-void FrameBuilder::fill_payload(uint32_t antenna, uint64_t index, uint64_t first_offset,
-                                std::span<std::byte> out) const noexcept {
+SampleClock FrameBuilder::sample_clock() const noexcept {
+  if (vdif_) return {vdif_->timing().frames_per_second * vdif_->timing().samples_per_frame, 1};
+  return {timing_.frames_per_period * timing_.samples_per_frame, timing_.period};
+}
+
+GenFrameTime FrameBuilder::frame_time(uint64_t index) const noexcept {
+  if (vdif_) {
+    const capture::vdif::Header h = vdif_->header(0, index, Fate::plain);
+    return {h.seconds, h.frame};
+  }
+  const capture::codif::Header h = capture::codif::at_index(base_, timing_, index);
+  return {h.seconds, h.frame};
+}
+
+int64_t FrameBuilder::frame_unix_ns(uint64_t index) const noexcept {
+  if (vdif_) {
+    return capture::vdif::frame_start_unix_ns(vdif_->header(0, index, Fate::plain),
+                                              vdif_->timing());
+  }
+  return capture::codif::frame_start_unix_ns(capture::codif::at_index(base_, timing_, index),
+                                             timing_);
+}
+
+void FrameBuilder::set_pulse(const GenPulse& pulse) {
+  if (!pulse_nbits_supported(params_.nbits)) bad("--pulse-at: needs --nbits 2, 4 or 8");
+  PulseLayout layout{params_.nchan,
+                     params_.nbits,
+                     params_.complex,
+                     vdif_.has_value(),
+                     samples_per_frame(),
+                     first_index_,
+                     {}};
+  pulse_groups_.clear();
+  for (const GenPulseGroup& g : pulse.groups) {
+    if (g.first_sample.size() != params_.nchan || g.end_sample.size() != params_.nchan) {
+      bad("pulse group " + g.group + ":" + std::to_string(g.port) + ": " +
+          std::to_string(g.first_sample.size()) + " channel spans for --nchan " +
+          std::to_string(params_.nchan));
+    }
+    std::vector<PulseSpan> spans;
+    for (std::size_t c = 0; c < g.first_sample.size(); ++c)
+      spans.push_back({g.first_sample[c], g.end_sample[c]});
+    layout.groups.push_back(std::move(spans));
+    pulse_groups_.emplace_back(g.group, g.port);
+  }
+  if (vdif_) {
+    vdif_->set_pulse(Pulse(std::move(layout)));
+  } else {
+    pulse_ = Pulse(std::move(layout));
+  }
+}
+
+uint32_t FrameBuilder::pulse_group(const std::string& group, uint16_t port) const noexcept {
+  for (std::size_t g = 0; g < pulse_groups_.size(); ++g) {
+    if (pulse_groups_[g].first == group && pulse_groups_[g].second == port)
+      return static_cast<uint32_t>(g);
+  }
+  return kNoPulseGroup;
+}
+
+void FrameBuilder::fill_payload(uint32_t group, uint32_t antenna, uint64_t index,
+                                uint64_t first_offset, std::span<std::byte> out) const noexcept {
   if (tone_.enabled()) {
     tone_.fill(antenna, index, first_offset, out);
   } else {
     fill_pattern(antenna, index, first_offset, out);
   }
+  pulse_.overlay(group, antenna, index, first_offset, out);
 }
 
-std::size_t FrameBuilder::first_payload_mismatch(uint32_t antenna, uint64_t index,
+std::size_t FrameBuilder::first_payload_mismatch(uint32_t group, uint32_t antenna, uint64_t index,
                                                  uint64_t first_offset,
                                                  std::span<const std::byte> data) const noexcept {
+  if (pulse_.touches(group, index)) {
+    return first_mismatch_of(data, [&](uint64_t offset, std::span<std::byte> want) {
+      fill_payload(group, antenna, index, first_offset + offset, want);
+    });
+  }
   if (tone_.enabled()) return tone_.first_mismatch(antenna, index, first_offset, data);
   return first_pattern_mismatch(antenna, index, first_offset, data);
 }
@@ -129,11 +212,11 @@ capture::codif::Header FrameBuilder::header(uint32_t antenna, uint64_t index,
   return h;
 }
 
-std::size_t FrameBuilder::build(uint32_t antenna, uint64_t index, Fate fate,
+std::size_t FrameBuilder::build(uint32_t group, uint32_t antenna, uint64_t index, Fate fate,
                                 std::span<std::byte> out) const noexcept {
   const std::size_t size = fate == Fate::truncated ? truncated_bytes() : frame_bytes();
   capture::codif::encode(header(antenna, index, fate), out.first<capture::codif::kHeaderBytes>());
-  fill_payload(antenna, index, 0,
+  fill_payload(group, antenna, index, 0,
                out.subspan(capture::codif::kHeaderBytes, size - capture::codif::kHeaderBytes));
   return size;
 }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,35 @@ struct GenForeign {
   std::vector<uint64_t> indices;  // frame indices copied from the stream (group, port, antenna 0)
 };
 
+// --pulse-at (tools/lib/pulse.hpp): a dispersed pulse, per group. Sample numbers count from
+// the first sample of the run's first frame (0); frame indices are absolute like first_index.
+struct GenFrameTime {
+  uint32_t seconds = 0;  // the header's seconds field
+  uint32_t frame = 0;    // the header's frame number
+};
+
+struct GenPulseGroup {
+  std::string group;  // dotted quad, as in streams
+  uint16_t port = 0;
+  double low_mhz = 0, high_mhz = 0;  // the group's band (--frequencies)
+  // Per channel: the pulse covers run samples first_sample[c] <= n < end_sample[c]. These are
+  // what the payload follows (verify uses them as recorded, not recomputed).
+  std::vector<int64_t> first_sample, end_sample;
+  uint64_t frames = 0;       // frames holding a pulse sample; 0: none (the rest is then 0)
+  uint64_t first_index = 0;  // absolute frame index of the first of them
+  uint64_t last_index = 0;   // and of the last
+  GenFrameTime first, last;  // their header times
+};
+
+struct GenPulse {
+  double at = 0;        // seconds after the start of the run's first frame, at ref_mhz
+  double width = 0;     // seconds
+  double dm = 0;        // pc cm^-3
+  double ref_mhz = 0;   // reference frequency of `at`
+  int64_t unix_ns = 0;  // Unix time of `at`: the first frame's start + at (rounded to 1 ns)
+  std::vector<GenPulseGroup> groups;  // in --groups order
+};
+
 struct GenSummary {
   std::string tool = "rocecap gen";
   std::string version;
@@ -73,6 +103,7 @@ struct GenSummary {
   std::string interface;  // with --interface
   uint64_t seed = 0;
   GenFrameParams frame;
+  std::optional<GenPulse> pulse;  // null without --pulse-at
   std::vector<GenStream> streams;
   std::vector<GenForeign> foreign;
   uint64_t datagrams = 0;  // everything sent, foreign included
@@ -89,8 +120,37 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenStream, group, port, source, 
                                                 first_index, frames, datagrams, dropped, swapped,
                                                 duplicated, bad_sync, truncated, invalid)
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenForeign, source, group, port, indices)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenFrameTime, seconds, frame)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenPulseGroup, group, port, low_mhz, high_mhz,
+                                                first_sample, end_sample, frames, first_index,
+                                                last_index, first, last)
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenPulse, at, width, dm, ref_mhz, unix_ns, groups)
+
+}  // namespace rocecap::tools
+
+// The summary's optional pulse: null when absent (this nlohmann_json has no std::optional).
+template <>
+struct nlohmann::adl_serializer<std::optional<rocecap::tools::GenPulse>> {
+  static void to_json(json& j, const std::optional<rocecap::tools::GenPulse>& p) {
+    if (p) {
+      j = *p;
+    } else {
+      j = nullptr;
+    }
+  }
+  static void from_json(const json& j, std::optional<rocecap::tools::GenPulse>& p) {
+    if (j.is_null()) {
+      p.reset();
+    } else {
+      p = j.get<rocecap::tools::GenPulse>();
+    }
+  }
+};
+
+namespace rocecap::tools {
+
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE_WITH_DEFAULT(GenSummary, tool, version, output, pcap_file,
-                                                interface, seed, frame, streams, foreign, datagrams,
-                                                bytes, seconds)
+                                                interface, seed, frame, pulse, streams, foreign,
+                                                datagrams, bytes, seconds)
 
 }  // namespace rocecap::tools

@@ -83,8 +83,9 @@ capture::vdif::Header VdifFrameBuilder::header(uint32_t thread, uint64_t index,
   return h;
 }
 
-std::size_t VdifFrameBuilder::build(uint32_t antenna, uint32_t thread, uint64_t index, uint64_t psn,
-                                    Fate fate, std::span<std::byte> out) const noexcept {
+std::size_t VdifFrameBuilder::build(uint32_t group, uint32_t antenna, uint32_t thread,
+                                    uint64_t index, uint64_t psn, Fate fate,
+                                    std::span<std::byte> out) const noexcept {
   const std::size_t size = fate == Fate::truncated ? truncated_bytes() : frame_bytes();
   if (vtp_bytes_ != 0) capture::vdif::put_vtp_sequence(psn, out.first<capture::vdif::kVtpBytes>());
   const capture::vdif::Header h = header(thread, index, fate);
@@ -94,11 +95,13 @@ std::size_t VdifFrameBuilder::build(uint32_t antenna, uint32_t thread, uint64_t 
   std::memcpy(out.data() + vtp_bytes_, raw.data(), hb);
   // Each thread of an antenna gets its own pattern key.
   const auto data = out.subspan(vtp_bytes_ + hb, size - vtp_bytes_ - hb);
+  const uint32_t key = antenna | (thread << 16);
   if (tone_.enabled()) {
-    tone_.fill(antenna | (thread << 16), index, 0, data);
+    tone_.fill(key, index, 0, data);
   } else {
-    fill_pattern(antenna | (thread << 16), index, 0, data);
+    fill_pattern(key, index, 0, data);
   }
+  pulse_.overlay(group, key, index, 0, data);
   return size;
 }
 

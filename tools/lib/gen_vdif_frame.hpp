@@ -8,11 +8,13 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "capture/vdif/header.hpp"
 #include "tools/lib/gen_plan.hpp"
 #include "tools/lib/gen_summary.hpp"
+#include "tools/lib/pulse.hpp"
 #include "tools/lib/tone.hpp"
 
 namespace rocecap::tools {
@@ -42,9 +44,13 @@ class VdifFrameBuilder {
   // The header of absolute frame `index` of thread `thread` (position in the list).
   capture::vdif::Header header(uint32_t thread, uint64_t index, Fate fate) const noexcept;
 
-  // Writes the UDP payload (VTP number `psn` first with vtp) into `out`; returns its size.
-  std::size_t build(uint32_t antenna, uint32_t thread, uint64_t index, uint64_t psn, Fate fate,
-                    std::span<std::byte> out) const noexcept;
+  // --pulse-at: the pulse every thread of every antenna of a pulse group carries.
+  void set_pulse(Pulse pulse) { pulse_ = std::move(pulse); }
+
+  // Writes the UDP payload (VTP number `psn` first with vtp) of a stream of pulse group `group`
+  // (kNoPulseGroup: none) into `out`; returns its size.
+  std::size_t build(uint32_t group, uint32_t antenna, uint32_t thread, uint64_t index, uint64_t psn,
+                    Fate fate, std::span<std::byte> out) const noexcept;
 
  private:
   capture::vdif::Header base_;
@@ -53,6 +59,7 @@ class VdifFrameBuilder {
   std::size_t vtp_bytes_ = 0;
   uint64_t first_index_ = 0;
   Tone tone_;
+  Pulse pulse_;
 };
 
 }  // namespace rocecap::tools

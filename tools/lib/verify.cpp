@@ -198,7 +198,8 @@ void compare_stream_files(Judged& s, const FrameBuilder& frames, const RunSettin
                       k.headers,
                       k.data,
                       run.fill_gaps,
-                      unwritten_gaps(s.m, k.format)};
+                      unwritten_gaps(s.m, k.format),
+                      frames.pulse_group(s.gen.group, s.gen.port)};
     note_unwritten(v, s.m, k.format, "write_error_lost", "write errors (write_error gaps)");
     note_unwritten(v, s.m, k.format, "storage_lost", "a lost output target (storage_lost gaps)");
     if (std::string problem = compare_sequence(spec, list); !problem.empty()) {
@@ -221,9 +222,15 @@ void compare_partial_stream(Judged& s, const FrameBuilder& frames, const RunSett
   const std::array<StreamFileKind, 2> kinds = file_kinds(run);
   for (const StreamFileKind& k : kinds) {
     if (!k.enabled) continue;
-    PartialFiles in{
-        &s.m.at("files"), k.format, root,
-        SequenceSpec{&frames, s.gen.antenna, &s.expect, k.headers, k.data, run.fill_gaps, {}}};
+    PartialFiles in{&s.m.at("files"), k.format, root,
+                    SequenceSpec{&frames,
+                                 s.gen.antenna,
+                                 &s.expect,
+                                 k.headers,
+                                 k.data,
+                                 run.fill_gaps,
+                                 {},
+                                 frames.pulse_group(s.gen.group, s.gen.port)}};
     PartialVerdict p = compare_partial(in);
     for (std::string& problem : p.problems)
       v.problems.push_back(std::string(k.format) + ": " + problem);
@@ -269,7 +276,8 @@ class RecordChecker {
     if (!e.any || index < e.first || index > e.last || e.slots[index - e.first] == Slot::missing)
       return "frame index " + std::to_string(index) + " of " + s.verdict.name + " not expected";
     const Fate fate = e.slots[index - e.first] == Slot::invalid ? Fate::invalid : Fate::plain;
-    const std::size_t n = frames_.build(s.gen.antenna, index, fate, frame_);
+    const std::size_t n = frames_.build(frames_.pulse_group(s.gen.group, s.gen.port), s.gen.antenna,
+                                        index, fate, frame_);
     if (n != payload.size() || std::memcmp(frame_.data(), payload.data(), n) != 0)
       return "frame index " + std::to_string(index) + " of " + s.verdict.name + " differs";
     return {};
@@ -490,6 +498,7 @@ VerifyResult verify_run(const fs::path& manifest_path, const fs::path& summary_p
   std::unique_ptr<FrameBuilder> frames;
   try {
     frames = std::make_unique<FrameBuilder>(summary.frame);
+    if (summary.pulse) frames->set_pulse(*summary.pulse);
   } catch (const std::exception& e) {
     // The builder speaks in the generator's options: say where they come from here.
     throw VerifyInputError("summary " + summary_path.string() +

@@ -106,11 +106,12 @@ class ExpectedSequence {
       while (j < data.size() && data[j] == std::byte{0})
         ++j;
     } else {
-      j = spec_.frames->first_payload_mismatch(spec_.antenna, index(), at, data);
+      j = spec_.frames->first_payload_mismatch(spec_.pulse_group, spec_.antenna, index(), at, data);
     }
     if (j == data.size()) return j;
     std::array<std::byte, 1> want{};
-    if (slot() != Slot::missing) spec_.frames->fill_payload(spec_.antenna, index(), at + j, want);
+    if (slot() != Slot::missing)
+      spec_.frames->fill_payload(spec_.pulse_group, spec_.antenna, index(), at + j, want);
     why = "data byte " + std::to_string(at + j) + ": expected " + hex_byte(want[0]) + ", found " +
           hex_byte(data[j]) + (slot() == Slot::missing ? " (fill frame)" : "");
     return j;

@@ -25,6 +25,9 @@ struct SequenceSpec {
   // [first index, count] of the frames the manifest counts lost to write errors (its
   // write_error gaps, in order): in no file (with several targets, once no target had room).
   std::vector<std::pair<uint64_t, uint64_t>> unwritten;
+  // The stream's group in the generator's pulse (FrameBuilder::pulse_group): its payload
+  // carries the pulse's samples.
+  uint32_t pulse_group = kNoPulseGroup;
 };
 
 struct ListedFile {

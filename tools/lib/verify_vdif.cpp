@@ -18,8 +18,9 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 // The bytes a stream's file of `format` must hold for index `index` (headers only for vdifhdr).
-std::vector<std::byte> expected_frame(const VdifFrameBuilder& b, uint32_t antenna, uint32_t thread,
-                                      uint64_t index, Slot slot, bool headers_only) {
+std::vector<std::byte> expected_frame(const VdifFrameBuilder& b, uint32_t group, uint32_t antenna,
+                                      uint32_t thread, uint64_t index, Slot slot,
+                                      bool headers_only) {
   std::vector<std::byte> buf(b.frame_bytes());
   if (slot == Slot::missing) {
     capture::vdif::Header h = b.header(thread, index, Fate::plain);
@@ -28,7 +29,8 @@ std::vector<std::byte> expected_frame(const VdifFrameBuilder& b, uint32_t antenn
     capture::vdif::encode(h, raw);
     std::memcpy(buf.data() + b.vtp_bytes(), raw.data(), h.header_bytes());
   } else {
-    b.build(antenna, thread, index, 0, slot == Slot::invalid ? Fate::invalid : Fate::plain, buf);
+    b.build(group, antenna, thread, index, 0, slot == Slot::invalid ? Fate::invalid : Fate::plain,
+            buf);
   }
   buf.erase(buf.begin(), buf.begin() + static_cast<std::ptrdiff_t>(b.vtp_bytes()));
   if (headers_only) buf.resize(b.header(thread, index, Fate::plain).header_bytes());
@@ -69,6 +71,7 @@ bool read_files(StreamVerdict& v, const std::vector<std::string>& names, const f
 
 struct StreamFiles {
   const VdifFrameBuilder& b;
+  uint32_t group = kNoPulseGroup;  // pulse group (FrameBuilder::pulse_group)
   uint32_t antenna = 0, thread = 0;
   const StreamExpectation& e;
   const char* format = "raw";
@@ -85,8 +88,8 @@ std::string compare_window(const StreamFiles& sf, const std::vector<std::byte>& 
                            uint64_t last) {
   std::size_t at = 0;
   for (uint64_t i = first; i <= last; ++i) {
-    const auto want = expected_frame(sf.b, sf.antenna, sf.thread, i, sf.e.slots[i - sf.e.first],
-                                     sf.headers_only());
+    const auto want = expected_frame(sf.b, sf.group, sf.antenna, sf.thread, i,
+                                     sf.e.slots[i - sf.e.first], sf.headers_only());
     if (got.size() - at < want.size() || std::memcmp(got.data() + at, want.data(), want.size())) {
       return std::string(sf.format) + ": frame index " + std::to_string(i) + " at byte " +
              std::to_string(at) + " differs from the generator's";
@@ -199,7 +202,9 @@ void verify_vdif_streams(const json& manifest, const GenSummary& summary,
     const GenStream& g = summary.streams[k];
     const StreamExpectation e = expect_stream(g, run.reorder_window == 0 ? 1 : run.reorder_window);
     const uint32_t thread = b.thread_position(g.thread);
-    const StreamFiles raw{b, g.antenna, thread, e, "raw"}, hdr{b, g.antenna, thread, e, "vdifhdr"};
+    const uint32_t group = frames.pulse_group(g.group, g.port);
+    const StreamFiles raw{b, group, g.antenna, thread, e, "raw"},
+        hdr{b, group, g.antenna, thread, e, "vdifhdr"};
     if (r.partial) {
       if (run.raw && run.fill_gaps && !run.strip_headers) compare_partial_files(v, m, root, raw);
       compare_partial_files(v, m, root, hdr);
