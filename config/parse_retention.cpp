@@ -42,8 +42,10 @@ std::optional<double> read_rate(Context& ctx, const std::optional<Field>& f) {
   return v;
 }
 
-constexpr EnumName<OutputFormat> kDumpFormats[] = {
-    {"raw", OutputFormat::raw}, {"codifhdr", OutputFormat::codifhdr}, {"pcap", OutputFormat::pcap}};
+constexpr EnumName<OutputFormat> kDumpFormats[] = {{"raw", OutputFormat::raw},
+                                                   {"codifhdr", OutputFormat::codifhdr},
+                                                   {"vdifhdr", OutputFormat::vdifhdr},
+                                                   {"pcap", OutputFormat::pcap}};
 
 }  // namespace
 
@@ -64,7 +66,8 @@ void parse_retention(Context& ctx, const Field& f, RetentionSection& r) {
   if (const auto formats = m.get("formats")) {
     const auto items = list_items(ctx, formats);
     if (formats->node.IsSequence() && items.empty()) {
-      ctx.report(formats->pos, formats->path, "needs at least one of raw, codifhdr, pcap");
+      ctx.report(formats->pos, formats->path,
+                 "needs at least one of raw, codifhdr (CODIF), vdifhdr (VDIF), pcap");
     }
     r.formats.clear();
     for (const Field& item : items) {
@@ -92,8 +95,19 @@ void check_retention(Context& ctx, const RunConfig& cfg) {
     }
     return;
   }
-  if (cfg.streams.format != StreamFormat::codif && !ctx.failed("streams.format")) {
-    ctx.report("retention", "triggered dumps need streams.format codif (windows are CODIF time)");
+  if (cfg.streams.format == StreamFormat::udp && !ctx.failed("streams.format")) {
+    ctx.report("retention",
+               "triggered dumps need streams.format codif or vdif (windows are frame time)");
+  }
+  for (std::size_t i = 0; i < r.formats.size(); ++i) {
+    const bool codif_only = r.formats[i] == OutputFormat::codifhdr;
+    const bool vdif_only = r.formats[i] == OutputFormat::vdifhdr;
+    if ((codif_only && cfg.streams.format != StreamFormat::codif) ||
+        (vdif_only && cfg.streams.format != StreamFormat::vdif)) {
+      ctx.report(fmt::format("retention.formats[{}]", i),
+                 fmt::format("{} needs streams.format {}", to_string(r.formats[i]),
+                             codif_only ? "codif" : "vdif"));
+    }
   }
   if (!r.socket.empty() && (r.socket.front() != '/' || r.socket.size() > 107)) {
     ctx.report(

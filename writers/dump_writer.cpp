@@ -8,6 +8,7 @@
 #include "writers/codif_header_writer.hpp"
 #include "writers/pcap_writer.hpp"
 #include "writers/raw_writer.hpp"
+#include "writers/vdif_header_writer.hpp"
 
 namespace rocecap::writers {
 namespace {
@@ -44,12 +45,26 @@ RotationOptions one_file() {
   return r;
 }
 
-// The frame's UDP payload (CODIF header + data) as two spans: the end of the header slot and
-// the staged payload (the split may fall anywhere in it).
+// The frame's UDP payload (CODIF header + data, or VTP number + VDIF header + data) as two
+// spans: the end of the header slot and the staged payload (the split may fall anywhere).
 struct Frame {
   std::span<const std::byte> head, tail;
-  std::array<std::byte, codif::kHeaderBytes> header{};
-  std::span<const std::byte> data0, data1;
+  std::size_t size() const noexcept { return head.size() + tail.size(); }
+  // The bytes from `offset` on, as two spans.
+  std::pair<std::span<const std::byte>, std::span<const std::byte>> from(
+      std::size_t offset) const noexcept {
+    if (offset <= head.size()) return {head.subspan(offset), tail};
+    return {{}, tail.subspan(std::min(tail.size(), offset - head.size()))};
+  }
+  // Copies the bytes from `offset` into `out` (what there is of them); returns how many.
+  std::size_t gather(std::size_t offset, std::span<std::byte> out) const noexcept {
+    const auto [a, b] = from(offset);
+    const std::size_t n = std::min(a.size(), out.size());
+    std::memcpy(out.data(), a.data(), n);
+    const std::size_t m = std::min(b.size(), out.size() - n);
+    std::memcpy(out.data() + n, b.data(), m);
+    return n + m;
+  }
 };
 
 Frame frame_of(const capture::StreamRing& ring, SlotId id, std::span<const std::byte> payload) {
@@ -63,16 +78,6 @@ Frame frame_of(const capture::StreamRing& ring, SlotId id, std::span<const std::
     f.head = hs.subspan(m.udp_payload_offset);
     f.tail = payload;
   }
-  const std::size_t first = std::min(f.head.size(), f.header.size());
-  std::memcpy(f.header.data(), f.head.data(), first);
-  const std::size_t rest = std::min(f.tail.size(), f.header.size() - first);
-  std::memcpy(f.header.data() + first, f.tail.data(), rest);
-  if (f.head.size() >= codif::kHeaderBytes) {
-    f.data0 = f.head.subspan(codif::kHeaderBytes);
-    f.data1 = f.tail;
-  } else {
-    f.data1 = f.tail.subspan(std::min(f.tail.size(), codif::kHeaderBytes - f.head.size()));
-  }
   return f;
 }
 
@@ -82,6 +87,7 @@ class Sink {
       : r_(r), out_(out), rate_(rate), next_(r.first_index) {
     if (!r.files.raw.empty()) raw_.emplace(numbered_path(r.files.raw), one_file());
     if (!r.files.codifhdr.empty()) hdr_.emplace(numbered_path(r.files.codifhdr), one_file());
+    if (!r.files.vdifhdr.empty()) vhdr_.emplace(numbered_path(r.files.vdifhdr), one_file());
     if (!r.files.pcap.empty()) pcap_.emplace(numbered_path(r.files.pcap), one_file());
   }
 
@@ -94,23 +100,13 @@ class Sink {
     const SlotMeta& m = ring.meta(id);
     if (done() || m.frame_index < next_) return;
     const Frame f = frame_of(ring, id, payload);
-    if (!timing_known_ && !learn_timing(f.header, f.head.size() + f.tail.size())) return;
+    if (!timing_known_ && !learn_timing(f)) return;
     if (m.frame_index > r_.last_index) {
       fill(r_.last_index + 1 - next_);
       return;
     }
     fill(m.frame_index - next_);
-    uint64_t bytes = 0;
-    if (raw_) {
-      raw_->set_next_index(m.frame_index);
-      check(raw_->write_frame(f.header, f.data0, f.data1));
-      bytes += f.head.size() + f.tail.size();
-    }
-    if (hdr_) {
-      hdr_->set_next_index(m.frame_index);
-      check(hdr_->write_frame(f.header));
-      bytes += codif::kHeaderBytes;
-    }
+    uint64_t bytes = vdif() ? write_vdif(f, m.frame_index) : write_codif(f, m.frame_index);
     if (pcap_) {
       pcap_->set_next_index(m.frame_index);  // write-error losses are listed by frame index
       const auto hs = std::span<const std::byte>(ring.header(id)).first(m.header_bytes);
@@ -132,9 +128,10 @@ class Sink {
   void close() {
     if (raw_) finish(*raw_, "raw");
     if (hdr_) finish(*hdr_, "codifhdr");
+    if (vhdr_) finish(*vhdr_, "vdifhdr");
     if (pcap_) finish(*pcap_, "pcap");
     // What the files hold, not what was handed to them: the first format's losses come off.
-    const char* first = raw_ ? "raw" : hdr_ ? "codifhdr" : "pcap";
+    const char* first = raw_ ? "raw" : hdr_ ? "codifhdr" : vhdr_ ? "vdifhdr" : "pcap";
     if (!out_.write_loss.empty() && out_.write_loss.front().first == first) {
       const WriteLoss& l = out_.write_loss.front().second;
       out_.frames -= std::min(out_.frames, l.frames);
@@ -143,30 +140,92 @@ class Sink {
   }
 
  private:
-  bool learn_timing(const std::array<std::byte, codif::kHeaderBytes>& bytes, std::size_t udp) {
-    if (!codif::decode(bytes, r_.syncs, template_) ||
-        codif::validate(template_, udp, timing_) != codif::Invalid::ok) {
-      return false;
+  bool vdif() const noexcept { return r_.format == capture::StreamFormat::vdif; }
+  std::size_t vtp() const noexcept { return r_.vdif.vtp ? capture::vdif::kVtpBytes : 0; }
+
+  bool learn_timing(const Frame& f) {
+    if (vdif()) {
+      std::array<std::byte, capture::vdif::kHeaderBytes> h{};
+      const std::size_t n = f.gather(vtp(), h);
+      timing_known_ = f.size() >= vtp() &&
+                      capture::vdif::decode(std::span<const std::byte>(h).first(n), vtemplate_) &&
+                      capture::vdif::validate(vtemplate_, f.size() - vtp(), r_.vdif.rate,
+                                              vtiming_) == capture::vdif::Invalid::ok;
+      return timing_known_;
     }
-    timing_known_ = true;
-    return true;
+    std::array<std::byte, codif::kHeaderBytes> h{};
+    f.gather(0, h);
+    timing_known_ = codif::decode(h, r_.syncs, template_) &&
+                    codif::validate(template_, f.size(), timing_) == codif::Invalid::ok;
+    return timing_known_;
+  }
+
+  uint64_t write_codif(const Frame& f, uint64_t index) {
+    std::array<std::byte, codif::kHeaderBytes> header{};
+    f.gather(0, header);
+    const auto [d0, d1] = f.from(codif::kHeaderBytes);
+    uint64_t bytes = 0;
+    if (raw_) {
+      raw_->set_next_index(index);
+      check(raw_->write_frame(header, d0, d1));
+      bytes += f.size();
+    }
+    if (hdr_) {
+      hdr_->set_next_index(index);
+      check(hdr_->write_frame(header));
+      bytes += codif::kHeaderBytes;
+    }
+    return bytes;
+  }
+
+  // The frame as the continuous writer writes it: its header form (16 or 32 bytes) from the
+  // template learnt on the stream (validated at capture), without the VTP number.
+  uint64_t write_vdif(const Frame& f, uint64_t index) {
+    std::array<std::byte, capture::vdif::kHeaderBytes> header{};
+    f.gather(vtp(), header);
+    const std::size_t hb = vtemplate_.header_bytes();
+    const auto hdr = std::span<const std::byte>(header).first(hb);
+    const auto [d0, d1] = f.from(vtp() + hb);
+    uint64_t bytes = 0;
+    if (raw_) {
+      raw_->set_next_index(index);
+      check(raw_->write_vdif_frame(hdr, d0, d1));
+      bytes += f.size() - vtp();
+    }
+    if (vhdr_) {
+      vhdr_->set_next_index(index);
+      check(vhdr_->write_frame(hdr));
+      bytes += hb;
+    }
+    return bytes;
   }
 
   void fill(uint64_t count) {
     if (count == 0) return;
-    const codif::Header first = codif::at_index(template_, timing_, next_);
-    if (raw_) {
-      raw_->set_next_index(next_);
-      check(raw_->write_fill(first, timing_, count));
+    if (raw_) raw_->set_next_index(next_);
+    if (hdr_) hdr_->set_next_index(next_);
+    if (vhdr_) vhdr_->set_next_index(next_);
+    uint64_t frame_bytes = 0, header_bytes = 0;
+    int64_t first_ns = 0;
+    if (vdif()) {
+      if (raw_) check(raw_->write_vdif_fill(vtemplate_, vtiming_, next_, count));
+      if (vhdr_) check(vhdr_->write_fill(vtemplate_, vtiming_, next_, count));
+      frame_bytes = vtemplate_.frame_bytes();
+      header_bytes = vtemplate_.header_bytes();
+      first_ns = capture::vdif::frame_start_unix_ns(
+          capture::vdif::at_index(vtemplate_, vtiming_, next_), vtiming_);
+    } else {
+      const codif::Header first = codif::at_index(template_, timing_, next_);
+      if (raw_) check(raw_->write_fill(first, timing_, count));
+      if (hdr_) check(hdr_->write_fill(first, timing_, count));
+      frame_bytes = template_.frame_bytes();
+      header_bytes = codif::kHeaderBytes;
+      first_ns = codif::frame_start_unix_ns(first, timing_);
     }
-    if (hdr_) {
-      hdr_->set_next_index(next_);
-      check(hdr_->write_fill(first, timing_, count));
-    }
-    out_.gaps.push_back({next_, count, codif::frame_start_unix_ns(first, timing_)});
+    out_.gaps.push_back({next_, count, first_ns});
     out_.fill_frames += count;
     next_ += count;
-    rate_.spend(count * (raw_ ? template_.frame_bytes() : codif::kHeaderBytes));
+    rate_.spend(count * (raw_ ? frame_bytes : header_bytes));
   }
 
   void check(const Status& s) {
@@ -196,8 +255,11 @@ class Sink {
   bool timing_known_ = false;
   codif::Header template_{};
   codif::Timing timing_{};
+  capture::vdif::Header vtemplate_{};
+  capture::vdif::Timing vtiming_{};
   std::optional<RawWriter> raw_;
   std::optional<CodifHeaderWriter> hdr_;
+  std::optional<VdifHeaderWriter> vhdr_;
   std::optional<PcapWriter> pcap_;
 };
 

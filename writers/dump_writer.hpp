@@ -22,6 +22,7 @@
 #include "capture/codif/header.hpp"
 #include "capture/retention.hpp"
 #include "capture/sequencer.hpp"
+#include "capture/stream_pipeline.hpp"
 #include "writers/rotating_file.hpp"
 #include "writers/staging/payload_stager.hpp"
 
@@ -41,7 +42,7 @@ class RateLimiter {
 };
 
 struct DumpFiles {  // an empty path: that format is not written
-  std::filesystem::path raw, codifhdr, pcap;
+  std::filesystem::path raw, codifhdr, pcap, vdifhdr;
 };
 
 struct StreamDumpRequest {
@@ -53,6 +54,10 @@ struct StreamDumpRequest {
   int64_t wait_until_ns = 0;        // wall clock (Unix ns) to wait for frames not yet arrived
   std::function<int64_t()> now_ns;  // that wall clock; empty: CLOCK_REALTIME
   capture::codif::SyncSet syncs = capture::codif::SyncSet::defaults();
+  // VDIF streams (doc/vdif.md): frames per second and VTP; the VTP number is not written to
+  // raw or vdifhdr files (as the continuous writer), pcap keeps whole datagrams.
+  capture::StreamFormat format = capture::StreamFormat::codif;
+  capture::VdifSpec vdif;
   DumpFiles files;
   // Keep the pin at from_pos instead of moving it past each batch: the caller may have to write
   // the same frames again on another output target if this one fails.
@@ -69,8 +74,8 @@ struct StreamDumpResult {
   std::string not_written_reason;
   std::vector<std::string> errors;  // write errors (path: message)
   int error_code = 0;               // errno of the first of them; 0: none
-  // Per format ("raw", "codifhdr", "pcap") that lost records to write errors: what its files
-  // lack. `frames` and `fill_frames` above count what the first format's files hold.
+  // Per format ("raw", "codifhdr", "vdifhdr", "pcap") that lost records to write errors: what its
+  // files lack. `frames` and `fill_frames` above count what the first format's files hold.
   std::vector<std::pair<std::string, WriteLoss>> write_loss;
   std::vector<FileRecord> files;
 };

@@ -193,7 +193,8 @@ TEST(ConfigPromises, AnEmptyDumpFormatListNamesOnlyTheDumpFormats) {
   std::string text = pcap_base();
   text += "retention:\n  retain: 1s\n  frame_rate: 1000\n  formats: []\n";
   EXPECT_EQ(only_problem(load(text)),
-            "run.yaml:36:12: retention.formats: needs at least one of raw, codifhdr, pcap");
+            "run.yaml:36:12: retention.formats: needs at least one of raw, codifhdr (CODIF), "
+            "vdifhdr (VDIF), pcap");
 }
 
 // --- retention.http_token_file ---------------------------------------------------------------

@@ -156,6 +156,29 @@ TEST_F(Retention, EmptyFormatsNeedRetention) {
   EXPECT_NE(r.problems[0].message.find("add a retention section"), std::string::npos);
 }
 
+// Issue 27: VDIF streams are retained and dumped too (windows in VDIF time); each header
+// format goes with its own stream format, and plain UDP has no frame time to cut windows in.
+TEST_F(Retention, VdifStreamsMayBeRetainedWithTheirOwnHeaderFormat) {
+  std::string vdif = kRun;
+  vdif.replace(vdif.find("streams:\n"), 9, "streams:\n  format: vdif\n  frames_per_second: 1000\n");
+  LoadResult r = load(vdif + "  formats: [raw, vdifhdr, pcap]\n");
+  ASSERT_TRUE(r.ok()) << all_problems(r);
+  EXPECT_EQ(r.config->retention.formats.size(), 3u);
+  r = load(vdif + "  formats: [raw, codifhdr]\n");
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].key_path, "retention.formats[1]");
+  EXPECT_EQ(r.problems[0].message, "codifhdr needs streams.format codif");
+  r = load(std::string(kRun) + "  formats: [vdifhdr]\n");
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].message, "vdifhdr needs streams.format vdif");
+  std::string udp = kRun;
+  udp.replace(udp.find("streams:\n"), 9, "streams:\n  format: udp\n");
+  r = load(udp);
+  EXPECT_NE(all_problems(r).find("triggered dumps need streams.format codif or vdif"),
+            std::string::npos)
+      << all_problems(r);
+}
+
 TEST_F(Retention, BadValuesAreNamed) {
   const std::string base = kRun;
   LoadResult r = load(base + "  socket: relative.sock\n");

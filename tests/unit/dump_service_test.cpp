@@ -135,8 +135,8 @@ struct Rig {
     o.now_ns = [this] { return now.load(); };
     o.future_grace = std::chrono::milliseconds(50);
     std::vector<DumpStream> streams;
-    streams.push_back({{0, 0, 0}, a.retention.get(), codif::SyncSet::defaults()});
-    streams.push_back({{0, 0, 1}, b.retention.get(), codif::SyncSet::defaults()});
+    streams.push_back({{0, 0, 0}, a.retention.get(), codif::SyncSet::defaults(), {}, {}});
+    streams.push_back({{0, 0, 1}, b.retention.get(), codif::SyncSet::defaults(), {}, {}});
     dumps = std::make_unique<DumpService>(cfg, tmp.path() / "t", std::move(streams), o);
   }
   // Frames [first, last] of both antennas, except `dropped`; drained through the writer.
@@ -197,8 +197,8 @@ TEST(DumpService, NumberingContinuesAfterAnEarlierAttemptsDumps) {
   DumpServiceOptions o;
   o.now_ns = [&rig] { return rig.now.load(); };
   std::vector<DumpStream> streams;
-  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults()});
-  streams.push_back({{0, 0, 1}, rig.b.retention.get(), codif::SyncSet::defaults()});
+  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults(), {}, {}});
+  streams.push_back({{0, 0, 1}, rig.b.retention.get(), codif::SyncSet::defaults(), {}, {}});
   rig.dumps = std::make_unique<DumpService>(rig.cfg, rig.tmp.path() / "t", std::move(streams), o);
   rig.feed(800, 1199);
   const json a = rig.trigger(990, 1020, ", \"antennas\": [\"a\"]");
@@ -603,6 +603,153 @@ TEST(DumpService, ADispersedTriggerIsRefusedWithoutFrequenciesOrWhenTheSweepIsTo
   EXPECT_EQ(rig.a.retention->stats().pins, 0u);
 }
 
+// Issue 27: VDIF retention and dumps, the same checks as CODIF. One VDIF stream over VTP,
+// 1000 frames per second, reference epoch 50 (2025-01-01), 256 data bytes of zeros: the
+// headers (seconds, frame number) tell every frame apart. raw and vdifhdr are written without
+// the VTP number, as the continuous writer does.
+constexpr uint64_t kVdifFps = 1000;
+constexpr uint8_t kVdifEpoch = 50;
+
+tf::VdifDatagram vdif_stream() {
+  tf::VdifDatagram d;
+  d.fps = kVdifFps;
+  d.epoch = kVdifEpoch;
+  return d;
+}
+
+capture::vdif::Header vdif_header(uint64_t index, bool fill = false) {
+  const Bytes f = tf::vdif_datagram(vdif_stream(), 0, 0, index);
+  capture::vdif::Header h;
+  EXPECT_TRUE(capture::vdif::decode(std::span<const std::byte>(f).subspan(42 + 8), h));
+  h.invalid = fill;
+  return h;
+}
+
+int64_t vdif_time(uint64_t index) {
+  const capture::vdif::Timing t{64 * 16, kVdifFps};  // 2-bit, 1 channel: 1024 samples
+  return capture::vdif::frame_start_unix_ns(vdif_header(index), t);
+}
+
+// What a raw (`data` true) or vdifhdr dump of frames [first, last] holds, `dropped` as fills.
+Bytes expected_vdif(uint64_t first, uint64_t last, const std::set<uint64_t>& dropped, bool data) {
+  Bytes out;
+  for (uint64_t i = first; i <= last; ++i) {
+    std::array<std::byte, capture::vdif::kHeaderBytes> h{};
+    capture::vdif::encode(vdif_header(i, dropped.count(i) != 0), h);
+    out.insert(out.end(), h.begin(), h.end());
+    out.insert(out.end(), data ? 256 : 0, std::byte{0});
+  }
+  return out;
+}
+
+struct VdifRig {
+  writers::test::TempDir tmp;
+  config::RunConfig cfg = run_config(tmp.path());
+  capture::StreamPipeline a{vdif_spec()};
+  capture::Ingest ingest{{&a}, false};
+  std::optional<writers::CaptureWriter> writer;
+  std::atomic<int64_t> now{0};
+  std::unique_ptr<DumpService> dumps;
+  std::set<uint64_t> dropped;
+
+  static capture::StreamSpec vdif_spec() {
+    capture::StreamSpec s = spec(tf::kSrcA);
+    s.format = capture::StreamFormat::vdif;
+    s.vdif.rate.frames_per_second = kVdifFps;
+    s.vdif.vtp = true;
+    return s;
+  }
+  VdifRig() {
+    cfg.streams.format = config::StreamFormat::vdif;
+    cfg.streams.frames_per_second = kVdifFps;
+    cfg.streams.vtp = true;
+    cfg.streams.antennas = {{"a", tf::kSrcA}};
+    cfg.retention.formats = {config::OutputFormat::raw, config::OutputFormat::vdifhdr};
+    a.retention = std::make_unique<capture::Retention>(a.ring(), kKeep);
+    writer.emplace(ingest.streams(), ingest.arrivals(), std::vector<writers::StreamWriters>(1),
+                   std::nullopt, writers::CaptureWriterOptions{}, nullptr);
+    DumpServiceOptions o;
+    o.now_ns = [this] { return now.load(); };
+    o.future_grace = std::chrono::milliseconds(50);
+    DumpStream ds{{0, 0, 0},
+                  a.retention.get(),
+                  codif::SyncSet::defaults(),
+                  capture::StreamFormat::vdif,
+                  a.spec().vdif};
+    dumps = std::make_unique<DumpService>(cfg, tmp.path() / "t", std::vector<DumpStream>{ds}, o);
+  }
+  void feed(uint64_t first, uint64_t last) {
+    for (uint64_t i = first; i <= last; ++i) {
+      if (dropped.count(i) != 0) continue;
+      const Bytes f = tf::vdif_datagram(vdif_stream(), i, 0, i);
+      ingest.on_frame(f, f.size(), vdif_time(i));
+      writer->poll();
+    }
+    ingest.flush_all();
+    writer->poll();
+    now.store(vdif_time(last + 1));
+  }
+  json trigger(uint64_t first, uint64_t end, const std::string& extra = "") {
+    return dumps->handle(
+        fmt::format("{{\"start\": {}, \"end\": {}{}}}", vdif_time(first), vdif_time(end), extra));
+  }
+  Bytes file(const std::string& dump, const std::string& ext) const {
+    return writers::test::read_file(tmp.path() / "t" / "dumps" / dump /
+                                    ("eth0_239.17.0.1_36001_a." + ext));
+  }
+};
+
+TEST(DumpService, VdifWindowsAreServedLikeCodifOnesWithFillFramesAndVdifTime) {
+  VdifRig rig;
+  rig.dropped = {1003, 1004, 1010};
+  rig.feed(800, 1199);
+  // Full, across a second boundary (frame numbers 990..999, then 0..19 of the next second).
+  json a = rig.trigger(990, 1020, R"(, "label": "full")");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  // Frame indices count from the reference epoch: seconds x frames per second + frame number.
+  EXPECT_EQ(a.at("streams")[0].at("retained").at("first_frame"), 990);
+  // Partly older than the retention (about the last 300 ms are kept).
+  a = rig.trigger(850, 910, R"(, "label": "old")");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  const uint64_t oldest = a.at("streams")[0].at("retained").at("first_frame");
+  EXPECT_GT(oldest, 850u);
+  EXPECT_EQ(a.at("streams")[0].at("not_retained")[0].at("first_frame"), 850) << a.dump();
+  EXPECT_EQ(a.at("streams")[0].at("not_retained")[0].at("last_frame"), oldest - 1) << a.dump();
+  // In VDIF frame time: reference epoch, seconds, frame number.
+  a = rig.dumps->handle(R"({"start": {"epoch": 50, "seconds": 0, "frame": 995},
+                            "end": {"epoch": 50, "seconds": 1, "frame": 2}, "label": "vtime"})");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  EXPECT_EQ(a.at("streams")[0].at("window").at("first_frame"), 995);
+  EXPECT_EQ(a.at("streams")[0].at("window").at("last_frame"), 1001);
+  rig.dumps->wait_idle();
+  EXPECT_EQ(rig.file("0001-full", "vdif"), expected_vdif(990, 1019, rig.dropped, true));
+  EXPECT_EQ(rig.file("0001-full", "vhead"), expected_vdif(990, 1019, rig.dropped, false));
+  EXPECT_EQ(rig.file("0002-old", "vdif"), expected_vdif(oldest, 909, rig.dropped, true));
+  EXPECT_EQ(rig.file("0003-vtime", "vdif"), expected_vdif(995, 1001, rig.dropped, true));
+  const json m = json::parse(read_text(rig.tmp.path() / "t/dumps/0001-full/dump.json"));
+  EXPECT_EQ(m.at("streams")[0].at("frames"), 27);
+  EXPECT_EQ(m.at("streams")[0].at("fill_frames"), 3);
+  EXPECT_EQ(m.at("streams")[0].at("gaps")[0].at("first_time"), format_utc_ns(vdif_time(1003)));
+}
+
+TEST(DumpService, VdifFutureAndOverlappingWindowsAreServedWhenTheyArrive) {
+  VdifRig rig;
+  rig.feed(800, 1199);
+  // [1150, 1250): half retained, half in the future; [1180, 1230) overlaps it.
+  const json a = rig.trigger(1150, 1250, R"(, "label": "future")");
+  const json b = rig.trigger(1180, 1230, R"(, "label": "overlap")");
+  ASSERT_TRUE(a.at("ok").get<bool>() && b.at("ok").get<bool>()) << a.dump() << b.dump();
+  EXPECT_TRUE(a.at("streams")[0].at("served_when_arrived").get<bool>());
+  rig.dropped = {1220};
+  rig.feed(1200, 1260);
+  rig.dumps->wait_idle();
+  EXPECT_EQ(rig.file("0001-future", "vdif"), expected_vdif(1150, 1249, rig.dropped, true));
+  EXPECT_EQ(rig.file("0002-overlap", "vdif"), expected_vdif(1180, 1229, rig.dropped, true));
+  EXPECT_EQ(rig.file("0002-overlap", "vhead"), expected_vdif(1180, 1229, rig.dropped, false));
+  EXPECT_EQ(rig.dumps->counters().served.load(), 2u);
+  EXPECT_EQ(rig.a.retention->stats().pins, 0u);
+}
+
 // Item 15 of issue 23: a key given twice is refused (nlohmann would keep the last silently),
 // at the top level and inside a CODIF time.
 TEST(DumpService, ADuplicateKeyIsRefusedNamingIt) {
@@ -654,7 +801,7 @@ TEST(DumpService, ADumpThatCannotBeWrittenIsFailedWithTheReason) {
     logged.emplace_back(level == DumpLogLevel::error, line);
   };
   std::vector<DumpStream> streams;
-  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults()});
+  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults(), {}, {}});
   rig.dumps = std::make_unique<DumpService>(rig.cfg, rig.tmp.path() / "t", std::move(streams), o);
   rig.feed(800, 1199);
   const FaultGuard fault(rig.tmp.path() / "t" / "dumps", 0);
@@ -705,8 +852,8 @@ TEST(DumpService, ADumpWhoseTargetFailsIsWrittenWholeOnAnother) {
   o.targets =
       std::make_shared<writers::OutputTargets>(std::vector<std::filesystem::path>{a, b}, to);
   std::vector<DumpStream> streams;
-  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults()});
-  streams.push_back({{0, 0, 1}, rig.b.retention.get(), codif::SyncSet::defaults()});
+  streams.push_back({{0, 0, 0}, rig.a.retention.get(), codif::SyncSet::defaults(), {}, {}});
+  streams.push_back({{0, 0, 1}, rig.b.retention.get(), codif::SyncSet::defaults(), {}, {}});
   rig.dumps = std::make_unique<DumpService>(rig.cfg, a / "t", std::move(streams), o);
   rig.dropped = {1005};
   rig.feed(800, 1199);
@@ -755,7 +902,7 @@ TEST(DumpService, GpuRetentionDumpsTheSameBytes) {
   DumpServiceOptions o;
   o.now_ns = [&] { return now.load(); };
   o.cuda_device = 0;
-  DumpService dumps(cfg, tmp.path() / "t", {{{0, 0, 0}, a.retention.get(), s.syncs}}, o);
+  DumpService dumps(cfg, tmp.path() / "t", {{{0, 0, 0}, a.retention.get(), s.syncs, {}, {}}}, o);
   const std::set<uint64_t> dropped{1001};
   for (uint64_t i = 990; i < 1040; ++i) {
     if (dropped.count(i) != 0) continue;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "capture/vdif/timeline.hpp"
 #include "config/token_file.hpp"
 #include "config/units.hpp"
 #include "daemon/lib/reporting/atomic_file.hpp"
@@ -69,25 +70,57 @@ struct StreamClock {
   }
 };
 
-// The CODIF header of the frame in retention position `pos` (pinned by the caller).
-bool read_clock(const capture::Retention& ret, const codif::SyncSet& syncs, uint64_t pos,
-                StreamClock& c) {
+// `out.size()` bytes of the UDP payload from `offset` on, of the frame in retention position
+// `pos` (pinned by the caller); false when they lie in GPU memory (capture.header_split too
+// small) or beyond the frame.
+bool read_udp_bytes(const capture::Retention& ret, uint64_t pos, std::size_t offset,
+                    std::span<std::byte> out) {
   const capture::StreamRing& ring = ret.ring();
   const capture::SlotId id = ret.at(pos);
   const capture::SlotMeta& m = ring.meta(id);
-  std::array<std::byte, codif::kHeaderBytes> bytes{};
-  const std::size_t off = m.udp_payload_offset;
-  if (off + codif::kHeaderBytes <= m.header_bytes) {
-    std::memcpy(bytes.data(), ring.header(id).data() + off, bytes.size());
-  } else if (ring.payload_kind() == capture::memory::MemoryKind::host && off <= m.header_bytes) {
-    const std::size_t head = m.header_bytes - off;
-    std::memcpy(bytes.data(), ring.header(id).data() + off, head);
-    std::memcpy(bytes.data() + head, ring.payload(id).data(), bytes.size() - head);
-  } else {
-    return false;  // the header lies in GPU memory: capture.header_split too small
+  const std::size_t off = m.udp_payload_offset + offset;
+  if (off + out.size() > m.wire_bytes) return false;
+  if (off + out.size() <= m.header_bytes) {
+    std::memcpy(out.data(), ring.header(id).data() + off, out.size());
+    return true;
   }
-  return codif::decode(bytes, syncs, c.h) &&
-         codif::validate(c.h, m.wire_bytes - off, c.t) == codif::Invalid::ok;
+  if (ring.payload_kind() != capture::memory::MemoryKind::host || off > m.header_bytes)
+    return false;
+  const std::size_t head = m.header_bytes - off;
+  std::memcpy(out.data(), ring.header(id).data() + off, head);
+  std::memcpy(out.data() + head, ring.payload(id).data(), out.size() - head);
+  return true;
+}
+
+// A VDIF frame's clock in the CODIF model (capture/vdif/timeline.hpp: a period of one second,
+// frames per second as frames per period, the same half-year epochs).
+bool read_vdif_clock(const capture::Retention& ret, const capture::VdifSpec& spec, uint64_t pos,
+                     StreamClock& c) {
+  const std::size_t skip = spec.vtp ? capture::vdif::kVtpBytes : 0;
+  std::array<std::byte, capture::vdif::kLegacyHeaderBytes> word{};
+  capture::vdif::Header h;
+  capture::vdif::Timing t;
+  if (!read_udp_bytes(ret, pos, skip, word) || !capture::vdif::decode(word, h)) {
+    std::array<std::byte, capture::vdif::kHeaderBytes> full{};
+    if (!read_udp_bytes(ret, pos, skip, full) || !capture::vdif::decode(full, h)) return false;
+  }
+  const capture::SlotMeta& m = ret.ring().meta(ret.at(pos));
+  if (capture::vdif::validate(h, m.wire_bytes - m.udp_payload_offset - skip, spec.rate, t) !=
+      capture::vdif::Invalid::ok)
+    return false;
+  capture::vdif::sequencer_view(h, t, c.h, c.t);
+  return true;
+}
+
+// The clock (CODIF header, or VDIF in the CODIF model) of the frame in retention position
+// `pos` (pinned by the caller).
+bool read_clock(const capture::Retention& ret, const DumpStream& s, uint64_t pos, StreamClock& c) {
+  if (s.format == capture::StreamFormat::vdif) return read_vdif_clock(ret, s.vdif, pos, c);
+  std::array<std::byte, codif::kHeaderBytes> bytes{};
+  if (!read_udp_bytes(ret, pos, 0, bytes)) return false;
+  const capture::SlotMeta& m = ret.ring().meta(ret.at(pos));
+  return codif::decode(bytes, s.syncs, c.h) &&
+         codif::validate(c.h, m.wire_bytes - m.udp_payload_offset, c.t) == codif::Invalid::ok;
 }
 
 json range_json(uint64_t first, uint64_t last, const std::string& reason = {}) {
@@ -96,15 +129,15 @@ json range_json(uint64_t first, uint64_t last, const std::string& reason = {}) {
   return j;
 }
 
-const char* extension(config::OutputFormat f) {
+const char* extension(config::OutputFormat f, bool vdif) {
   switch (f) {
     case config::OutputFormat::raw:
-      return "codif";
+      return vdif ? "vdif" : "codif";
     case config::OutputFormat::codifhdr:
       return "chead";
     case config::OutputFormat::pcap:
       return "pcap";
-    case config::OutputFormat::vdifhdr:  // retention is CODIF only (check_retention)
+    case config::OutputFormat::vdifhdr:
       return "vhead";
   }
   return "dat";
@@ -125,7 +158,7 @@ bool newest_clock(const DumpStream& s, StreamClock& clock) {
   const auto pin = ret.pin(ret.range().head, pinned);
   if (!pin) return false;
   const uint64_t tail = ret.range().tail;
-  const bool ok = pinned < tail && read_clock(ret, s.syncs, tail - 1, clock);
+  const bool ok = pinned < tail && read_clock(ret, s, tail - 1, clock);
   ret.unpin(*pin);
   return ok;
 }
@@ -426,9 +459,9 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
   p.pin = *pin;
   const uint64_t tail = ret.range().tail;
   StreamClock clock;
-  if (pinned >= tail || !read_clock(ret, ds.syncs, tail - 1, clock)) {
+  if (pinned >= tail || !read_clock(ret, ds, tail - 1, clock)) {
     p.note = pinned >= tail ? "no frame received yet on this stream: nothing retained"
-                            : "the newest frame's CODIF header could not be read";
+                            : "the newest frame's header could not be read";
     ret.unpin(*pin);
     p.pinned = false;
     return;
@@ -490,12 +523,16 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
   const config::StreamRef& ref = ds.ref;
   const auto& itf = config_.capture.interfaces[ref.interface];
   const auto& g = itf.groups[ref.group];
-  const std::string stem = fmt::format("{}_{}_{}_{}", itf.name, config::format_ipv4(g.address),
-                                       g.port, config_.streams.antennas[ref.antenna].name);
+  std::string stem = fmt::format("{}_{}_{}_{}", itf.name, config::format_ipv4(g.address), g.port,
+                                 config_.streams.antennas[ref.antenna].name);
+  if (!config_.streams.threads.empty())
+    stem += fmt::format("_t{}", config_.streams.threads[ref.thread]);
+  const bool vdif = ds.format == capture::StreamFormat::vdif;
   for (config::OutputFormat f : config_.retention.formats) {
-    const std::filesystem::path path = stem + "." + extension(f);
+    const std::filesystem::path path = stem + "." + extension(f, vdif);
     if (f == config::OutputFormat::raw) p.files.raw = path;
     if (f == config::OutputFormat::codifhdr) p.files.codifhdr = path;
+    if (f == config::OutputFormat::vdifhdr) p.files.vdifhdr = path;
     if (f == config::OutputFormat::pcap) p.files.pcap = path;
   }
 }
@@ -655,7 +692,7 @@ json DumpService::answer(const Job& job) const {
     s["not_retained"] = p.not_retained;
     if (!p.note.empty()) s["note"] = p.note;
     json files = json::array();
-    for (const auto* f : {&p.files.raw, &p.files.codifhdr, &p.files.pcap}) {
+    for (const auto* f : {&p.files.raw, &p.files.codifhdr, &p.files.vdifhdr, &p.files.pcap}) {
       if (!f->empty()) files.push_back((job.dir / *f).string());
     }
     s["files"] = files;
@@ -740,6 +777,8 @@ int DumpService::write_streams(Job& job, writers::StreamDumper& dumper, bool sto
     r.last_index = p.last;
     r.wait_until_ns = p.wait_until_ns;
     r.syncs = streams_[p.stream].syncs;
+    r.format = streams_[p.stream].format;
+    r.vdif = streams_[p.stream].vdif;
     r.now_ns = options_.now_ns;
     r.hold_pin = stop_at_fault;
     const writers::Status placed = place_files(job, p.files, r.files);
@@ -781,7 +820,7 @@ writers::Status DumpService::place_files(const Job& job, const writers::DumpFile
   const std::filesystem::path rel = job.dir.lexically_relative(target);
   for (auto [name, path] :
        {std::pair{&names.raw, &out.raw}, std::pair{&names.codifhdr, &out.codifhdr},
-        std::pair{&names.pcap, &out.pcap}}) {
+        std::pair{&names.vdifhdr, &out.vdifhdr}, std::pair{&names.pcap, &out.pcap}}) {
     if (name->empty()) continue;
     if (writers::Status s = writers::place_in_directory(target, (rel / *name).string(), *path); !s)
       return s;

@@ -24,6 +24,7 @@
 
 #include "capture/codif/header.hpp"
 #include "capture/retention.hpp"
+#include "capture/stream_pipeline.hpp"
 #include "config/run_config.hpp"
 #include "daemon/lib/dumps/dispersion.hpp"
 #include "daemon/lib/dumps/trigger_request.hpp"
@@ -37,6 +38,9 @@ struct DumpStream {
   config::StreamRef ref;
   capture::Retention* retention = nullptr;
   capture::codif::SyncSet syncs = capture::codif::SyncSet::defaults();
+  // VDIF streams: their frame rate and VTP (the stream's spec); CODIF: ignored.
+  capture::StreamFormat format = capture::StreamFormat::codif;
+  capture::VdifSpec vdif;
 };
 
 // Counters for the metrics (any thread).

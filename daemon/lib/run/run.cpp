@@ -262,8 +262,9 @@ Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
   std::vector<DumpStream> streams;
   for (const auto& ir : rt.interfaces) {
     for (std::size_t s = 0; s < ir->streams.size(); ++s) {
+      const capture::StreamSpec& spec = ir->streams[s]->spec();
       streams.push_back(
-          {ir->refs[s], ir->streams[s]->retention.get(), ir->streams[s]->spec().syncs});
+          {ir->refs[s], ir->streams[s]->retention.get(), spec.syncs, spec.format, spec.vdif});
     }
   }
   DumpServiceOptions o;
