@@ -48,6 +48,26 @@ std::string capture_lines(const RunConfig& cfg) {
   return out;
 }
 
+// streams.frequencies: how many streams know their band, and the band's top (the default
+// ref_freq of a trigger with a dm).
+std::string frequency_line(const RunConfig& cfg, const std::vector<StreamRef>& streams) {
+  const std::optional<double> top = top_of_band_mhz(cfg);
+  if (!top) return {};
+  std::size_t known = 0;
+  double low = *top;
+  for (const StreamRef& r : streams) {
+    if (const auto band = stream_frequencies(cfg, r)) {
+      ++known;
+      low = std::min(low, band->low_mhz);
+    }
+  }
+  return fmt::format(
+      "frequencies {} of {} streams, {:g}-{:g} MHz (a trigger's dm is referred to {:g} MHz unless "
+      "it gives ref_freq){}\n",
+      known, streams.size(), low, *top, *top,
+      known < streams.size() ? "; the others cannot be dumped with a dm" : "");
+}
+
 std::string stream_lines(const RunConfig& cfg) {
   const StreamsSection& s = cfg.streams;
   const auto streams = enumerate_streams(cfg);
@@ -63,13 +83,15 @@ std::string stream_lines(const RunConfig& cfg) {
     const auto& itf = cfg.capture.interfaces[streams[i].interface];
     const auto& g = itf.groups[streams[i].group];
     const Antenna& a = s.antennas[streams[i].antenna];
-    out += fmt::format("  {:<10} {:>15}:{:<5} {:<10} from {}\n", itf.name, format_ipv4(g.address),
-                       g.port, a.name, format_ipv4(a.source));
+    const auto band = stream_frequencies(cfg, streams[i]);
+    out += fmt::format("  {:<10} {:>15}:{:<5} {:<10} from {}{}\n", itf.name, format_ipv4(g.address),
+                       g.port, a.name, format_ipv4(a.source),
+                       band ? fmt::format(", {:g}-{:g} MHz", band->low_mhz, band->high_mhz) : "");
   }
   if (streams.size() > kSummaryStreamLines) {
     out += fmt::format("  ... and {} more\n", streams.size() - kSummaryStreamLines);
   }
-  return out;
+  return out + frequency_line(cfg, streams);
 }
 
 std::string output_lines(const RunConfig& cfg) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "config/loader.hpp"
+#include "config/summary.hpp"
 #include "config_test_support.hpp"
 
 namespace rocecap::config {
@@ -83,6 +84,23 @@ TEST(Frequencies, AVdifThreadMayHaveItsOwnAndTheOthersTakeTheGroups) {
   ASSERT_TRUE(t1 && t3);
   EXPECT_DOUBLE_EQ(t1->high_mhz, 1264);
   EXPECT_DOUBLE_EQ(t3->low_mhz, 1584);
+}
+
+// rocecapd --check-config shows each stream's band and which frequency a dm is referred to.
+TEST(Frequencies, TheSummaryShowsEachStreamsBandAndTheTopOfTheBand) {
+  const LoadResult r =
+      load(run_file("    - {group: 239.1.0.1:36001, centre_mhz: 1232, bandwidth_mhz: 64}\n"
+                    "    - {group: 239.1.0.3:36003, centre_mhz: 1424.5, bandwidth_mhz: 63}\n"));
+  ASSERT_TRUE(r.ok()) << problems(r);
+  const std::string text = render_summary(*r.config);
+  EXPECT_NE(text.find("239.1.0.1:36001 a1         from 192.0.2.1, 1200-1264 MHz\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("239.1.0.2:36002 a1         from 192.0.2.1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("frequencies 2 of 3 streams, 1200-1456 MHz (a trigger's dm is referred to "
+                      "1456 MHz unless it gives ref_freq); the others cannot be dumped with a dm"),
+            std::string::npos)
+      << text;
 }
 
 TEST(Frequencies, MistakesAreNamedAtTheirLineAndField) {
