@@ -1060,8 +1060,8 @@ json DumpService::log_entry(const Job& job) const {
 json DumpService::progress_json(const Job& job, const StreamPlan& p) {
   const bool finished = job.state == "written" || job.state == "failed";
   json j{{"state", "not_served"},
-         {"frames_planned", p.serve ? p.last - p.first + 1 : 0},
-         {"window_frames", p.known ? p.window_last - p.window_first + 1 : 0}};
+         {"frames_planned", p.serve ? p.last - p.first + 1 : uint64_t{0}},
+         {"window_frames", p.known ? p.window_last - p.window_first + 1 : uint64_t{0}}};
   if (finished) {
     if (p.serve) j["state"] = "done";
     j["frames"] = p.result.frames;
