@@ -2,11 +2,14 @@
 // trigger socket, and prints the answer (JSON): per stream the retained frame range, the part
 // of the window that is not retained and why, and the files that will be written.
 // Exit 0: accepted; 1: refused (the answer says why); 2: usage; 3: no daemon at the socket.
+// With --status N it asks how dump N is doing instead and prints its status (state, progress):
+// exit 0: found; 1: no such dump (or refused); 3: no daemon.
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <iostream>
 #include <memory>
@@ -28,6 +31,7 @@ struct TriggerArgs {
   std::string socket, config, start, end, label, json_text;
   std::vector<std::string> antennas, groups;
   std::optional<double> dm, ref_freq;
+  std::optional<uint64_t> status;  // --status N: ask about dump N
 };
 
 // A time argument: Unix nanoseconds when all digits, else UTC text (checked by the daemon).
@@ -91,7 +95,9 @@ std::string exchange(const std::string& path, const std::string& request) {
 
 int run_trigger(const TriggerArgs& a) {
   std::string request = a.json_text;
-  if (request.empty()) {
+  if (a.status) {
+    request = json{{"status", *a.status}}.dump();
+  } else if (request.empty()) {
     if (a.start.empty() || a.end.empty()) {
       std::cerr << "rocecap trigger: give --start and --end (or --json)\n";
       return 2;
@@ -142,20 +148,29 @@ void add_trigger_command(CLI::App& app, Action& action) {
                    "the run file: its retention.socket, or <output.directory>/<run>/trigger.sock")
       ->check(CLI::ExistingFile);
   where->require_option(1);
-  cmd->add_option("--start", a->start,
-                  "window start: UTC (2026-11-23T22:40:01.25Z) or Unix nanoseconds");
-  cmd->add_option("--end", a->end, "window end (exclusive), same forms");
-  cmd->add_option("--antenna", a->antennas, "antenna to dump (repeat; default: all)");
-  cmd->add_option("--group", a->groups, "group address:port to dump (repeat; default: all)");
-  cmd->add_option("--label", a->label, "a name for the dump directory ([A-Za-z0-9._-])");
+  auto* start_opt = cmd->add_option(
+      "--start", a->start, "window start: UTC (2026-11-23T22:40:01.25Z) or Unix nanoseconds");
+  auto* end_opt = cmd->add_option("--end", a->end, "window end (exclusive), same forms");
+  auto* antenna_opt =
+      cmd->add_option("--antenna", a->antennas, "antenna to dump (repeat; default: all)");
+  auto* group_opt =
+      cmd->add_option("--group", a->groups, "group address:port to dump (repeat; default: all)");
+  auto* label_opt =
+      cmd->add_option("--label", a->label, "a name for the dump directory ([A-Za-z0-9._-])");
   auto* dm = cmd->add_option("--dm", a->dm,
                              "dispersion measure (pc cm^-3): each stream's window is shifted by "
                              "the delay at its frequencies (needs streams.frequencies)");
   cmd->add_option("--ref-freq", a->ref_freq,
                   "MHz: the frequency --start/--end are at (default: the top of the band)")
       ->needs(dm);
-  cmd->add_option("--json", a->json_text,
-                  "the whole request as JSON (doc/dumps.md), instead of the options above");
+  auto* json_opt =
+      cmd->add_option("--json", a->json_text,
+                      "the whole request as JSON (doc/dumps.md), instead of the options above");
+  cmd->add_option("--status", a->status,
+                  "print the status and progress of dump N (the answer's \"id\") instead of "
+                  "triggering; exit 0 found, 1 no such dump")
+      ->check(CLI::PositiveNumber)
+      ->excludes(start_opt, end_opt, antenna_opt, group_opt, label_opt, dm, json_opt);
   cmd->callback([a, &action] { action = [a] { return run_trigger(*a); }; });
 }
 

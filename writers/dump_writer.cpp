@@ -115,6 +115,7 @@ class Sink {
     }
     ++out_.frames;
     next_ = m.frame_index + 1;
+    handed_ += bytes;
     rate_.spend(bytes);
   }
 
@@ -123,6 +124,16 @@ class Sink {
     if (done()) return;
     out_.not_written = {next_, r_.last_index};
     out_.not_written_reason = why;
+  }
+
+  // The counts so far into `p` (after a batch); `final`: the files are closed, their sizes.
+  void publish(StreamDumpProgress* p, bool final) const {
+    if (p == nullptr) return;
+    p->frames.store(out_.frames, std::memory_order_relaxed);
+    p->fill_frames.store(out_.fill_frames, std::memory_order_relaxed);
+    p->bytes.store(final ? out_.bytes : handed_, std::memory_order_relaxed);
+    p->phase.store(final ? StreamDumpProgress::done : StreamDumpProgress::writing,
+                   std::memory_order_release);
   }
 
   void close() {
@@ -225,6 +236,7 @@ class Sink {
     out_.gaps.push_back({next_, count, first_ns});
     out_.fill_frames += count;
     next_ += count;
+    handed_ += count * ((raw_ ? frame_bytes : 0) + (hdr_ || vhdr_ ? header_bytes : 0));
     rate_.spend(count * (raw_ ? frame_bytes : header_bytes));
   }
 
@@ -252,6 +264,7 @@ class Sink {
   StreamDumpResult& out_;
   RateLimiter& rate_;
   uint64_t next_;
+  uint64_t handed_ = 0;  // bytes handed to the writers (every format)
   bool timing_known_ = false;
   codif::Header template_{};
   codif::Timing timing_{};
@@ -285,6 +298,7 @@ StreamDumpResult StreamDumper::run(const StreamDumpRequest& r, const std::atomic
   items.reserve(kBatch);
   uint64_t pos = r.from_pos;
   bool copy_failed = false;
+  sink.publish(r.progress, false);
   while (!sink.done() && !copy_failed) {
     const capture::Retention::Range range = ret.range();
     pos = std::max(pos, range.head);  // never below the pin: only if the caller pinned later
@@ -304,6 +318,7 @@ StreamDumpResult StreamDumper::run(const StreamDumpRequest& r, const std::atomic
       if (copy_failed)
         sink.give_up("payload copy out of the ring failed: " + stager_.engine().last_error());
       if (!r.hold_pin) ret.move_pin(r.pin, pos);
+      sink.publish(r.progress, false);
       continue;
     }
     if (stop.load(std::memory_order_relaxed)) {
@@ -318,6 +333,7 @@ StreamDumpResult StreamDumper::run(const StreamDumpRequest& r, const std::atomic
     std::this_thread::sleep_for(kPollInterval);
   }
   sink.close();
+  sink.publish(r.progress, true);
   return out;
 }
 

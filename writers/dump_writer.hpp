@@ -45,6 +45,24 @@ struct DumpFiles {  // an empty path: that format is not written
   std::filesystem::path raw, codifhdr, pcap, vdifhdr;
 };
 
+// How far one stream's dump has got, for readers on other threads (a dump's status): the dump
+// thread stores the counts after each batch of frames it has written and the final ones when
+// the files are closed; no lock, and nothing per frame beyond the batch.
+struct StreamDumpProgress {
+  enum Phase : int { waiting = 0, writing = 1, done = 2 };
+  std::atomic<int> phase{waiting};
+  std::atomic<uint64_t> frames{0};       // received frames written so far
+  std::atomic<uint64_t> fill_frames{0};  // fill frames written so far
+  // Bytes handed to the files so far (every format); once done, the files' sizes.
+  std::atomic<uint64_t> bytes{0};
+  void reset() noexcept {
+    phase.store(waiting, std::memory_order_relaxed);
+    frames.store(0, std::memory_order_relaxed);
+    fill_frames.store(0, std::memory_order_relaxed);
+    bytes.store(0, std::memory_order_relaxed);
+  }
+};
+
 struct StreamDumpRequest {
   capture::Retention* retention = nullptr;
   std::size_t pin = 0;       // the caller's pin on retention, held at or before from_pos
@@ -62,6 +80,7 @@ struct StreamDumpRequest {
   // Keep the pin at from_pos instead of moving it past each batch: the caller may have to write
   // the same frames again on another output target if this one fails.
   bool hold_pin = false;
+  StreamDumpProgress* progress = nullptr;  // updated as the dump goes; null: not reported
 };
 
 struct StreamDumpResult {

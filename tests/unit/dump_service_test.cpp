@@ -882,6 +882,175 @@ TEST(DumpService, ADumpWhoseTargetFailsIsWrittenWholeOnAnother) {
   EXPECT_EQ(rig.dumps->counters().served.load(), 1u);
   EXPECT_EQ(rig.dumps->counters().failed.load(), 0u);
 }
+// The status of a dump (DumpService::status, {"status": N}): a future window is queued or
+// writing with nothing written before its frames arrive, shows the frames written so far while
+// they come, and once written gives the final counts, those of its dump.json; the trigger log
+// (the run manifest) shows the same. Refused requests take no id.
+TEST(DumpService, StatusFollowsADumpFromQueuedThroughWritingToWritten) {
+  Rig rig;
+  EXPECT_EQ(rig.dumps->status(1).at("error"), "no dump 1 in this run (none accepted yet)");
+  rig.feed(800, 1199);
+  EXPECT_EQ(rig.trigger(1100, 1000).at("reason"), "bad_window");  // refused: no dump, no id
+  const json a = rig.trigger(1250, 1300, ", \"antennas\": [\"a\"], \"label\": \"st\"");
+  ASSERT_TRUE(a.at("ok").get<bool>()) << a.dump();
+  ASSERT_EQ(a.at("id"), 1);
+  json s = rig.dumps->status(1);
+  ASSERT_TRUE(s.at("ok").get<bool>()) << s.dump();
+  EXPECT_TRUE(s.at("state") == "queued" || s.at("state") == "writing") << s.dump();
+  EXPECT_EQ(s.at("progress").at("frames_planned"), 50);
+  EXPECT_EQ(s.at("progress").at("window_frames"), 50);
+  EXPECT_EQ(s.at("progress").at("frames"), 0);
+  EXPECT_EQ(s.at("progress").at("streams"), 1);
+  EXPECT_EQ(s.at("progress").at("streams_done"), 0);
+  EXPECT_NE(s.at("streams")[0].at("progress").at("state"), "done");
+  EXPECT_EQ(s.at("streams")[0].at("retained"), a.at("streams")[0].at("retained"));
+  EXPECT_FALSE(s.contains("written")) << s.dump();
+
+  // Half the window arrives (1250..1274): the dump thread writes it and says so.
+  rig.dropped = {1260};
+  rig.feed(1200, 1274);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  do {
+    s = rig.dumps->status(1);
+    if (s.at("progress").at("frames").get<uint64_t>() +
+            s.at("progress").at("fill_frames").get<uint64_t>() >=
+        25)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  } while (std::chrono::steady_clock::now() < deadline);
+  EXPECT_EQ(s.at("state"), "writing") << s.dump();
+  EXPECT_EQ(s.at("progress").at("frames"), 24) << s.dump();
+  EXPECT_EQ(s.at("progress").at("fill_frames"), 1) << s.dump();
+  EXPECT_EQ(s.at("progress").at("bytes"), 25 * (tf::kPayload + 64 + 64)) << s.dump();  // raw+chead
+  EXPECT_EQ(s.at("streams")[0].at("progress").at("state"), "writing");
+  EXPECT_LT(s.at("progress").at("frames").get<uint64_t>(),
+            s.at("progress").at("frames_planned").get<uint64_t>());
+
+  rig.feed(1275, 1400);
+  rig.dumps->wait_idle();
+  s = rig.dumps->status(1);
+  ASSERT_EQ(s.at("state"), "written") << s.dump();
+  const std::filesystem::path dump_json = rig.tmp.path() / "t/dumps/0001-st/dump.json";
+  EXPECT_EQ(s.at("manifest"), dump_json.string());
+  EXPECT_TRUE(s.contains("written"));
+  const json m = json::parse(read_text(dump_json));
+  const json& ms = m.at("streams")[0];
+  const json& sp = s.at("streams")[0].at("progress");
+  EXPECT_EQ(sp.at("state"), "done");
+  EXPECT_EQ(sp.at("frames"), ms.at("frames"));
+  EXPECT_EQ(sp.at("fill_frames"), ms.at("fill_frames"));
+  EXPECT_EQ(sp.at("bytes"), ms.at("bytes"));
+  EXPECT_EQ(ms.at("frames"), 49);
+  EXPECT_EQ(ms.at("fill_frames"), 1);
+  EXPECT_EQ(s.at("progress").at("frames"), 49);
+  EXPECT_EQ(s.at("progress").at("bytes"), ms.at("bytes"));
+  EXPECT_EQ(s.at("progress").at("streams_done"), 1);
+  // The run manifest's trigger log: the same entry, from the same function.
+  const json log = rig.dumps->trigger_log();
+  ASSERT_EQ(log.size(), 2u);  // the dump, then the refused request
+  EXPECT_EQ(log[0], s);
+  EXPECT_EQ(log[1].at("refused"), "bad_window");
+
+  const json unknown = rig.dumps->status(2);
+  EXPECT_FALSE(unknown.at("ok").get<bool>());
+  EXPECT_EQ(unknown.at("reason"), "unknown_dump");
+  EXPECT_EQ(unknown.at("error"), "no dump 2 in this run (dump 1)");
+  ASSERT_TRUE(rig.trigger(1300, 1310).at("ok").get<bool>());
+  EXPECT_EQ(rig.dumps->status(5).at("error"), "no dump 5 in this run (dumps 1..2)");
+  rig.dumps->wait_idle();
+}
+
+// {"status": N} through the real trigger socket and GET /trigger/N on the HTTP listener (the
+// token required there as for POST /trigger); malformed status requests are refused naming
+// what is wrong, and status questions are not counted as triggers.
+TEST(DumpService, StatusRequestsThroughTheSocketAndTheHttpListener) {
+  Rig rig("s3cret");
+  rig.feed(800, 1199);
+  ASSERT_TRUE(rig.trigger(1000, 1010).at("ok").get<bool>());
+  rig.dumps->wait_idle();
+  const std::string path = (rig.tmp.path() / "trigger.sock").string();
+  TriggerSocket sock(path, [&](const std::string& r) { return rig.dumps->handle(r).dump(); });
+  json s = json::parse(send_trigger(path, R"({"status": 1})"));
+  ASSERT_TRUE(s.at("ok").get<bool>()) << s.dump();
+  EXPECT_EQ(s.at("id"), 1);
+  EXPECT_EQ(s.at("state"), "written");
+  EXPECT_EQ(s.at("progress").at("frames"), 20);  // 10 frames of each antenna
+  EXPECT_EQ(s.at("progress").at("streams_done"), 2);
+  s = json::parse(send_trigger(path, R"({"status": 4})"));
+  EXPECT_EQ(s.at("reason"), "unknown_dump") << s.dump();
+  EXPECT_EQ(s.at("error"), "no dump 4 in this run (dump 1)");
+
+  const struct {
+    std::string body, words;
+  } bad[] = {
+      {R"({"status": 0})", "'status' must be a dump's id, a positive integer, not 0"},
+      {R"({"status": "x"})", "'status' must be a dump's id, a positive integer, not \"x\""},
+      {R"({"status": -3})", "a positive integer, not -3"},
+      {R"({"status": 1.5})", "a positive integer, not 1.5"},
+      {R"({"status": 1, "start": 5})", "'start' with 'status'"},
+      {R"({"status": 1, "end": 5, "start": 3})", "takes no other key but 'token'"},
+      {R"({"status": 1, "verbose": true})", "unknown key 'verbose' in a status request"},
+      {R"({"status": 1, "status": 2})", "duplicate key 'status'"},
+      {R"({"status": 1, "token": 5})", "'token' must be a string"},
+  };
+  for (const auto& c : bad) {
+    const json r = json::parse(send_trigger(path, c.body));
+    EXPECT_EQ(r.at("reason"), "malformed") << c.body << " -> " << r.dump();
+    EXPECT_NE(r.value("error", "").find(c.words), std::string::npos) << r.dump();
+  }
+  // A trigger's unknown key names the status request as the other kind there is.
+  const json other = rig.dumps->handle(R"({"start": 1, "end": 2, "stat": 1})");
+  EXPECT_NE(other.at("error").get<std::string>().find("or status alone"), std::string::npos);
+  // Status questions are not triggers: only the trigger and the refused requests count.
+  EXPECT_EQ(rig.dumps->counters().received.load(), 1u + std::size(bad) + 1);
+
+  auto metrics = std::make_shared<NoMetrics>();
+  HttpListener listener("127.0.0.1:0", metrics);
+  const auto port = static_cast<uint16_t>(listener.ports().at(0));
+  const auto get = [port](const std::string& target, const std::string& extra = {}) {
+    return http(port,
+                "GET " + target + " HTTP/1.1\r\nHost: x\r\n" + extra + "Connection: close\r\n\r\n");
+  };
+  std::string r = get("/trigger/1");  // no handler yet: this run has no retention
+  EXPECT_NE(r.find("404 Not Found"), std::string::npos) << r;
+  EXPECT_NE(r.find("not_running"), std::string::npos) << r;
+  listener.set_status_handler([&](uint64_t id, const std::string& bearer) {
+    return rig.dumps->handle(json{{"status", id}}.dump(), true, bearer).dump();
+  });
+  listener.set_trigger_handler([&](const std::string& body, const std::string& bearer) {
+    return rig.dumps->handle(body, true, bearer).dump();
+  });
+  r = get("/trigger/1");
+  EXPECT_NE(r.find("400 Bad Request"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"reason\":\"unauthorized\""), std::string::npos) << r;
+  EXPECT_EQ(r.find("\"state\""), std::string::npos) << r;
+  r = get("/trigger/1", "Authorization: Bearer guess\r\n");
+  EXPECT_NE(r.find("wrong token"), std::string::npos) << r;
+  r = get("/trigger/1", "Authorization: Bearer s3cret\r\n");
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  const json body = json::parse(r.substr(r.find("\r\n\r\n") + 4));
+  EXPECT_EQ(body.at("state"), "written");
+  EXPECT_EQ(body.at("progress"), rig.dumps->status(1).at("progress"));
+  r = get("/trigger/0001?x=1", "Authorization: bearer s3cret\r\n");
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  r = get("/trigger/2", "Authorization: Bearer s3cret\r\n");
+  EXPECT_NE(r.find("404 Not Found"), std::string::npos) << r;
+  EXPECT_NE(r.find("no dump 2 in this run (dump 1)"), std::string::npos) << r;
+  for (const char* bad_id : {"/trigger/0", "/trigger/x", "/trigger/", "/trigger/-1",
+                             "/trigger/99999999999999999999999"}) {
+    r = get(bad_id, "Authorization: Bearer s3cret\r\n");
+    EXPECT_NE(r.find("400 Bad Request"), std::string::npos) << bad_id << ": " << r;
+    EXPECT_NE(r.find("must be a dump's number"), std::string::npos) << r;
+  }
+  r = http(port, "DELETE /trigger/1 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_NE(r.find("405"), std::string::npos) << r;
+  // POST /trigger takes a status request too, the token in the body.
+  r = post(port, R"({"status": 1, "token": "s3cret"})");
+  EXPECT_NE(r.find("200 OK"), std::string::npos) << r;
+  EXPECT_NE(r.find("\"state\":\"written\""), std::string::npos) << r;
+  // The token of a status request is never stored either.
+  EXPECT_EQ(rig.dumps->trigger_log().dump().find("s3cret"), std::string::npos);
+}
 
 // GPU retention: the payload slots are GPU memory (as the verbs backend scatters them there);
 // the dump copies them out with the CUDA copy engine and writes the same bytes.

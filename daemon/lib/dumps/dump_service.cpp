@@ -235,6 +235,9 @@ struct DumpService::StreamPlan {
   int64_t wait_until_ns = 0;
   writers::DumpFiles files;  // file names in the dump's directory
   writers::StreamDumpResult result;
+  // Counts so far, stored by the dump thread per batch, read by status() from any thread.
+  std::shared_ptr<writers::StreamDumpProgress> progress =
+      std::make_shared<writers::StreamDumpProgress>();
 };
 
 struct DumpService::Windows {
@@ -323,6 +326,18 @@ json DumpService::refuse(const std::string& reason, const std::string& message,
                           {"error", message},
                           {"request", body.size() <= 4096 ? body : body.substr(0, 4096)}});
   return {{"ok", false}, {"reason", reason}, {"error", message}};
+}
+
+// A request from the network (`http`) without the configured token: refused unauthorized.
+std::optional<json> DumpService::check_token(const std::optional<std::string>& token, bool http,
+                                             const std::string& bearer, const std::string& body) {
+  if (!http || token_.empty() || token.value_or("") == token_ || bearer == token_)
+    return std::nullopt;
+  return refuse("unauthorized",
+                token || !bearer.empty() ? "wrong token"
+                                         : "this endpoint needs the configured token "
+                                           "(\"token\" or Authorization: Bearer)",
+                body);
 }
 
 // Which streams the request names; an error message when it names one the run lacks.
@@ -585,17 +600,18 @@ std::optional<json> DumpService::check_windows(const TriggerRequest& req,
 json DumpService::handle(std::string_view body_view, bool http, const std::string& bearer) {
   // What is stored (dump.json, the trigger log): never the token.
   const std::string body = redact_request(body_view);
-  counters_.received.fetch_add(1);
   TriggerParse parsed = parse_trigger_request(body_view);
+  if (const auto* st = std::get_if<StatusRequest>(&parsed)) {  // a question, not a trigger
+    if (auto refused = check_token(st->token, http, bearer, body)) {
+      counters_.received.fetch_add(1);
+      return *refused;
+    }
+    return status(st->id);
+  }
+  counters_.received.fetch_add(1);
   if (auto* e = std::get_if<TriggerError>(&parsed)) return refuse(e->reason, e->message, body);
   TriggerRequest& req = std::get<TriggerRequest>(parsed);
-  if (http && !token_.empty() && req.token.value_or("") != token_ && bearer != token_) {
-    return refuse("unauthorized",
-                  req.token || !bearer.empty() ? "wrong token"
-                                               : "this endpoint needs the configured token "
-                                                 "(\"token\" or Authorization: Bearer)",
-                  body);
-  }
+  if (auto refused = check_token(req.token, http, bearer, body)) return *refused;
   if (stop_.load()) return refuse("not_running", "the run is stopping", body);
   std::vector<std::size_t> chosen;
   if (std::string e = select(req, chosen); !e.empty()) {
@@ -781,6 +797,8 @@ int DumpService::write_streams(Job& job, writers::StreamDumper& dumper, bool sto
     r.vdif = streams_[p.stream].vdif;
     r.now_ns = options_.now_ns;
     r.hold_pin = stop_at_fault;
+    p.progress->reset();  // a pass on another target starts again from nothing
+    r.progress = p.progress.get();
     const writers::Status placed = place_files(job, p.files, r.files);
     if (placed.ok()) p.result = dumper.run(r, stop_);
     if (!placed.ok()) {
@@ -1024,21 +1042,83 @@ void DumpService::log_outcome(const Job& job, uint64_t frames, uint64_t fills, u
 json DumpService::trigger_log() const {
   std::lock_guard lock(mu_);
   json out = json::array();
-  for (const auto& job : log_) {
-    json a = answer(*job);
-    a["received"] = job->received;
-    if (!job->written.empty()) {
-      a["written"] = job->written;
-      a["manifest"] = job->dump_json.empty() ? json(nullptr) : json(job->dump_json.string());
-    }
-    a["duration_seconds"] = job->duration_s;
-    if (!job->error.empty()) a["error"] = job->error;
-    if (!job->retries.empty()) a["retries"] = job->retries;
-    out.push_back(a);
-  }
+  for (const auto& job : log_)
+    out.push_back(log_entry(*job));
   for (const json& r : refused_log_)
     out.push_back(r);
   return out;
+}
+
+json DumpService::status(uint64_t id) const {
+  std::lock_guard lock(mu_);
+  // log_ holds the accepted dumps in the order of their ids, which follow one another.
+  const auto it = std::find_if(log_.begin(), log_.end(),
+                               [id](const std::shared_ptr<Job>& j) { return j->id == id; });
+  if (it != log_.end()) return log_entry(**it);
+  const std::string ids = log_.empty() ? "none accepted yet"
+                          : log_.size() == 1
+                              ? fmt::format("dump {}", log_.front()->id)
+                              : fmt::format("dumps {}..{}", log_.front()->id, log_.back()->id);
+  return {{"ok", false},
+          {"reason", "unknown_dump"},
+          {"error", fmt::format("no dump {} in this run ({})", id, ids)}};
+}
+
+// One dump as the trigger log and status() show it: its answer, its state and outcome so far,
+// and its progress. Under mu_.
+json DumpService::log_entry(const Job& job) const {
+  json a = answer(job);
+  a["received"] = job.received;
+  if (!job.written.empty()) {
+    a["written"] = job.written;
+    a["manifest"] = job.dump_json.empty() ? json(nullptr) : json(job.dump_json.string());
+  }
+  a["duration_seconds"] = job.duration_s;
+  if (!job.error.empty()) a["error"] = job.error;
+  if (!job.retries.empty()) a["retries"] = job.retries;
+  json total{{"frames", 0},        {"fill_frames", 0},  {"bytes", 0},  {"frames_planned", 0},
+             {"window_frames", 0}, {"streams_done", 0}, {"streams", 0}};
+  for (std::size_t k = 0; k < job.streams.size(); ++k) {
+    const json p = progress_json(job, job.streams[k]);
+    for (const char* key : {"frames", "fill_frames", "bytes", "frames_planned", "window_frames"})
+      total[key] = total[key].get<uint64_t>() + p.at(key).get<uint64_t>();
+    if (job.streams[k].serve) {
+      total["streams"] = total["streams"].get<uint64_t>() + 1;
+      if (p.at("state") == "done")
+        total["streams_done"] = total["streams_done"].get<uint64_t>() + 1;
+    }
+    a["streams"][k]["progress"] = p;
+  }
+  a["progress"] = total;
+  return a;
+}
+
+// One stream's progress: while the dump is queued or writing, the counts the dump thread has
+// stored so far (atomics); once it is written or failed, its result (what dump.json says), which
+// the dump thread no longer touches (the state is set under mu_ after it). Under mu_.
+json DumpService::progress_json(const Job& job, const StreamPlan& p) {
+  const bool finished = job.state == "written" || job.state == "failed";
+  json j{{"state", "not_served"},
+         {"frames_planned", p.serve ? p.last - p.first + 1 : uint64_t{0}},
+         {"window_frames", p.known ? p.window_last - p.window_first + 1 : uint64_t{0}}};
+  if (finished) {
+    if (p.serve) j["state"] = "done";
+    j["frames"] = p.result.frames;
+    j["fill_frames"] = p.result.fill_frames;
+    j["bytes"] = p.result.bytes;
+    return j;
+  }
+  const writers::StreamDumpProgress& g = *p.progress;
+  const int phase = g.phase.load(std::memory_order_acquire);
+  if (p.serve) {
+    j["state"] = phase == writers::StreamDumpProgress::done      ? "done"
+                 : phase == writers::StreamDumpProgress::writing ? "writing"
+                                                                 : "waiting";
+  }
+  j["frames"] = g.frames.load(std::memory_order_relaxed);
+  j["fill_frames"] = g.fill_frames.load(std::memory_order_relaxed);
+  j["bytes"] = g.bytes.load(std::memory_order_relaxed);
+  return j;
 }
 
 }  // namespace rocecap::daemon

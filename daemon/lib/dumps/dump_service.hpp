@@ -89,14 +89,25 @@ class DumpService {
   void wait_idle();
 
   const DumpCounters& counters() const noexcept { return counters_; }
-  // Every trigger of the run, for the run manifest.
+  // Every trigger of the run, for the run manifest: each dump as status() gives it, then the
+  // refused requests.
   nlohmann::json trigger_log() const;
+  // Any thread: dump `id` as the trigger log has it (its answer, state, times, error, retries,
+  // dump.json's path) with its progress per stream and in total (frames and fill frames
+  // written, bytes, frames planned): counts so far while it is writing, the final ones once it
+  // is written or failed. An id no accepted trigger got: {"ok": false, "reason":
+  // "unknown_dump", "error": ...}.
+  nlohmann::json status(uint64_t id) const;
 
  private:
   struct StreamPlan;
   struct Job;
   nlohmann::json refuse(const std::string& reason, const std::string& message,
                         const std::string& body);
+  std::optional<nlohmann::json> check_token(const std::optional<std::string>& token, bool http,
+                                            const std::string& bearer, const std::string& body);
+  nlohmann::json log_entry(const Job& job) const;                            // under mu_
+  static nlohmann::json progress_json(const Job& job, const StreamPlan& p);  // under mu_
   std::string select(const TriggerRequest& r, std::vector<std::size_t>& chosen) const;
   std::string stream_name(std::size_t stream) const;
   std::string before_an_epoch(const std::vector<std::size_t>& chosen,

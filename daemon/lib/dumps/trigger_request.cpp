@@ -206,10 +206,43 @@ std::optional<TriggerError> read_dispersion(const json& j, TriggerRequest& r) {
   return std::nullopt;
 }
 
-bool known_key(std::string_view key) {
+bool trigger_key(std::string_view key) {
   static constexpr std::string_view kKnown[] = {"start", "end",   "antennas", "groups",
                                                 "label", "token", "dm",       "ref_freq"};
   return std::find(std::begin(kKnown), std::end(kKnown), key) != std::end(kKnown);
+}
+
+// A key some request has: a trigger's, or a status request's "status".
+bool known_key(std::string_view key) {
+  return trigger_key(key) || key == "status";
+}
+
+// {"status": N[, "token": T]}: N a positive integer, no other key.
+TriggerParse read_status_request(const json& j) {
+  for (const auto& [key, value] : j.items()) {
+    if (key == "status" || key == "token") continue;
+    if (trigger_key(key)) {
+      return bad("malformed", fmt::format("'{}' with 'status': a status request ({{\"status\": "
+                                          "N}}) asks about dump N and takes no other key but "
+                                          "'token'; a trigger has no 'status'",
+                                          key));
+    }
+    return bad("malformed", fmt::format("unknown key '{}' in a status request (it has 'status' "
+                                        "and, for HTTP, 'token')",
+                                        key));
+  }
+  const json& v = j.at("status");
+  if (!v.is_number_unsigned() || v.get<uint64_t>() == 0) {
+    return bad("malformed",
+               fmt::format("'status' must be a dump's id, a positive integer, not {}", v.dump()));
+  }
+  StatusRequest r;
+  r.id = v.get<uint64_t>();
+  if (j.contains("token")) {
+    if (!j.at("token").is_string()) return bad("malformed", "'token' must be a string");
+    r.token = j.at("token").get<std::string>();
+  }
+  return r;
 }
 
 // One open JSON object while parsing: the keys seen in it, and what it is the value of.
@@ -330,10 +363,11 @@ TriggerParse parse_trigger_request(std::string_view body) {
     return bad("malformed", fmt::format("duplicate key {}: each key may be given once", duplicate));
   }
   if (!j.is_object()) return bad("malformed", "the request must be a JSON object");
+  if (j.contains("status")) return read_status_request(j);
   for (const auto& [key, value] : j.items()) {
-    if (!known_key(key)) {
+    if (!trigger_key(key)) {
       return bad("malformed", fmt::format("unknown key '{}' (known: start, end, antennas, "
-                                          "groups, label, token, dm, ref_freq)",
+                                          "groups, label, token, dm, ref_freq; or status alone)",
                                           key));
     }
   }

@@ -12,6 +12,12 @@
 // "dm" (pc cm^-3, 0 to 100000) makes the window that of a dispersed event: start/end are at
 // "ref_freq" (MHz; default the top of the run's band) and each stream's window is shifted by
 // the dispersion delay at its own frequencies (dispersion.hpp; needs streams.frequencies).
+//
+// A status request asks how an accepted dump is doing instead (DumpService::status):
+//
+//   {"status": 7}            (and "token" for HTTP)
+//
+// "status": the dump's id, a positive integer; no other key but "token" may come with it.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +47,12 @@ struct TriggerRequest {
   std::optional<double> ref_freq_mhz;  // only with dm; none: the top of the run's band
 };
 
+// {"status": N}: the status and progress of dump N.
+struct StatusRequest {
+  uint64_t id = 0;
+  std::optional<std::string> token;
+};
+
 // Why a request was refused: a short reason (a metric label) and a message for the client.
 struct TriggerError {
   std::string reason;  // malformed, bad_window, bad_label, unknown_antenna, unknown_group,
@@ -48,8 +60,9 @@ struct TriggerError {
   std::string message;
 };
 
-using TriggerParse = std::variant<TriggerRequest, TriggerError>;
+using TriggerParse = std::variant<TriggerRequest, TriggerError, StatusRequest>;
 // Refuses (`malformed`) what is not one JSON object of the known keys, each given once;
+// a StatusRequest when the object has "status" (then only "token" beside it, else `malformed`);
 // (`bad_window`) a time no frame can have: before 2000-01-01 (CODIF's first epoch), after what
 // int64 Unix nanoseconds hold (2262-04-11), a CODIF epoch above 255 or seconds above 2^32 - 1.
 TriggerParse parse_trigger_request(std::string_view body);

@@ -7,7 +7,9 @@
 #include <sys/socket.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include "daemon/lib/listeners/http_request.hpp"
@@ -22,6 +24,21 @@ using prometheus::MetricType;
 constexpr std::size_t kMaxTriggerBody = 64 * 1024;
 constexpr const char* kJson = "application/json";
 constexpr const char* kText = "text/plain";
+constexpr const char* kStatusPrefix = "/trigger/";  // GET /trigger/<id>
+
+// "7" or "0007" -> 7; nullopt for 0, an empty id, anything but digits, or more than uint64.
+std::optional<uint64_t> parse_dump_id(const std::string& text) {
+  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  uint64_t id = 0;
+  for (char c : text) {
+    const auto d = static_cast<uint64_t>(c - '0');
+    if (id > (UINT64_MAX - d) / 10) return std::nullopt;
+    id = id * 10 + d;
+  }
+  if (id == 0) return std::nullopt;
+  return id;
+}
 
 const char* status_text(int status) {
   switch (status) {
@@ -148,11 +165,13 @@ struct HttpListener::Shared {
   std::weak_ptr<prometheus::Collectable> metrics;
   std::mutex mu;  // guards what follows: set from other threads
   TriggerHandler trigger;
+  StatusHandler status;
   Listeners listeners;
 
   std::optional<ConnReply> answer(const std::string& in, bool done);
   std::string metrics_page();
   std::optional<ConnReply> trigger_page(const HttpHead& h, const std::string& in, bool done);
+  ConnReply status_page(const HttpHead& h, const std::string& id);
 };
 
 std::optional<ConnReply> HttpListener::Shared::answer(const std::string& in, bool done) {
@@ -169,8 +188,13 @@ std::optional<ConnReply> HttpListener::Shared::answer(const std::string& in, boo
     return ConnReply{response(400, kText, "POST a JSON trigger request (doc/dumps.md)\n")};
   if (path == "/trigger")
     return ConnReply{response(405, kText, "POST /trigger\n", "Allow: POST\r\n")};
-  return ConnReply{
-      response(404, kText, "not found: this listener serves GET /metrics and POST /trigger\n")};
+  if (path.rfind(kStatusPrefix, 0) == 0 && h->method == "GET")
+    return status_page(*h, path.substr(std::strlen(kStatusPrefix)));
+  if (path.rfind(kStatusPrefix, 0) == 0)
+    return ConnReply{response(405, kText, "GET /trigger/<id>\n", "Allow: GET\r\n")};
+  return ConnReply{response(
+      404, kText,
+      "not found: this listener serves GET /metrics, POST /trigger and GET /trigger/<id>\n")};
 }
 
 std::string HttpListener::Shared::metrics_page() {
@@ -230,6 +254,39 @@ std::optional<ConnReply> HttpListener::Shared::trigger_page(const HttpHead& h,
   return ConnReply{response(ok ? 200 : 400, kJson, answer + "\n")};
 }
 
+// GET /trigger/<id>: the status of dump <id> (the handler checks the token, as for a trigger).
+ConnReply HttpListener::Shared::status_page(const HttpHead& h, const std::string& id_text) {
+  StatusHandler handler;
+  {
+    std::lock_guard lock(mu);
+    handler = status;
+  }
+  if (!handler) {
+    return ConnReply{response(404, kJson,
+                              "{\"ok\":false,\"reason\":\"not_running\",\"error\":\"this run has "
+                              "no retention section: no dumps\"}\n")};
+  }
+  const std::optional<uint64_t> id = parse_dump_id(id_text);
+  if (!id) {
+    return ConnReply{response(400, kJson,
+                              "{\"ok\":false,\"reason\":\"malformed\",\"error\":\"GET "
+                              "/trigger/<id>: the id must be a dump's number, a positive "
+                              "integer\"}\n")};
+  }
+  std::string answer;
+  try {
+    answer = handler(*id, bearer_token(h.authorization));
+  } catch (const std::exception&) {
+    return ConnReply{response(500, kJson,
+                              "{\"ok\":false,\"reason\":\"internal\",\"error\":\"internal "
+                              "error\"}\n")};
+  }
+  const int code = answer.find("\"ok\":true") != std::string::npos                   ? 200
+                   : answer.find("\"reason\":\"unknown_dump\"") != std::string::npos ? 404
+                                                                                     : 400;
+  return ConnReply{response(code, kJson, answer + "\n")};
+}
+
 HttpListener::HttpListener(const std::string& where, std::weak_ptr<prometheus::Collectable> m,
                            ListenerLimits limits)
     : shared_(std::make_shared<Shared>()) {
@@ -255,6 +312,11 @@ HttpListener::~HttpListener() {
 void HttpListener::set_trigger_handler(TriggerHandler handler) {
   std::lock_guard lock(shared_->mu);
   shared_->trigger = std::move(handler);
+}
+
+void HttpListener::set_status_handler(StatusHandler handler) {
+  std::lock_guard lock(shared_->mu);
+  shared_->status = std::move(handler);
 }
 
 void HttpListener::show_listener(std::string name,

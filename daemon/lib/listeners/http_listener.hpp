@@ -2,9 +2,10 @@
 // GET /metrics is the Prometheus text exposition of a collectable (prometheus-cpp's
 // TextSerializer); POST /trigger hands the request body to the triggered-dump handler
 // (doc/dumps.md) once one is set, so that detection pipelines on the network reach the same
-// service as `rocecap trigger`. The listener is loopback by default; a token
-// (retention.http_token_file) is checked by the handler: in the JSON body ("token") or as
-// "Authorization: Bearer <token>" (the scheme in any case).
+// service as `rocecap trigger`; GET /trigger/<id> asks the status handler how dump <id> is
+// doing (200 with its JSON, 404 when there is no such dump, 400 when refused). The listener is
+// loopback by default; a token (retention.http_token_file) is checked by the handler: in the JSON
+// body ("token") or as "Authorization: Bearer <token>" (the scheme in any case).
 //
 // It is event-driven (conn_server.hpp), not a thread per connection: civetweb's workers (two
 // here before) were each held by a client that sent half a header, so 60 such clients made
@@ -15,6 +16,7 @@
 
 #include <prometheus/collectable.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -35,6 +37,10 @@ class HttpListener {
   using TriggerHandler =
       std::function<std::string(const std::string& body, const std::string& token)>;
 
+  // A dump's id (a positive integer from the path), the bearer token (empty when none) -> the
+  // JSON answer: its status, or a refusal ("unknown_dump", "unauthorized").
+  using StatusHandler = std::function<std::string(uint64_t id, const std::string& token)>;
+
   // Listens on `where` ("127.0.0.1:9464"; port 0: any free port). Throws std::runtime_error
   // "cannot listen on <where>: <why in words>".
   HttpListener(const std::string& where, std::weak_ptr<prometheus::Collectable> metrics,
@@ -46,6 +52,8 @@ class HttpListener {
   std::vector<int> ports() const { return {port_}; }
   // Any thread; empty: POST /trigger answers 404 (no retention in this run).
   void set_trigger_handler(TriggerHandler handler);
+  // Any thread; empty: GET /trigger/<id> answers 404 (no retention in this run).
+  void set_status_handler(StatusHandler handler);
   // Any thread: `counters` of another listener (the trigger socket) appear in GET /metrics
   // beside this one's as rocecap_listener_*{listener="<name>"}.
   void show_listener(std::string name, std::shared_ptr<const ListenerCounters> counters);

@@ -292,6 +292,10 @@ Dumps start_dumps(Runtime& rt, MetricsServer* metrics, spdlog::logger& log) {
         [service](const std::string& body, const std::string& bearer) {
           return service->handle(body, true, bearer).dump();
         });
+    // GET /trigger/<id>: a status request, the token checked as for a trigger.
+    metrics->http().set_status_handler([service](uint64_t id, const std::string& bearer) {
+      return service->handle(nlohmann::json{{"status", id}}.dump(), true, bearer).dump();
+    });
     // Anyone who can reach a non-loopback listener could start dumps (disk, pinned rings).
     if (config::trigger_exposed_without_token(cfg))
       log.warn(
