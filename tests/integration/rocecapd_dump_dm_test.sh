@@ -6,13 +6,15 @@
 #
 # Twice, once at DM 500 and once at DM 2000 (a run each): the pulse is placed 2 s into the
 # traffic, and a trigger with that dm asks for [pulse - 10 ms, pulse + 30 ms) at the top of the
-# band (the default reference frequency) while the lower groups' part of it has not arrived yet.
+# band (the default reference frequency) 0.2 s after it, before the lower groups' part arrives.
 # Then, per stream: the dump's window is exactly the frames the formula gives (computed here
 # with exact fractions from the run file's frequencies, independently of rocecapd), the dump
 # file is the continuous raw file's bytes of that window, and every frame of the continuous
 # raw file holding a pulse sample (found by its amplitude, and as the generator's summary says)
 # lies inside the dump. The windows move later from the top group to the bottom one, by the
 # sweep. dump.json records the formula's inputs; the run manifest each stream's frequencies.
+# `rocecap trigger --status` follows the dump from not yet done to written with dump.json's
+# counts, and names a dump that does not exist.
 #
 # usage: rocecapd_dump_dm_test.sh ROCECAPD ROCECAP. As root (exits 77 otherwise).
 set -euo pipefail
@@ -75,18 +77,32 @@ YAML
     --summary "$work/$run.sent.json" >/dev/null 2>"$work/$run.gen.err" &
   local gen_pid=$!
   # The pulse crosses the top of the band 2 s after the first frame (the start of second
-  # `now`); ask 0.5 s after that: the top group's part is retained, the lower ones' arrive later.
+  # `now`); ask 0.2 s after that: the lower groups' part (0.46 s later at DM 500) comes later.
   local pulse_ns=$(((now + 2) * 1000000000)) ms=1000000
-  while [ "$(date -u +%s%N)" -lt $((pulse_ns + 500 * ms)) ]; do sleep 0.05; done
+  while [ "$(date -u +%s%N)" -lt $((pulse_ns + 200 * ms)) ]; do sleep 0.05; done
   "$ROCECAP" trigger --config "$work/$run.yaml" --start $((pulse_ns - 10 * ms)) \
     --end $((pulse_ns + 30 * ms)) --dm "$dm" --label pulse >"$work/$run.trigger.json" || {
     echo "FAIL: the DM $dm trigger was refused:"
     cat "$work/$run.trigger.json"
     exit 1
   }
+  # Its status while the lower groups' frames are still to come, then once written.
+  "$ROCECAP" trigger --config "$work/$run.yaml" --status 1 >"$work/$run.status1.json" || {
+    echo "FAIL: rocecap trigger --status 1 exited $?:"
+    cat "$work/$run.status1.json"
+    exit 1
+  }
   wait "$gen_pid" || { echo "FAIL: rocecap gen failed:"; cat "$work/$run.gen.err"; exit 1; }
   local i
   for ((i = 0; i < 100; i++)); do [ -f "$work/out/$run/dumps/0001-pulse/dump.json" ] && break; sleep 0.1; done
+  "$ROCECAP" trigger --config "$work/$run.yaml" --status 1 >"$work/$run.status2.json"
+  local rc=0
+  "$ROCECAP" trigger --config "$work/$run.yaml" --status 2 >"$work/$run.status9.json" || rc=$?
+  if [ "$rc" != 1 ] || ! grep -q '"unknown_dump"' "$work/$run.status9.json"; then
+    echo "FAIL: --status of a dump that does not exist exited $rc:"
+    cat "$work/$run.status9.json"
+    exit 1
+  fi
   kill -TERM "$rocecapd"
   e2e_wait_exit "$wrapper" 30
   [ "$E2E_RC" = 0 ] || { echo "FAIL: rocecapd exited $E2E_RC"; cat "$work/$run.log"; exit 1; }
@@ -112,6 +128,15 @@ bands = {"239.17.0.1:36001": (1392, 1456), "239.17.0.2:36002": (1328, 1392),
 ref = F(1456)
 def delay_ns(f):  # 4.148808 ms x DM x (f^-2 - ref^-2), f in GHz
     return F("4.148808e-3") * dm * ((1000 / F(f)) ** 2 - (1000 / ref) ** 2) * ns
+# rocecap trigger --status: before the lower groups' frames came, not yet done; then written,
+# with dump.json's counts.
+early = json.load(open(os.path.join(work, run + ".status1.json")))
+late = json.load(open(os.path.join(work, run + ".status2.json")))
+assert early["state"] in ("queued", "writing"), early["state"]
+assert early["progress"]["streams_done"] < 4, early["progress"]
+assert late["state"] == "written", late
+assert late["progress"]["frames"] + late["progress"]["fill_frames"] == sum(
+    s["frames"] + s["fill_frames"] for s in dump["streams"]), (late["progress"], dump["streams"])
 d = dump["dispersion"]
 assert d["dm"] == float(dm) and d["ref_freq_mhz"] == 1456 and d["ref_freq_is_top_of_band"], d
 assert d["constant_ms"] == 4.148808, d
