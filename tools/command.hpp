@@ -17,5 +17,6 @@ void add_trigger_command(CLI::App& app, Action& action);
 void add_quicklook_command(CLI::App& app, Action& action);
 void add_tap_command(CLI::App& app, Action& action);
 void add_fleet_command(CLI::App& app, Action& action);
+void add_extract_command(CLI::App& app, Action& action);
 
 }  // namespace rocecap::tools

@@ -32,7 +32,7 @@ std::string unknown_subcommand(const CLI::App& app, int argc, char** argv) {
 int main(int argc, char** argv) {
   CLI::App app{
       "rocecap: CODIF and VDIF traffic generator, capture inspection, verification, recovery, "
-      "triggered dumps, quick-look pictures and tapping a running capture"};
+      "triggered dumps, extracts from recordings, quick-look pictures and tapping a running capture"};
   app.require_subcommand(1);
   app.footer("Exit codes: each subcommand's --help; 1 an unknown subcommand");
   rocecap::tools::Action action;
@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   rocecap::tools::add_verify_command(app, action);
   rocecap::tools::add_recover_command(app, action);
   rocecap::tools::add_trigger_command(app, action);
+  rocecap::tools::add_extract_command(app, action);
   rocecap::tools::add_tap_command(app, action);
   rocecap::tools::add_fleet_command(app, action);
   rocecap::tools::add_quicklook_command(app, action);

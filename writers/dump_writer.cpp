@@ -28,23 +28,6 @@ int64_t unix_now_ns() {
       .count();
 }
 
-// File `seq` of one dump file: the path itself, then (after a write error, when the writer
-// retries in a new file) <stem>.<seq><ext> beside it, never the broken file again.
-PathMaker numbered_path(const std::filesystem::path& p) {
-  return [p](uint64_t seq, std::filesystem::path& out) {
-    out = seq == 0 ? p
-                   : p.parent_path() /
-                         (p.stem().string() + "." + std::to_string(seq) + p.extension().string());
-    return Status();
-  };
-}
-
-RotationOptions one_file() {
-  RotationOptions r;
-  r.max_bytes = 0;  // a dump is one file per format
-  return r;
-}
-
 // The frame's UDP payload (CODIF header + data, or VTP number + VDIF header + data) as two
 // spans: the end of the header slot and the staged payload (the split may fall anywhere).
 struct Frame {
@@ -85,10 +68,10 @@ class Sink {
  public:
   Sink(const StreamDumpRequest& r, StreamDumpResult& out, RateLimiter& rate)
       : r_(r), out_(out), rate_(rate), next_(r.first_index) {
-    if (!r.files.raw.empty()) raw_.emplace(numbered_path(r.files.raw), one_file());
-    if (!r.files.codifhdr.empty()) hdr_.emplace(numbered_path(r.files.codifhdr), one_file());
-    if (!r.files.vdifhdr.empty()) vhdr_.emplace(numbered_path(r.files.vdifhdr), one_file());
-    if (!r.files.pcap.empty()) pcap_.emplace(numbered_path(r.files.pcap), one_file());
+    if (!r.files.raw.empty()) raw_.emplace(dump_path_maker(r.files.raw), dump_rotation());
+    if (!r.files.codifhdr.empty()) hdr_.emplace(dump_path_maker(r.files.codifhdr), dump_rotation());
+    if (!r.files.vdifhdr.empty()) vhdr_.emplace(dump_path_maker(r.files.vdifhdr), dump_rotation());
+    if (!r.files.pcap.empty()) pcap_.emplace(dump_path_maker(r.files.pcap), dump_rotation());
   }
 
   bool done() const noexcept { return next_ > r_.last_index; }
@@ -277,6 +260,23 @@ class Sink {
 };
 
 }  // namespace
+
+// File `seq` of one dump file: the path itself, then (after a write error, when the writer
+// retries in a new file) <stem>.<seq><ext> beside it, never the broken file again.
+PathMaker dump_path_maker(const std::filesystem::path& p) {
+  return [p](uint64_t seq, std::filesystem::path& out) {
+    out = seq == 0 ? p
+                   : p.parent_path() /
+                         (p.stem().string() + "." + std::to_string(seq) + p.extension().string());
+    return Status();
+  };
+}
+
+RotationOptions dump_rotation() {
+  RotationOptions r;
+  r.max_bytes = 0;  // a dump is one file per format
+  return r;
+}
 
 RateLimiter::RateLimiter(uint64_t bytes_per_second)
     : rate_(bytes_per_second), start_(Clock::now()) {}

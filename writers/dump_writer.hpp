@@ -41,6 +41,11 @@ class RateLimiter {
   uint64_t spent_ = 0;
 };
 
+// A dump file's writers open `path` and, after a write error, <stem>.<seq><ext> beside it
+// (never the broken file again); one file per format, no rotation.
+PathMaker dump_path_maker(const std::filesystem::path& path);
+RotationOptions dump_rotation();
+
 struct DumpFiles {  // an empty path: that format is not written
   std::filesystem::path raw, codifhdr, pcap, vdifhdr;
 };

@@ -10,6 +10,8 @@
 #include "capture/vdif/timeline.hpp"
 #include "config/token_file.hpp"
 #include "config/units.hpp"
+#include "daemon/lib/dumps/dump_json.hpp"
+#include "daemon/lib/dumps/stream_clock.hpp"
 #include "daemon/lib/reporting/atomic_file.hpp"
 #include "writers/output_path.hpp"
 #include "writers/staging/engine_factory.hpp"
@@ -26,49 +28,6 @@ int64_t wall_now_ns() {
              std::chrono::system_clock::now().time_since_epoch())
       .count();
 }
-
-// Frame index <-> Unix ns for one stream (doc/codif.md: frame i of a stream starts at
-// epoch + (i / frames_per_period) periods + (i % frames_per_period) frame durations).
-struct StreamClock {
-  codif::Header h;
-  codif::Timing t;
-  i128 epoch_ns() const { return i128{codif::epoch_unix_seconds(h.epoch)} * 1'000'000'000; }
-  i128 period_ns() const { return i128{t.period} * 1'000'000'000; }
-  int64_t time_of(uint64_t i) const {
-    const i128 fpp = t.frames_per_period;
-    return static_cast<int64_t>(epoch_ns() + i128(i / t.frames_per_period) * period_ns() +
-                                i128(i % t.frames_per_period) * period_ns() / fpp);
-  }
-  // The frame whose span holds `ns` (0 before the epoch).
-  uint64_t index_at(int64_t ns) const {
-    const i128 rel = i128{ns} - epoch_ns();
-    if (rel <= 0) return 0;
-    return static_cast<uint64_t>(rel * t.frames_per_period / period_ns());
-  }
-  // A CODIF time in Unix ns; what is wrong with it (refused bad_window), or empty.
-  std::string unix_ns(const TriggerTime& tt, const char* key, int64_t& out) const {
-    if (!tt.codif) {
-      out = tt.unix_ns;
-      return {};
-    }
-    if (tt.frame >= t.frames_per_period) {
-      return fmt::format("'{}': frame {} is not below the stream's {} frames per period", key,
-                         tt.frame, t.frames_per_period);
-    }
-    const i128 base =
-        (i128{codif::epoch_unix_seconds(static_cast<uint8_t>(tt.epoch))} + tt.seconds) *
-        1'000'000'000;
-    const i128 ns = base + i128(tt.frame) * period_ns() / t.frames_per_period;
-    if (ns > std::numeric_limits<int64_t>::max()) {
-      return fmt::format(
-          "'{}': CODIF epoch {} + {} s + frame {} is beyond what Unix "
-          "nanoseconds hold: no frame number can name it",
-          key, tt.epoch, tt.seconds, tt.frame);
-    }
-    out = static_cast<int64_t>(ns);
-    return {};
-  }
-};
 
 // `out.size()` bytes of the UDP payload from `offset` on, of the frame in retention position
 // `pos` (pinned by the caller); false when they lie in GPU memory (capture.header_split too
@@ -121,26 +80,6 @@ bool read_clock(const capture::Retention& ret, const DumpStream& s, uint64_t pos
   const capture::SlotMeta& m = ret.ring().meta(ret.at(pos));
   return codif::decode(bytes, s.syncs, c.h) &&
          codif::validate(c.h, m.wire_bytes - m.udp_payload_offset, c.t) == codif::Invalid::ok;
-}
-
-json range_json(uint64_t first, uint64_t last, const std::string& reason = {}) {
-  json j{{"first_frame", first}, {"last_frame", last}, {"frames", last - first + 1}};
-  if (!reason.empty()) j["reason"] = reason;
-  return j;
-}
-
-const char* extension(config::OutputFormat f, bool vdif) {
-  switch (f) {
-    case config::OutputFormat::raw:
-      return vdif ? "vdif" : "codif";
-    case config::OutputFormat::codifhdr:
-      return "chead";
-    case config::OutputFormat::pcap:
-      return "pcap";
-    case config::OutputFormat::vdifhdr:
-      return "vhead";
-  }
-  return "dat";
 }
 
 std::size_t reason_index(const std::string& reason) {
@@ -381,10 +320,7 @@ std::string DumpService::select(const TriggerRequest& r, std::vector<std::size_t
 }
 
 std::string DumpService::stream_name(std::size_t i) const {
-  const config::StreamRef& ref = streams_[i].ref;
-  const auto& g = config_.capture.interfaces[ref.interface].groups[ref.group];
-  return fmt::format("{}:{} {}", config::format_ipv4(g.address), g.port,
-                     config_.streams.antennas[ref.antenna].name);
+  return dump_stream_name(config_, streams_[i].ref);
 }
 
 // Frame 0 of a stream is its CODIF reference epoch: a window that starts before it has no
@@ -535,21 +471,8 @@ void DumpService::plan_stream(Job& job, std::size_t i, const TriggerRequest& req
     ++pos;
   p.from_pos = pos;
   ret.move_pin(*pin, pos);
-  const config::StreamRef& ref = ds.ref;
-  const auto& itf = config_.capture.interfaces[ref.interface];
-  const auto& g = itf.groups[ref.group];
-  std::string stem = fmt::format("{}_{}_{}_{}", itf.name, config::format_ipv4(g.address), g.port,
-                                 config_.streams.antennas[ref.antenna].name);
-  if (!config_.streams.threads.empty())
-    stem += fmt::format("_t{}", config_.streams.threads[ref.thread]);
-  const bool vdif = ds.format == capture::StreamFormat::vdif;
-  for (config::OutputFormat f : config_.retention.formats) {
-    const std::filesystem::path path = stem + "." + extension(f, vdif);
-    if (f == config::OutputFormat::raw) p.files.raw = path;
-    if (f == config::OutputFormat::codifhdr) p.files.codifhdr = path;
-    if (f == config::OutputFormat::vdifhdr) p.files.vdifhdr = path;
-    if (f == config::OutputFormat::pcap) p.files.pcap = path;
-  }
+  p.files = dump_file_names(config_, ds.ref, config_.retention.formats,
+                            ds.format == capture::StreamFormat::vdif);
 }
 
 // The windows of a request whose times are known, against the epochs, the retention and
@@ -674,14 +597,7 @@ json DumpService::handle(std::string_view body_view, bool http, const std::strin
 
 // The formula's inputs, so that dump.json says how each stream's window was cut.
 json DumpService::dispersion_json(const Job& job) {
-  return {{"dm", *job.dm},
-          {"ref_freq_mhz", job.ref_mhz},
-          {"ref_freq_is_top_of_band", job.ref_default},
-          {"constant_ms", kDispersionMs},
-          {"delay", "constant_ms x dm x ((f/GHz)^-2 - (ref_freq/GHz)^-2)"},
-          {"stream_window",
-           "[start + delay(frequency_mhz.high), end + delay(frequency_mhz.low)), "
-           "start rounded down and end up to the ns"}};
+  return daemon::dispersion_json(*job.dm, job.ref_mhz, job.ref_default);
 }
 
 json DumpService::answer(const Job& job) const {
@@ -912,41 +828,7 @@ void DumpService::write_job(Job& job) {
 
 // One stream's outcome in dump.json (on top of its answer).
 json DumpService::stream_outcome(const StreamPlan& p, json s) const {
-  const writers::StreamDumpResult& res = p.result;
-  s["frames"] = res.frames;
-  s["fill_frames"] = res.fill_frames;
-  s["bytes"] = res.bytes;
-  json gaps = json::array();
-  for (const auto& g : res.gaps) {
-    gaps.push_back({{"first_frame", g.first_index},
-                    {"frames", g.count},
-                    {"first_time", format_utc_ns(g.first_time_ns)}});
-  }
-  s["gaps"] = gaps;
-  if (res.not_written) {
-    const auto [a, b] = *res.not_written;
-    s["not_written"] = range_json(a, b, res.not_written_reason);
-  }
-  if (!res.write_loss.empty()) {
-    json lost = json::object();
-    for (const auto& [format, l] : res.write_loss) {
-      json g = json::array();
-      for (const auto& [first, count] : l.gaps)
-        g.push_back({first, count});
-      lost[format] = {{"frames", l.frames},
-                      {"fill_frames", l.fills},
-                      {"gaps", g},
-                      {"gaps_not_listed", l.gaps_not_listed}};
-    }
-    s["write_error_lost"] = lost;
-  }
-  json files = json::array();
-  for (const auto& f : res.files) {
-    files.push_back({{"path", f.path.string()}, {"bytes", f.bytes}, {"frames", f.records}});
-  }
-  s["files"] = files;
-  s["errors"] = res.errors;
-  return s;
+  return stream_outcome_json(p.result, std::move(s));
 }
 
 // dump.json in the dump's directory or, when that cannot be written (its disk is full), in the

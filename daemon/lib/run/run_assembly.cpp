@@ -29,16 +29,6 @@ namespace fs = std::filesystem;
 namespace mem = capture::memory;
 using config::OutputFormat;
 
-capture::codif::SyncSet sync_set(const config::StreamsSection& s) {
-  if (s.sync.empty()) return capture::codif::SyncSet::defaults();
-  capture::codif::SyncSet set;
-  for (const auto& w : s.sync) {
-    set.add(w.word, w.layout == config::CodifLayout::v1 ? capture::codif::Layout::v1
-                                                        : capture::codif::Layout::v3);
-  }
-  return set;
-}
-
 capture::StreamSpec stream_spec(const config::RunConfig& cfg, const config::StreamRef& ref) {
   const auto& iface = cfg.capture.interfaces[ref.interface];
   capture::StreamSpec s;
@@ -343,6 +333,16 @@ void add_retention(const config::RunConfig& cfg, capture::StreamPipeline& sp) {
 }
 
 }  // namespace
+
+capture::codif::SyncSet sync_set(const config::StreamsSection& s) {
+  if (s.sync.empty()) return capture::codif::SyncSet::defaults();
+  capture::codif::SyncSet set;
+  for (const auto& w : s.sync) {
+    set.add(w.word, w.layout == config::CodifLayout::v1 ? capture::codif::Layout::v1
+                                                        : capture::codif::Layout::v3);
+  }
+  return set;
+}
 
 void list_error(WriteErrors& errors, const std::string& path, const std::string& message) {
   // Writer pool: several threads may report; errors are rare (once per broken file).

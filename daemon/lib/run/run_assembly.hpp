@@ -107,6 +107,8 @@ using FirstSeq = std::function<uint64_t(const std::string& file0)>;
 // recovery). They are not created, marked nor opened: never re-created empty (issue 23).
 using UnavailableTargets = std::map<std::string, std::string>;
 std::string target_key(const std::filesystem::path& directory);
+// The CODIF sync words streams.sync accepts (the defaults when it lists none).
+capture::codif::SyncSet sync_set(const config::StreamsSection& s);
 std::unique_ptr<Runtime> build_runtime(const config::RunConfig& config,
                                        const std::shared_ptr<spdlog::logger>& log,
                                        const FirstSeq& first_seq = {},
