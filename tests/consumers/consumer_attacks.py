@@ -24,6 +24,7 @@ import mmap
 import os
 import resource
 import select
+import subprocess
 import socket
 import sys
 import time
@@ -327,6 +328,44 @@ def flood(count=1000):
     time.sleep(0.5)  # rocecapd notices the closes before the next attack connects
 
 
+def queued_hello():
+    """Refused at accept with its hello already queued: the client must read "error busy".
+
+    With rocecapd's consumer thread stopped (ptrace, tests/integration/freeze_thread.py), 64
+    silent connections fill the places of connections owing their hello, then 20 more connect
+    and send their hello at once. When the thread runs again it accepts them all and refuses the
+    20 at accept. Closing a unix socket with unread data resets the peer (Linux
+    unix_release_sock), and a SOCK_SEQPACKET receive reports that reset before the queued
+    message: a daemon that closed at once would leave these clients without the reason.
+    """
+    global refused_expected
+    if not ARGS.pid:
+        notes.append("queued_hello: no --pid, not run")
+        return
+    freeze = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration",
+                          "freeze_thread.py")
+    frozen = subprocess.Popen([sys.executable, freeze, str(ARGS.pid), "rc-consumers", "1.5"],
+                              stdout=subprocess.PIPE, text=True)
+    if "stopped" not in frozen.stdout.readline():
+        frozen.wait()
+        ok(False, "queued_hello: could not stop rocecapd's consumer thread")
+        return
+    silent_socks = [connect(ARGS.socket) for _ in range(64)]
+    late = [connect(ARGS.socket) for _ in range(20)]
+    for s in late:
+        s.send(hello(ARGS.offered, name="queued"))
+    frozen.wait()
+    answers = [receive(s, 5.0) for s in late]
+    busy = sum(1 for r in answers if r is not None and r[0].startswith("error busy"))
+    shown = sorted({("reset/closed" if r and r[0] == "" else repr(r and r[0][:40])) for r in answers})
+    ok(busy == len(late), f"queued_hello: {busy} of {len(late)} refused clients whose hello was "
+       f"already queued read `error busy` (others: {shown})")
+    refused_expected += len(late)
+    for s in silent_socks + late:
+        s.close()
+    time.sleep(0.5)  # rocecapd notices the closes before the next attack connects
+
+
 def silent():
     """Connections that never say hello: dropped at the hello deadline (counted refused)."""
     global refused_expected
@@ -353,7 +392,8 @@ def main():
     ARGS = p.parse_args()
     fds_before = fd_count(ARGS.pid)
     start = time.monotonic()
-    attacks = (garbage, mid_handshake, not_offered, oversized, read_only_memory, flood, silent)
+    attacks = (garbage, mid_handshake, not_offered, oversized, read_only_memory, queued_hello,
+               flood, silent)
     if ARGS.only:
         attacks = [globals()[ARGS.only]]
     for attack in attacks:

@@ -28,7 +28,7 @@ expect() {
   echo "ok: rocecap $*: exit $rc: $(grep -F -- "$want" "$tmp/out" | head -1 | cut -c1-120)"
 }
 
-known="gen, inspect, verify, recover, trigger, tap, fleet, quicklook"
+known="gen, inspect, verify, recover, trigger, extract, tap, fleet, quicklook"
 expect 1 "rocecap: unknown subcommand 'nosuch'; the subcommands are $known" nosuch --help
 expect 1 "rocecap: unknown subcommand 'nosuch'; the subcommands are $known" nosuch
 expect 1 "rocecap: unknown subcommand 'nosuch'; the subcommands are $known" --help nosuch

@@ -24,7 +24,9 @@ using writers::UniqueFd;
 
 namespace {
 
-constexpr std::size_t kMaxPending = 64;  // connections that have not sent their hello yet
+constexpr std::size_t kMaxPending = 64;    // connections that have not sent their hello yet
+constexpr std::size_t kMaxRefused = 1024;  // refused connections kept until the client closes
+constexpr auto kRefusedLinger = std::chrono::seconds(2);
 
 std::runtime_error sys_error(const std::string& what, const std::string& path) {
   return std::runtime_error(what + " " + path + ": " + std::strerror(errno));
@@ -194,11 +196,14 @@ void ConsumerService::serve() {
       if (id == 1) return;
       if (id == 0) {
         accept_all(now);
+      } else if (refused_.count(id) != 0) {
+        on_refused_readable(id);
       } else {
         on_readable(id, now);
       }
     }
     check_holds(now);
+    expire_refused(now);
   }
 }
 
@@ -216,13 +221,13 @@ void ConsumerService::accept_all(Clock::time_point now) {
       pending = conns_.size() - std::min(conns_.size(), attached);
     }
     if (attached >= options_.max_consumers || pending >= kMaxPending) {
-      send_message(fd.get(),
-                   attached >= options_.max_consumers
-                       ? "error busy: " + std::to_string(options_.max_consumers) +
-                             " consumers are attached (consumers.max_consumers)"
-                       : "error busy: " + std::to_string(kMaxPending) +
-                             " connections have not said hello yet; try again",
-                   nullptr, 0);
+      refuse_at_accept(std::move(fd),
+                       attached >= options_.max_consumers
+                           ? "error busy: " + std::to_string(options_.max_consumers) +
+                                 " consumers are attached (consumers.max_consumers)"
+                           : "error busy: " + std::to_string(kMaxPending) +
+                                 " connections have not said hello yet; try again",
+                       now);
       counters_->refused.add();
       log_refusal(attached >= options_.max_consumers ? "busy (consumers.max_consumers)"
                                                      : "busy (too many connections without hello)");
@@ -236,6 +241,58 @@ void ConsumerService::accept_all(Clock::time_point now) {
     c->fd = std::move(fd);
     std::lock_guard lock(mu_);
     conns_.emplace(c->id, std::move(c));
+  }
+}
+
+namespace {
+
+// Reads and discards what the peer sent; true once it has closed its side (EOF).
+bool discard_input(int fd) {
+  char buf[abi::kMessageBytes];
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf, sizeof buf, MSG_DONTWAIT | MSG_TRUNC);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 0) return true;
+    if (n < 0) return errno != EAGAIN && errno != EWOULDBLOCK;
+  }
+}
+
+}  // namespace
+
+// The refusal must reach the client. Closing a connection whose receive queue holds the
+// client's hello makes Linux set ECONNRESET on the client (net/unix/af_unix.c,
+// unix_release_sock: unread data at close), and a SOCK_SEQPACKET receive reports that error
+// before any queued message (net/core/datagram.c, __skb_try_recv_datagram checks sock_error
+// first): the client would see a reset, not "error busy". So the write side is shut after the
+// message and the connection kept, its input discarded, until the client closes it or
+// kRefusedLinger passes; beyond kMaxRefused such connections it is closed at once.
+void ConsumerService::refuse_at_accept(UniqueFd fd, const std::string& message,
+                                       Clock::time_point now) {
+  send_message(fd.get(), message, nullptr, 0);
+  ::shutdown(fd.get(), SHUT_WR);
+  if (discard_input(fd.get()) || refused_.size() >= kMaxRefused) return;
+  const uint64_t id = next_id_++;
+  epoll_event ev{EPOLLIN | EPOLLRDHUP, {.u64 = id}};
+  if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) return;
+  refused_.emplace(id, Refused{std::move(fd), now + kRefusedLinger});
+}
+
+void ConsumerService::on_refused_readable(uint64_t id) {
+  auto it = refused_.find(id);
+  if (it == refused_.end() || !discard_input(it->second.fd.get())) return;
+  ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
+  refused_.erase(it);
+}
+
+void ConsumerService::expire_refused(Clock::time_point now) {
+  for (auto it = refused_.begin(); it != refused_.end();) {
+    if (now < it->second.deadline) {
+      ++it;
+      continue;
+    }
+    discard_input(it->second.fd.get());
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
+    it = refused_.erase(it);
   }
 }
 

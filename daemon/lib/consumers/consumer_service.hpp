@@ -100,6 +100,9 @@ class ConsumerService {
   void on_ack(Attached& c, const std::string& text);
   void check_holds(Clock::time_point now);
   void drop(uint64_t id, const std::string& why, bool detached);
+  void refuse_at_accept(writers::UniqueFd fd, const std::string& message, Clock::time_point now);
+  void on_refused_readable(uint64_t id);
+  void expire_refused(Clock::time_point now);
   void log(bool warning, const std::string& line) const;
   void log_refusal(const std::string& why);
 
@@ -113,6 +116,13 @@ class ConsumerService {
   std::unordered_map<uint64_t, std::unique_ptr<Attached>> conns_;  // by id, under mu_
   mutable std::mutex mu_;  // conns_ between the thread and snapshot()
   uint64_t next_id_ = 2;   // 0: the listening socket, 1: the stop event
+  // Connections refused when accepted ("error busy"), their write side shut, kept (the service
+  // thread's only) until the client closes or a short linger ends: see refuse_at_accept().
+  struct Refused {
+    writers::UniqueFd fd;
+    Clock::time_point deadline;
+  };
+  std::unordered_map<uint64_t, Refused> refused_;
   Clock::time_point last_refusal_log_{};
   uint64_t refusals_unlogged_ = 0;
   std::thread thread_;
