@@ -1,5 +1,7 @@
 #include "writers/dump_writer.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -74,7 +76,7 @@ class Sink {
     if (!r.files.pcap.empty()) pcap_.emplace(dump_path_maker(r.files.pcap), dump_rotation());
   }
 
-  bool done() const noexcept { return next_ > r_.last_index; }
+  bool done() const noexcept { return next_ > r_.last_index || unreadable_; }
   uint64_t next() const noexcept { return next_; }
 
   // One retained frame, in retention order. Frames before the window are skipped; the first
@@ -83,7 +85,15 @@ class Sink {
     const SlotMeta& m = ring.meta(id);
     if (done() || m.frame_index < next_) return;
     const Frame f = frame_of(ring, id, payload);
-    if (!timing_known_ && !learn_timing(f)) return;
+    if (!timing_known_ && !learn_timing(f)) {
+      // Retained frames were validated as the stream's format when captured: a frame that
+      // does not read as that format means the request names the wrong one. Waiting for a
+      // frame that reads would last until the deadline; give up now, with the reason.
+      give_up(fmt::format("retained frame {} is not a {} frame: the dump cannot place it",
+                          m.frame_index, vdif() ? "VDIF" : "CODIF"));
+      unreadable_ = true;
+      return;
+    }
     if (m.frame_index > r_.last_index) {
       fill(r_.last_index + 1 - next_);
       return;
@@ -249,6 +259,7 @@ class Sink {
   uint64_t next_;
   uint64_t handed_ = 0;  // bytes handed to the writers (every format)
   bool timing_known_ = false;
+  bool unreadable_ = false;  // a frame in the window did not read as the stream's format
   codif::Header template_{};
   codif::Timing timing_{};
   capture::vdif::Header vtemplate_{};

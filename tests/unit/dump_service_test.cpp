@@ -31,6 +31,7 @@
 #include "writers/capture_writer.hpp"
 #include "writers/fault_injection.hpp"
 #include "writers/output_targets.hpp"
+#include "writers/staging/engine_factory.hpp"
 
 namespace rocecap::daemon {
 namespace {
@@ -748,6 +749,46 @@ TEST(DumpService, VdifFutureAndOverlappingWindowsAreServedWhenTheyArrive) {
   EXPECT_EQ(rig.file("0002-overlap", "vhead"), expected_vdif(1180, 1229, rig.dropped, false));
   EXPECT_EQ(rig.dumps->counters().served.load(), 2u);
   EXPECT_EQ(rig.a.retention->stats().pins, 0u);
+}
+
+// A request that names the wrong format for its stream (a bug, never a client's mistake) ends
+// at once with the reason instead of waiting for a frame that reads, until the deadline.
+TEST(DumpService, AWindowWhoseFramesDoNotReadAsTheStreamsFormatEndsAtOnceWithTheReason) {
+  VdifRig rig;
+  rig.feed(800, 1199);
+  capture::Retention& ret = *rig.a.retention;
+  uint64_t pinned = 0;
+  const auto pin = ret.pin(ret.range().head, pinned);
+  ASSERT_TRUE(pin.has_value());
+  writers::staging::PayloadStager stager(
+      writers::staging::make_copy_engine(capture::memory::MemoryKind::host), tf::kPayload);
+  writers::RateLimiter rate(0);
+  writers::StreamDumpRequest r;
+  r.retention = &ret;
+  r.pin = *pin;
+  r.from_pos = pinned;
+  r.first_index = 1100;
+  r.last_index = 1150;
+  r.wait_until_ns = std::numeric_limits<int64_t>::max();  // no deadline would end it
+  r.now_ns = [] { return int64_t{0}; };
+  r.format = capture::StreamFormat::codif;  // the stream is VDIF
+  r.files.raw = rig.tmp.path() / "wrong.codif";
+  std::atomic<bool> stop{false};
+  std::thread stopper([&] {  // without the bound the dump would wait: end it, and fail below
+    for (int i = 0; i < 200 && !stop.load(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    stop.store(true);
+  });
+  const writers::StreamDumpResult res = writers::StreamDumper(stager, rate).run(r, stop);
+  stop.store(true);
+  stopper.join();
+  ret.unpin(*pin);
+  ASSERT_TRUE(res.not_written.has_value());
+  EXPECT_EQ(res.not_written->first, 1100u);
+  EXPECT_EQ(res.not_written->second, 1150u);
+  EXPECT_EQ(res.not_written_reason,
+            "retained frame 1100 is not a CODIF frame: the dump cannot place it");
+  EXPECT_EQ(res.frames + res.fill_frames, 0u);
 }
 
 // Item 15 of issue 23: a key given twice is refused (nlohmann would keep the last silently),
