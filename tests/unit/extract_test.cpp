@@ -353,13 +353,18 @@ TEST(Extract, WhatCannotBeServedIsRefusedNamingWhy) {
 
 TEST(Extract, AFileThatIsNotTheStreamsFramesIsAProblemNotACrash) {
   Recorded run;
-  run.add("a.0000.codif", frames(codif_frame, 1000, 1099));
+  Bytes first = frames(codif_frame, 1000, 1099);
+  std::fill_n(first.begin() + 5 * static_cast<std::ptrdiff_t>(kFrame), 8,
+              std::byte{0x5a});  // frame 1005: its sync word overwritten
+  run.add("a.0000.codif", first);
   run.add("a.0001.codif", Bytes(5000, std::byte{0x5a}));
   const ExtractOutcome x = run.extract(window(1000, 1010));
   const json& s = x.dump.at("streams").at(0);
-  ASSERT_EQ(s.at("problems").size(), 1u);
+  ASSERT_EQ(s.at("problems").size(), 2u);
   EXPECT_TRUE(has(s.at("problems")[0], "a.0001.codif: its first bytes are not a CODIF frame"));
-  EXPECT_EQ(file_of(x), frames(codif_frame, 1000, 1009));
+  EXPECT_TRUE(has(s.at("problems")[1], "1 frame(s) in the window's files did not read"));
+  EXPECT_EQ(file_of(x), frames(codif_frame, 1000, 1009, {1005}));
+  EXPECT_EQ(s.at("fill_frames"), 1);
 }
 
 }  // namespace

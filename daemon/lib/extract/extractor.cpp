@@ -177,9 +177,12 @@ std::string missing_reason(const RecordedStream& st, uint64_t first, uint64_t co
          "manifest does not account for)";
 }
 
-// Writes the stream's window [first, last] (inside the recording) from its files.
-void copy_window(const Recording& rec, const RecordedStream& st, uint64_t first, uint64_t last,
-                 ExtractSink& sink) {
+// Writes the stream's window [first, last] (inside the recording) from its files. Returns how
+// many of the frames read did not read as the stream's frames (corrupt): left out, their
+// places filled.
+uint64_t copy_window(const Recording& rec, const RecordedStream& st, uint64_t first, uint64_t last,
+                     ExtractSink& sink) {
+  uint64_t unreadable = 0;
   uint64_t next = first;
   std::vector<std::byte> buf;
   for (const FrameFile& file : st.files) {
@@ -194,6 +197,7 @@ void copy_window(const Recording& rec, const RecordedStream& st, uint64_t first,
       for (uint64_t j = 0; j < n && next <= last; ++j) {
         const auto bytes = std::span<const std::byte>(buf).subspan(j * fb, fb);
         const std::optional<RecordedFrame> f = decode_recorded(rec.format, bytes, fb);
+        unreadable += f ? 0 : 1;
         if (!f || f->index < next) continue;
         if (f->index > last) {
           next = last + 1;
@@ -207,6 +211,7 @@ void copy_window(const Recording& rec, const RecordedStream& st, uint64_t first,
     }
   }
   if (next <= last) sink.fill(next, last - next + 1, missing_reason(st, next, last - next + 1));
+  return unreadable;
 }
 
 json stream_json(const Recording& rec, const RecordedStream& st, const Window& w) {
@@ -273,7 +278,12 @@ json extract_stream(const Recording& rec, const RecordedStream& st, const Window
   }
   ExtractSink sink(files, st.files.front().first(),
                    rec.format.format == capture::StreamFormat::vdif);
-  copy_window(rec, st, first, last, sink);
+  if (const uint64_t bad = copy_window(rec, st, first, last, sink); bad != 0) {
+    s["problems"].push_back(
+        fmt::format("{} frame(s) in the window's files did not read as "
+                    "this stream's frames (corrupt?): left out, filled",
+                    bad));
+  }
   sink.close();
   ok = ok && sink.result().errors.empty() && sink.result().write_loss.empty();
   s = stream_outcome_json(sink.result(), s);
