@@ -105,6 +105,7 @@ struct Recorded {
     write_bytes(root / "r1" / name, bytes);
     files.push_back(f);
   }
+  std::string output_formats = "[raw]";  // output.formats
   std::string yaml() const {
     std::string y =
         "run:\n  name: r1\n  duration: 60s\ncapture:\n  backend: pcap-file\n"
@@ -113,7 +114,7 @@ struct Recorded {
         format + "\n";
     if (format == "vdif") y += "  frames_per_second: 1000\n";
     y += "  antennas:\n    - { name: a, source: 192.0.2.11 }\n" + yaml_extra;
-    y += "output:\n  directory: " + out().string() + "\n  formats: [raw]\n";
+    y += "output:\n  directory: " + out().string() + "\n  formats: " + output_formats + "\n";
     if (strip) y += "  strip_headers: true\n";
     return y + "metrics:\n  enabled: false\n";
   }
@@ -337,6 +338,9 @@ TEST(Extract, WhatCannotBeServedIsRefusedNamingWhy) {
   run.strip = true;
   EXPECT_TRUE(has(refusal(run, w, {}, "z"), "strip_headers"));
   run.strip = false;
+  run.output_formats = "[codifhdr]";
+  EXPECT_TRUE(has(refusal(run, w, {}, "z"), "output.formats has no raw"));
+  run.output_formats = "[raw]";
   run.format = "udp";
   EXPECT_TRUE(has(refusal(run, w, {}, "z"), "udp"));
   fs::remove(run.dir() / "manifest.json");

@@ -121,6 +121,11 @@ Recording read_recording(const fs::path& run_dir) {
     throw ExtractError((r.run_dir / "manifest.json").string() +
                        ": output.strip_headers: the raw files hold no headers to find frames by");
   }
+  if (!config::has_format(r.config.output, config::OutputFormat::raw)) {
+    throw ExtractError((r.run_dir / "manifest.json").string() +
+                       ": output.formats has no raw: the run recorded no raw files to cut "
+                       "windows from");
+  }
   r.refs = config::enumerate_streams(r.config);
   r.entries.assign(r.refs.size(), nullptr);
   for (const json& e : r.manifest.at("streams")) {
