@@ -111,6 +111,8 @@ e2e_wait_exit "$rocecapd_pid" 60
 rocecapd_pid=""
 echo "rocecapd exited $E2E_RC"
 grep -E "out of rotation|back in rotation|dump" "$work/rocecapd.log" | cut -c1-200 | head -20 || true
+# Full targets are not storage loss: the run itself ran as configured.
+[ "$E2E_RC" = 0 ] || { tail -20 "$work/rocecapd.log"; echo "FAIL: rocecapd exited $E2E_RC"; exit 1; }
 
 # The same requests, extracted from the recording; D in UTC: 1009.5 s to 1011 s of epoch 52
 # (2026-01-01), past the last frame (1009.999 s).
