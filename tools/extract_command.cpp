@@ -68,6 +68,7 @@ int run_extract(const ExtractArgs& a) {
   try {
     const daemon::ExtractOutcome out = daemon::extract(o);
     std::cout << out.dump.dump(2) << "\n";
+    if (!out.ok) std::cerr << "rocecap extract: " << out.dump.value("error", "failed") << "\n";
     return out.ok ? 0 : 1;
   } catch (const daemon::ExtractError& e) {
     std::cerr << "rocecap extract: " << e.what() << "\n";

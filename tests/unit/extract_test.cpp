@@ -13,6 +13,7 @@
 #include "daemon/lib/extract/frame_file.hpp"
 #include "test_frames.hpp"
 #include "writer_test_util.hpp"
+#include "writers/fault_injection.hpp"
 
 namespace rocecap::daemon {
 namespace {
@@ -315,6 +316,35 @@ std::string refusal(Recorded& run, const json& request,
 
 bool has(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// A disk that fails under the extract (the file layer's fault seam, as a disk answering EIO):
+// the extract is failed, its errors listed, the file holds whole frames only.
+TEST(Extract, AWriteErrorFailsTheExtractWithTheErrorListed) {
+  Recorded run;
+  const Bytes all = frames(codif_frame, 1000, 3999);  // 3.3 MB: several 1 MiB staging writes
+  run.add("a.0000.codif", all);
+  fs::create_directories(run.tmp.path() / "x");
+  writers::fault::Spec spec;
+  spec.directory = run.tmp.path() / "x";
+  spec.after_bytes = 3u << 19;  // the second staging write fails, and every one after it
+  writers::fault::install(spec);
+  const ExtractOutcome x = run.extract(window(1000, 4000));
+  writers::fault::clear();
+  const json& s = x.dump.at("streams").at(0);
+  EXPECT_FALSE(x.ok);
+  EXPECT_EQ(x.dump.at("state"), "failed");
+  ASSERT_FALSE(s.at("errors").empty());
+  EXPECT_TRUE(has(s.at("errors")[0], "injected")) << s.at("errors");
+  const Bytes got = file_of(x);
+  EXPECT_EQ(got.size() % kFrame, 0u);  // whole frames only
+  EXPECT_GT(got.size(), 0u);
+  EXPECT_LE(got.size(), std::size_t{1} << 20);
+  EXPECT_EQ(got, Bytes(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(got.size())));
+  // What the file holds and what it lacks add up to the window.
+  EXPECT_EQ(s.at("frames"), got.size() / kFrame);
+  EXPECT_EQ(s.at("write_error_lost").at("raw").at("frames").get<uint64_t>() + got.size() / kFrame,
+            3000u);
 }
 
 TEST(Extract, WhatCannotBeServedIsRefusedNamingWhy) {

@@ -345,8 +345,13 @@ ExtractOutcome extract(const ExtractOptions& o) {
   if (!out.ok) m["error"] = "write errors: see the streams' errors";
   if (const std::string e =
           replace_file_atomically((out.dir / "dump.json").string(), m.dump(2) + "\n");
-      !e.empty())
-    throw ExtractError(e);
+      !e.empty()) {
+    // A full disk: the outcome (which files were cut, what was lost) is still the caller's.
+    const std::string before = m.value("error", std::string());
+    out.ok = false;
+    m["state"] = "failed";
+    m["error"] = (before.empty() ? "" : before + "; ") + "dump.json not written: " + e;
+  }
   out.dump = std::move(m);
   return out;
 }
