@@ -15,34 +15,17 @@
 #include "daemon/lib/extract/extractor.hpp"
 #include "daemon/lib/extract/frame_file.hpp"
 #include "tools/command.hpp"
+#include "tools/window_args.hpp"
 
 namespace rocecap::tools {
 namespace {
 
 using nlohmann::json;
 
-struct ExtractArgs {
-  std::string run_dir, start, end, label, json_text, out_dir;
-  std::vector<std::string> antennas, groups, formats;
-  std::optional<double> dm, ref_freq;
+struct ExtractArgs : WindowArgs {
+  std::string run_dir, json_text, out_dir;
+  std::vector<std::string> formats;
 };
-
-json time_value(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos)
-    return json(std::stoll(s));
-  return json(s);
-}
-
-std::string request_of(const ExtractArgs& a) {
-  if (!a.json_text.empty()) return a.json_text;
-  json j{{"start", time_value(a.start)}, {"end", time_value(a.end)}};
-  if (!a.antennas.empty()) j["antennas"] = a.antennas;
-  if (!a.groups.empty()) j["groups"] = a.groups;
-  if (!a.label.empty()) j["label"] = a.label;
-  if (a.dm) j["dm"] = *a.dm;
-  if (a.ref_freq) j["ref_freq"] = *a.ref_freq;
-  return j.dump();
-}
 
 int run_extract(const ExtractArgs& a) {
   if (a.json_text.empty() && (a.start.empty() || a.end.empty())) {
@@ -51,7 +34,7 @@ int run_extract(const ExtractArgs& a) {
   }
   daemon::ExtractOptions o;
   o.run_dir = a.run_dir;
-  o.request = request_of(a);
+  o.request = a.json_text.empty() ? a.request().dump() : a.json_text;
   o.out_dir = a.out_dir;
   for (const std::string& f : a.formats) {
     std::optional<config::OutputFormat> v;

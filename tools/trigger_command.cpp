@@ -21,26 +21,17 @@
 
 #include "config/loader.hpp"
 #include "tools/command.hpp"
+#include "tools/window_args.hpp"
 
 namespace rocecap::tools {
 namespace {
 
 using nlohmann::json;
 
-struct TriggerArgs {
-  std::string socket, config, start, end, label, json_text;
-  std::vector<std::string> antennas, groups;
-  std::optional<double> dm, ref_freq;
+struct TriggerArgs : WindowArgs {
+  std::string socket, config, json_text;
   std::optional<uint64_t> status;  // --status N: ask about dump N
 };
-
-// A time argument: Unix nanoseconds when all digits, else UTC text (checked by the daemon).
-json time_value(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) {
-    return json(std::stoll(s));
-  }
-  return json(s);
-}
 
 // The socket named by --socket, or the one the run file's retention section gives.
 std::string socket_path(const TriggerArgs& a) {
@@ -102,13 +93,7 @@ int run_trigger(const TriggerArgs& a) {
       std::cerr << "rocecap trigger: give --start and --end (or --json)\n";
       return 2;
     }
-    json j{{"start", time_value(a.start)}, {"end", time_value(a.end)}};
-    if (!a.antennas.empty()) j["antennas"] = a.antennas;
-    if (!a.groups.empty()) j["groups"] = a.groups;
-    if (!a.label.empty()) j["label"] = a.label;
-    if (a.dm) j["dm"] = *a.dm;
-    if (a.ref_freq) j["ref_freq"] = *a.ref_freq;
-    request = j.dump();
+    request = a.request().dump();
   } else {
     // One line on the socket: a valid document is sent compact, anything else as written
     // (the daemon names what is wrong with it).

@@ -130,17 +130,11 @@ class Sink {
   }
 
   void close() {
-    if (raw_) finish(*raw_, "raw");
-    if (hdr_) finish(*hdr_, "codifhdr");
-    if (vhdr_) finish(*vhdr_, "vdifhdr");
-    if (pcap_) finish(*pcap_, "pcap");
-    // What the files hold, not what was handed to them: the first format's losses come off.
-    const char* first = raw_ ? "raw" : hdr_ ? "codifhdr" : vhdr_ ? "vdifhdr" : "pcap";
-    if (!out_.write_loss.empty() && out_.write_loss.front().first == first) {
-      const WriteLoss& l = out_.write_loss.front().second;
-      out_.frames -= std::min(out_.frames, l.frames);
-      out_.fill_frames -= std::min(out_.fill_frames, l.fills);
-    }
+    if (raw_) close_dump_writer(*raw_, "raw", out_);
+    if (hdr_) close_dump_writer(*hdr_, "codifhdr", out_);
+    if (vhdr_) close_dump_writer(*vhdr_, "vdifhdr", out_);
+    if (pcap_) close_dump_writer(*pcap_, "pcap", out_);
+    settle_dump_counts(out_, raw_ ? "raw" : hdr_ ? "codifhdr" : vhdr_ ? "vdifhdr" : "pcap");
   }
 
  private:
@@ -233,25 +227,7 @@ class Sink {
     rate_.spend(count * (raw_ ? frame_bytes : header_bytes));
   }
 
-  void check(const Status& s) {
-    if (s.ok()) return;
-    if (out_.error_code == 0) out_.error_code = s.code();
-    // Writers' messages name their file already ("write <path>: <strerror>").
-    const std::string path = s.path().string();
-    const bool named = path.empty() || s.message().find(path) != std::string::npos;
-    out_.errors.push_back(named ? s.message() : path + ": " + s.message());
-  }
-
-  template <class W>
-  void finish(W& w, const char* format) {
-    check(w.close());
-    for (const FileRecord& f : w.files()) {
-      out_.bytes += f.bytes;
-      out_.files.push_back(f);
-    }
-    const WriteLoss& l = w.stats().write_loss;
-    if (l.frames + l.fills != 0) out_.write_loss.emplace_back(format, l);
-  }
+  void check(const Status& s) { note_dump_error(out_, s); }
 
   const StreamDumpRequest& r_;
   StreamDumpResult& out_;
@@ -287,6 +263,22 @@ RotationOptions dump_rotation() {
   RotationOptions r;
   r.max_bytes = 0;  // a dump is one file per format
   return r;
+}
+
+void note_dump_error(StreamDumpResult& out, const Status& s) {
+  if (s.ok()) return;
+  if (out.error_code == 0) out.error_code = s.code();
+  // Writers' messages name their file already ("write <path>: <strerror>").
+  const std::string path = s.path().string();
+  const bool named = path.empty() || s.message().find(path) != std::string::npos;
+  out.errors.push_back(named ? s.message() : path + ": " + s.message());
+}
+
+void settle_dump_counts(StreamDumpResult& out, const char* first) {
+  if (out.write_loss.empty() || out.write_loss.front().first != first) return;
+  const WriteLoss& l = out.write_loss.front().second;
+  out.frames -= std::min(out.frames, l.frames);
+  out.fill_frames -= std::min(out.fill_frames, l.fills);
 }
 
 RateLimiter::RateLimiter(uint64_t bytes_per_second)

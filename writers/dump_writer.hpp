@@ -104,6 +104,25 @@ struct StreamDumpResult {
   std::vector<FileRecord> files;
 };
 
+// The pieces of a stream dump's result that every writer of dump files shares (this file's
+// dumper and `rocecap extract`, daemon/lib/extract/extract_sink.cpp).
+// A writer's error into `out`: the first errno, and the message naming its file once.
+void note_dump_error(StreamDumpResult& out, const Status& s);
+// Closes writer `w` and adds its files, their bytes and its write loss (as `format`) to `out`.
+template <class W>
+void close_dump_writer(W& w, const char* format, StreamDumpResult& out) {
+  note_dump_error(out, w.close());
+  for (const FileRecord& f : w.files()) {
+    out.bytes += f.bytes;
+    out.files.push_back(f);
+  }
+  const WriteLoss& l = w.stats().write_loss;
+  if (l.frames + l.fills != 0) out.write_loss.emplace_back(format, l);
+}
+// Once every writer is closed: `frames` and `fill_frames` count what the files of the first
+// format written (`first`) hold, not what was handed to them.
+void settle_dump_counts(StreamDumpResult& out, const char* first);
+
 class StreamDumper {
  public:
   StreamDumper(staging::PayloadStager& stager, RateLimiter& rate) : stager_(stager), rate_(rate) {}

@@ -68,34 +68,14 @@ void ExtractSink::gap(uint64_t index, uint64_t count, const std::string& why) {
 }
 
 void ExtractSink::check(const writers::Status& s) {
-  if (s.ok()) return;
-  if (out_.error_code == 0) out_.error_code = s.code();
-  const std::string path = s.path().string();
-  const bool named = path.empty() || s.message().find(path) != std::string::npos;
-  out_.errors.push_back(named ? s.message() : path + ": " + s.message());
-}
-
-template <class W>
-void ExtractSink::finish(W& w, const char* format) {
-  check(w.close());
-  for (const writers::FileRecord& f : w.files()) {
-    out_.bytes += f.bytes;
-    out_.files.push_back(f);
-  }
-  const writers::WriteLoss& l = w.stats().write_loss;
-  if (l.frames + l.fills != 0) out_.write_loss.emplace_back(format, l);
+  writers::note_dump_error(out_, s);
 }
 
 void ExtractSink::close() {
-  if (raw_) finish(*raw_, "raw");
-  if (hdr_) finish(*hdr_, "codifhdr");
-  if (vhdr_) finish(*vhdr_, "vdifhdr");
-  const char* first = raw_ ? "raw" : hdr_ ? "codifhdr" : "vdifhdr";
-  if (!out_.write_loss.empty() && out_.write_loss.front().first == first) {
-    const writers::WriteLoss& l = out_.write_loss.front().second;
-    out_.frames -= std::min(out_.frames, l.frames);
-    out_.fill_frames -= std::min(out_.fill_frames, l.fills);
-  }
+  if (raw_) writers::close_dump_writer(*raw_, "raw", out_);
+  if (hdr_) writers::close_dump_writer(*hdr_, "codifhdr", out_);
+  if (vhdr_) writers::close_dump_writer(*vhdr_, "vdifhdr", out_);
+  writers::settle_dump_counts(out_, raw_ ? "raw" : hdr_ ? "codifhdr" : "vdifhdr");
 }
 
 }  // namespace rocecap::daemon

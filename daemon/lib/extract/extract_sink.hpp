@@ -37,8 +37,6 @@ class ExtractSink {
  private:
   void gap(uint64_t index, uint64_t count, const std::string& why);
   void check(const writers::Status& s);
-  template <class W>
-  void finish(W& w, const char* format);
 
   RecordedFrame model_;
   bool vdif_;
