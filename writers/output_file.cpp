@@ -144,7 +144,8 @@ Status OutputFile::open_at(int dir, const std::string& name, const std::filesyst
   on_write_ = options.on_write;
   keep_cut_ = options.keep_cut;
   backlog_ = options.backlog;
-  cut_.clear();
+  cut_.bytes.clear();
+  cut_.bounds.clear();
   queue_ = direct_ && g_write == nullptr ? queue : nullptr;
   path_kind_ = queue_ != nullptr            ? WritePath::copy_uring
                : !direct_ && options.gather ? WritePath::gather_writev
@@ -469,8 +470,8 @@ Status OutputFile::fail(Status error) {
   // header itself is cut too, but the new file has its own (moved along, it would sit in the
   // middle of the new file as a garbage record: found by integration_rocecapd_targets_eio_direct).
   if (keep_cut_) {
-    keep_cut(std::max(keep.at, preamble_end_),
-             mark_count_ > 0 ? marks_[(mark_head_ + mark_count_ - 1) % kMarks].at : keep.at);
+    const Mark start{std::max(keep.at, preamble_end_), keep.records, keep.fills};
+    keep_cut(start, mark_count_ > 0 ? marks_[(mark_head_ + mark_count_ - 1) % kMarks].at : keep.at);
   }
   std::string message = error.message();
   if (::ftruncate(fd_.get(), static_cast<off_t>(keep.at)) != 0) {
@@ -496,13 +497,15 @@ Status OutputFile::fail(Status error) {
 // Saves the bytes [keep, end) before the cut: the part that reached the file read back through
 // a second descriptor (the file's own may be O_WRONLY|O_DIRECT), the rest from where the write
 // path still holds it (staging chunks, or the gather batch's iovecs).
-void OutputFile::keep_cut(uint64_t keep, uint64_t end) noexcept {
-  cut_.clear();
+void OutputFile::keep_cut(const Mark& start, uint64_t end) noexcept {
+  cut_.bytes.clear();
+  cut_.bounds.clear();
+  const uint64_t keep = start.at;
   if (end <= keep) return;
   try {
-    cut_.resize(end - keep);
+    cut_.bytes.resize(end - keep);
   } catch (...) {
-    cut_.clear();
+    cut_.bytes.clear();
     return;
   }
   const uint64_t on_disk = std::min(durable_, end);
@@ -516,7 +519,7 @@ void OutputFile::keep_cut(uint64_t keep, uint64_t end) noexcept {
     if (fd < 0) fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
     std::size_t n = on_disk - keep;
     while (fd >= 0 && n > 0) {
-      const ssize_t r = ::pread(fd, cut_.data() + at, n, static_cast<off_t>(keep + at));
+      const ssize_t r = ::pread(fd, cut_.bytes.data() + at, n, static_cast<off_t>(keep + at));
       if (r < 0 && errno == EINTR) continue;
       if (r <= 0) break;
       at += static_cast<std::size_t>(r);
@@ -524,12 +527,42 @@ void OutputFile::keep_cut(uint64_t keep, uint64_t end) noexcept {
     }
     if (fd >= 0) ::close(fd);
     if (n > 0) {
-      cut_.clear();  // the records cannot be moved whole: the caller counts them lost
+      cut_.bytes.clear();  // the records cannot be moved whole: the caller counts them lost
       return;
     }
   }
   const uint64_t from = std::max(keep, on_disk);
-  if (from < end && !copy_unwritten(from, end, cut_.data() + at)) cut_.clear();
+  if (from < end && !copy_unwritten(from, end, cut_.bytes.data() + at)) {
+    cut_.bytes.clear();
+    return;
+  }
+  keep_cut_bounds(start);
+}
+
+// The marks past `start` (those not yet on disk: all of marks_) as bounds of the cut bytes. Moved
+// as one record run, a short write in the new file cut back to before all of them: on the last
+// target with room, hundreds of KB of whole records that had reached the disk were cut and
+// lost (integration_rocecapd_targets_spill, t0 left free while frames were lost).
+void OutputFile::keep_cut_bounds(const Mark& start) noexcept {
+  const uint64_t size = cut_.bytes.size();
+  Mark prev = start;
+  try {
+    cut_.bounds.reserve(mark_count_);
+    for (std::size_t i = 0; i < mark_count_; ++i) {
+      const Mark& m = marks_[(mark_head_ + i) % kMarks];
+      if (m.at <= prev.at || m.records <= prev.records) continue;
+      if (m.at - start.at > size) break;
+      cut_.bounds.push_back({m.at - start.at, m.records - prev.records, m.fills - prev.fills});
+      prev = m;
+    }
+  } catch (...) {
+    cut_.bounds.clear();
+    prev = start;
+  }
+  if (prev.at - start.at != size) {  // the last mark is the cut's end; otherwise one run
+    cut_.bounds.clear();
+    cut_.bounds.push_back({size, records_ - start.records, fills_ - start.fills});
+  }
 }
 
 // Copies file bytes [from, to) (all >= durable_, < pos_) from the write path's memory.

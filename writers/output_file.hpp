@@ -155,8 +155,20 @@ class OutputFile {
   }
   // With keep_cut: the bytes of the whole records the last failure cut from the file, exactly
   // those between size() and the end of the last record accepted; empty when none, or when
-  // they could not be kept (a part already written could not be read back).
-  std::vector<std::byte> take_cut() noexcept { return std::move(cut_); }
+  // they could not be kept (a part already written could not be read back). `bounds` are the
+  // record ends the file knew inside them (its marks, one per bucket), ascending, the last at
+  // bytes.size(): the new file marks them again, so that a short write there cuts back to the
+  // last of them on disk, not to the start of all the moved bytes.
+  struct CutBound {
+    uint64_t end = 0;      // offset in `bytes`
+    uint64_t records = 0;  // records ending in (previous end, end]
+    uint64_t fills = 0;    // fill frames among them
+  };
+  struct Cut {
+    std::vector<std::byte> bytes;
+    std::vector<CutBound> bounds;
+  };
+  Cut take_cut() noexcept { return std::move(cut_); }
 
   // Writes what is pending (O_DIRECT: padded tail + ftruncate), waits for writes in flight,
   // releases unused preallocation, fsyncs and closes. A no-op returning ok when not open.
@@ -211,7 +223,8 @@ class OutputFile {
   Status gather_push(const std::byte* data, std::size_t n);
   Status gather_flush();
   Status fail(Status error);
-  void keep_cut(uint64_t keep, uint64_t end) noexcept;
+  void keep_cut(const Mark& keep, uint64_t end) noexcept;
+  void keep_cut_bounds(const Mark& start) noexcept;
   bool copy_unwritten(uint64_t from, uint64_t to, std::byte* out) const noexcept;
   Status release_preallocation();
   void reserve_ahead(uint64_t end) noexcept;  // preallocation up to past `end`, a step at a time
@@ -261,7 +274,7 @@ class OutputFile {
   bool keep_cut_ = false;
   bool fault_ = false;  // under the directory of an installed fault (fault_injection.hpp)
   WriteBacklog* backlog_ = nullptr;
-  std::vector<std::byte> cut_;  // filled on a failure only (an error path may allocate)
+  Cut cut_;  // filled on a failure only (an error path may allocate)
 };
 
 // Mode of every output file, before the process umask: owner read-write, group read (the

@@ -150,7 +150,7 @@ Status RotatingFile::append(std::span<const Piece> pieces, uint64_t records, uin
 // the others full the run goes on (ENOSPC), it is not storage loss.
 bool RotatingFile::spill(Status& s, uint64_t& cut, uint64_t& cut_fills, uint64_t cut_first,
                          unsigned depth) {
-  std::vector<std::byte> moved = file_.take_cut();
+  OutputFile::Cut moved = file_.take_cut();
   sync_current();
   files_.back().open = false;
   files_.back().failed = true;
@@ -158,7 +158,7 @@ bool RotatingFile::spill(Status& s, uint64_t& cut, uint64_t& cut_fills, uint64_t
   const std::size_t from = target_;
   release_target(file_.size());
   forget_if_empty();
-  const bool can_spill = spread() && target_fault(s.code()) && (cut == 0 || !moved.empty()) &&
+  const bool can_spill = spread() && target_fault(s.code()) && (cut == 0 || !moved.bytes.empty()) &&
                          depth <= targets_->size();
   if (!can_spill) {
     record_error(s);
@@ -175,14 +175,37 @@ bool RotatingFile::spill(Status& s, uint64_t& cut, uint64_t& cut_fills, uint64_t
     return false;
   }
   if (cut == 0) return true;
-  const Piece piece{moved.data(), moved.size()};
-  Status moved_status =
-      append(std::span<const Piece>(&piece, 1), cut, cut_fills, cut_first, depth + 1);
+  Status moved_status = append_moved(moved, cut_first, depth + 1);
   if (moved_status.ok()) return true;
-  // That append counted the moved records lost itself (no target could take them).
+  // append_moved counted the moved records lost itself (no target could take them).
   cut = cut_fills = 0;
   s = std::move(moved_status);
   return false;
+}
+
+// The cut records, the first with index `first`, appended to the new file run by run between
+// the old file's record ends, so that the new file knows them as record ends too. On a failure
+// the failing run and those before it were counted by append(); the runs after it are lost.
+Status RotatingFile::append_moved(const OutputFile::Cut& moved, uint64_t first, unsigned depth) {
+  uint64_t from = 0;
+  for (std::size_t i = 0; i < moved.bounds.size(); ++i) {
+    const OutputFile::CutBound& b = moved.bounds[i];
+    const Piece piece{moved.bytes.data() + from, b.end - from};
+    Status st = append(std::span<const Piece>(&piece, 1), b.records, b.fills, first, depth);
+    first += b.records;
+    if (st.ok()) {
+      from = b.end;
+      continue;
+    }
+    uint64_t rest = 0, rest_fills = 0;
+    for (std::size_t j = i + 1; j < moved.bounds.size(); ++j) {
+      rest += moved.bounds[j].records;
+      rest_fills += moved.bounds[j].fills;
+    }
+    lose(first, rest, rest_fills);
+    return st;
+  }
+  return {};
 }
 
 Status RotatingFile::start_file(uint64_t seq) {

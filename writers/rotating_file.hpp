@@ -196,6 +196,7 @@ class RotatingFile {
                 unsigned depth = 0);
   bool spill(Status& s, uint64_t& cut_records, uint64_t& cut_fills, uint64_t cut_first,
              unsigned depth);
+  Status append_moved(const OutputFile::Cut& moved, uint64_t first, unsigned depth);
   void record_error(const Status& s);
   Status cut_failed(Status s, uint64_t index, uint64_t bytes_before, uint64_t records_before,
                     uint64_t fills_before);

@@ -131,7 +131,7 @@ check_lost_target() {
   [ "$E2E_RC" = 5 ] || { echo "FAIL: $name: exit $E2E_RC, expected 5 (storage lost)"; fail=1; }
   grep -q "NOT recorded as asked" "$work/$name.log" || { echo "FAIL: no 'NOT recorded' line"; fail=1; }
   if grep -q "complete; manifest" "$work/$name.log"; then echo "FAIL: the run is called complete"; fail=1; fi
-  left=$(find "$work/t1" -mindepth 1 2>/dev/null | head -5)
+  left=$(find "$work/t1" -mindepth 1 2>/dev/null | sed -n 1,5p)
   [ -z "$left" ] || { echo "FAIL: re-created under target 1's path: $left"; fail=1; }
   python3 - "$work/t0/e2e/manifest.json" "$E2E_FRAME_BYTES" "$reason" <<'PY' || fail=1
 import json, os, sys
@@ -346,7 +346,7 @@ if [ "$mode" = stripe ]; then
   replay one "$work/one"
   mkdir -p "$work/t0" "$work/t1" "$work/t2" "$work/t3"
   replay four "$work/t0" "$work/t1" "$work/t2" "$work/t3"
-  grep "output target" "$work/four.log" | head -4
+  grep "output target" "$work/four.log" | sed -n 1,4p
   python3 - "$work/one/e2e/manifest.json" "$work/t0/e2e/manifest.json" "$work/one" <<'PY'
 import json, os, sys
 one, four, one_root = json.load(open(sys.argv[1])), json.load(open(sys.argv[2])), sys.argv[3]
@@ -430,7 +430,7 @@ for i in 0 1 2; do
   mount -t tmpfs -o "size=${sizes[$i]}m,mode=0755" "rocecap-target$i" "$work/t$i"
 done
 replay spill "$work/t0" "$work/t1" "$work/t2"
-grep -E "out of rotation|write error" "$work/spill.log" | head -8
+grep -E "out of rotation|write error" "$work/spill.log" | sed -n 1,8p
 df -k "$work/t0" "$work/t1" "$work/t2" | tail -3
 E2E_FRAME_BYTES=$E2E_FRAME_BYTES python3 - "$work/spill.log" "$work/t0/e2e/manifest.json" "$work" <<'PY'
 import json, os, re, sys
@@ -454,10 +454,16 @@ for t in targets:
           f"files, {free} bytes free")
     if t["state"] != "full":
         bad.append(f"{t['directory']} is {t['state']}, expected full")
-    # A failed staging-buffer write (1 MiB) that left no whole record is removed again, so up
-    # to one buffer (and the cut of a record) may come free after the target left rotation.
-    if free > (1 << 20) + (64 << 10):
-        bad.append(f"{t['directory']}: {free} bytes left free while frames were lost")
+    # What may come free after the target left rotation: the run directory's manifest reserve
+    # (1 MiB, given back at the end: the target holding manifest.json) and the cuts of the
+    # files that failed there, each back to its last record end on disk (marks per 16 KiB of
+    # the 1 MiB staging buffer, and a record). A version that moved cut records to another
+    # target as one run cut a short write there back to its start: 1.35 MB left on t0.
+    room = (64 << 10) + ((1 << 20) if os.path.exists(os.path.join(t["directory"], "e2e",
+                                                                   "manifest.json")) else 0)
+    if free > room:
+        bad.append(f"{t['directory']}: {free} bytes left free while frames were lost "
+                   f"(at most {room} expected)")
 frame = int(os.environ.get("E2E_FRAME_BYTES", "1088"))
 for s in m["streams"]:
     name = f"{s['group']} {s['antenna']}"
@@ -498,5 +504,5 @@ e2e_verify "$work/t0/e2e/manifest.json" "$work/summary.json" >"$work/verify.txt"
   echo "FAIL: rocecap verify does not agree with the spilled run"
   exit 1
 }
-grep -E "write error|byte-identical" "$work/verify.txt" | head -4
+grep -E "write error|byte-identical" "$work/verify.txt" | sed -n 1,4p
 passed=1

@@ -252,6 +252,59 @@ TEST(OutputTargets, EioOnOneTargetMidRunSpillsAndTheRunGoesOn) {
   spill_run(EIO);
 }
 
+// Disk seam with short writes: files under a listed directory take that many more bytes, the
+// write that reaches the limit is short (as write() on a filesystem filling mid-write), the next
+// one fails with ENOSPC.
+std::map<std::string, int64_t> g_room;
+ssize_t short_write(int fd, const void* data, std::size_t n) {
+  char link[64], path[4096];
+  std::snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+  const ssize_t len = ::readlink(link, path, sizeof path - 1);
+  for (auto& [dir, left] : g_room) {
+    if (len <= 0 || std::string(path, std::size_t(len)).rfind(dir, 0) != 0) continue;
+    if (left <= 0) {
+      errno = ENOSPC;
+      return -1;
+    }
+    const ssize_t w = ::write(fd, data, std::min<std::size_t>(n, std::size_t(left)));
+    if (w > 0) left -= w;
+    return w;
+  }
+  return ::write(fd, data, n);
+}
+
+// Records cut from a failed file move to a new file on another target; when that target fills
+// in the middle of them, the whole records that reached it stay there: a version that moved
+// the cut as one run of records cut the new file back to its start and lost them all, with the
+// disk's room left empty (integration_rocecapd_targets_spill on the last target with room).
+TEST(OutputTargets, AShortWriteInMovedRecordsKeepsTheWholeRecordsThatReachedTheDisk) {
+  TargetOptions o;
+  o.recover_bytes = uint64_t{1} << 40;
+  Targets t(2, o);
+  RawWriter w(PathMaker{}, rotation(t, 1000 * kFrame, "s", 64 << 10));  // 64 frames staged
+  ASSERT_TRUE(put(w, 0, 0).ok());  // opens the first file; the frame waits in the staging buffer
+  const std::size_t first = w.files().back().target, other = 1 - first;
+  g_room = {{t.set->directory(first).string() + "/", 0},
+            {t.set->directory(other).string() + "/", 20 * kFrame + 500}};
+  testing::set_write_function(short_write);
+  constexpr uint32_t kFrames = 100;
+  for (uint32_t i = 1; i < kFrames; ++i)
+    (void)put(w, 0, i);
+  (void)w.close();
+  testing::set_write_function(nullptr);
+  g_room.clear();
+  expect_whole(w, 0, kFrames);
+  EXPECT_EQ(w.stats().frames_written, 20u)
+      << "the 20 whole records the second target took were cut again";
+  ASSERT_FALSE(w.stats().write_loss.gaps.empty());
+  EXPECT_EQ(w.stats().write_loss.gaps.front().first, 20u);
+  uint64_t on_other = 0;
+  for (const FileRecord& f : w.files())
+    if (f.target == other) on_other += f.records;
+  EXPECT_EQ(on_other, 20u);
+  EXPECT_EQ(t.set->snapshot()[other].state, TargetState::full);
+}
+
 // Real ENOSPC: three tmpfs of unequal size fill one after another; nothing is lost until the
 // last is full; then frames are counted lost with their indices; freeing space brings a
 // target back and writing resumes there.
