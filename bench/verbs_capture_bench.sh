@@ -23,16 +23,30 @@ for i in $(seq "$reps"); do
   echo "-- run $i"
   echo "softverbs_bench_wire: $("$build/tests/softverbs/softverbs_bench_wire" 3)"
   for streams in 6 1; do
-    "$bench" --streams "$streams" --seconds 3
+    "$bench" --streams "$streams" --seconds 3 || {
+      echo "verbs_capture_bench --streams $streams exited $? (above: why)" >&2
+      exit 1
+    }
   done
 done
 
-# callgrind <out> <toggled function> <bench args...>: the bench's stdout, profile in <out>.
+# callgrind <out> <toggled function> <bench args...>: the bench's stdout, profile in <out>. A
+# bench that fails its own check under valgrind says why (its stdout, its message) and ends the
+# script with that status: it used to end silently (stderr discarded, set -e).
 callgrind() {
-  local out=$1 fn=$2
+  local out=$1 fn=$2 rc=0
   shift 2
   valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect="*$fn*" \
-    --toggle-collect='*baseline_memcpy64*' "$bench" "$@" 2>/dev/null
+    --toggle-collect='*baseline_memcpy64*' "$bench" "$@" >"$out.stdout" 2>"$out.stderr" || rc=$?
+  cat "$out.stdout"
+  if [ "$rc" != 0 ]; then
+    {
+      echo "callgrind: verbs_capture_bench $* exited $rc"
+      cat "$out.stdout"
+      grep -v '^==' "$out.stderr" || true
+    } >&2
+    return "$rc"
+  fi
 }
 # field <text> <key>: the value of key=value in text.
 field() { grep -o "$2=[0-9.]*" <<<"$1" | head -1 | cut -d= -f2; }
@@ -44,14 +58,15 @@ n1=100000 n2=200000 k1=2000 k2=4000
 for streams in 6 1; do
   declare -A v=()
   for n in $n1 $n2; do
-    log=$(callgrind "$tmp/cp.$n" capture_packets --streams "$streams" --packets "$n" --idle-polls 100)
+    log=$(callgrind "$tmp/cp.$n" capture_packets --streams "$streams" --packets "$n" \
+      --idle-polls 100) || exit 1
     s=$(split "$tmp/cp.$n")
     v[cp$n]=$(field "$s" capture_packets) v[sv$n]=$(field "$s" foreign)
     v[base$n]=$(field "$s" baseline_memcpy64) v[empty$n]=$(field "$log" empty_polls)
   done
   for k in $k1 $k2; do
     callgrind "$tmp/idle.$k" idle_polls --streams "$streams" --packets 20000 --idle-polls "$k" \
-      >/dev/null
+      >/dev/null || exit 1
     s=$(split "$tmp/idle.$k")
     v[idle$k]=$(field "$s" idle_polls) v[svidle$k]=$(field "$s" foreign)
   done

@@ -103,16 +103,15 @@ void VerbsSource::software_time_instead() {
   }
 }
 
-// Called once per polled batch, right after ibv_start_poll found its first completion.
-int64_t VerbsSource::batch_now() noexcept {
-  return time_source_ == TimeSource::software ? wall_ns() : 0;
-}
-
-// Raw ticks through the published fit: one sequence-lock read and a multiply, no syscall.
-int64_t VerbsSource::completion_time(int64_t now_ns, uint32_t& flags) noexcept {
-  if (time_source_ == TimeSource::software) return now_ns;
-  flags = kSlotHwTimestamp;
-  return clock_.to_ns(ibv_wc_read_completion_ts(cq_.get()));
+// Called once per polled batch, right after ibv_start_poll found its first completion: one
+// host clock read (software time), or one sequence-lock read of the published raw-clock fit, so
+// that each completion costs only its multiply (the lock read per completion was about 20 of
+// the 62 instructions a completion's time took, BENCHMARKS.md "Capture cost"). A fit published
+// during the batch applies from the next batch (a batch is at most 256 completions: microseconds
+// of a map that is slewed, never stepped).
+VerbsSource::BatchTime VerbsSource::batch_time() noexcept {
+  if (time_source_ == TimeSource::software) return {false, wall_ns(), {}};
+  return {true, 0, clock_.load()};
 }
 
 void VerbsSource::on_fatal_event(ibv_event_type type) noexcept {

@@ -179,9 +179,9 @@ int VerbsSource::poll(int max) noexcept {
   int rc = ibv_start_poll(cq, &attr);
   int n = 0;
   if (rc == 0) {
-    const int64_t now = batch_now();  // at most one clock read per batch
+    const BatchTime t = batch_time();  // at most one clock read per batch
     do {
-      handle_completion(now);
+      handle_completion(t);
       ++n;
     } while (n < max && (rc = ibv_next_poll(cq)) == 0);
     ibv_end_poll(cq);
@@ -203,7 +203,7 @@ int VerbsSource::poll(int max) noexcept {
   return failed() ? kFailed : n;
 }
 
-void VerbsSource::handle_completion(int64_t now_ns) noexcept {
+void VerbsSource::handle_completion(const BatchTime& t) noexcept {
   ibv_cq_ex* cq = cq_.get();
   const uint32_t stream = static_cast<uint32_t>(cq->wr_id >> 32);
   const auto slot = static_cast<SlotId>(cq->wr_id);
@@ -212,9 +212,9 @@ void VerbsSource::handle_completion(int64_t now_ns) noexcept {
   --s.outstanding;
   if (cq->status == IBV_WC_SUCCESS) {
     const uint32_t len = ibv_wc_read_byte_len(cq);
-    uint32_t flags = 0;
-    const int64_t ts = completion_time(now_ns, flags);
-    return ingest_.on_slot(stream, slot, len, ts, flags);
+    if (!t.raw) return ingest_.on_slot(stream, slot, len, t.now_ns, 0);
+    const int64_t ts = t.map.to_ns(ibv_wc_read_completion_ts(cq));
+    return ingest_.on_slot(stream, slot, len, ts, kSlotHwTimestamp);
   }
   s.pipeline->ring().give_back(slot);  // consumed by the NIC: posted again with the next batch
   // The QP's own flush after its error: the slot is back, nothing new went wrong.

@@ -135,7 +135,14 @@ class VerbsSource final : public PacketSource {
   bool start_raw_clock(const ibv_device_attr_ex& dev);
   void software_time_instead();
   void build_stream(uint32_t index, StreamPipeline& sp);
-  void handle_completion(int64_t now_ns) noexcept;
+  // What a batch's completions are stamped with, read once per batch: the host clock
+  // (software time) or the published raw-clock map.
+  struct BatchTime {
+    bool raw = false;
+    int64_t now_ns = 0;
+    ClockMap map{};
+  };
+  void handle_completion(const BatchTime& t) noexcept;
   void on_qp_error(uint32_t index, SlotId slot, ibv_wc_status status, uint32_t vendor_err) noexcept;
   void on_qp_event(uint32_t index, ibv_event_type type) noexcept;
   void start_recovery(uint32_t index, const char* cause, const char* tag,
@@ -150,8 +157,7 @@ class VerbsSource final : public PacketSource {
   void finish_recovery(uint32_t index) noexcept;
   bool sample_clock(uint64_t& ticks, int64_t& ns) noexcept;
   void refresh_clock() noexcept;
-  int64_t batch_now() noexcept;
-  int64_t completion_time(int64_t now_ns, uint32_t& flags) noexcept;
+  BatchTime batch_time() noexcept;
   void on_fatal_event(ibv_event_type type) noexcept;
   bool repost(uint32_t index) noexcept;
   bool post_batch(uint32_t index, std::size_t n) noexcept;
