@@ -3,36 +3,15 @@
 #include <bit>
 #include <cstring>
 
+#include "capture/frame_memo.hpp"
 #include "capture/reject_reason.hpp"
 
 namespace rocecap::capture {
 namespace {
 
-uint64_t load_le64(const std::byte* p) noexcept {
-  uint64_t v;
-  std::memcpy(&v, p, sizeof v);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-  return v;
-}
-
-// decode_v3 takes every field but frame and seconds from words 1-7, and validate() depends on
-// word 0 only through frame < frames per period: a header whose words 1-7 and payload length
-// equal the memo's decodes and validates to the memo's header with word 0's frame and seconds.
-bool from_memo(const CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
-               Checked& out) noexcept {
-  if (m.payload_bytes != payload_bytes ||
-      std::memcmp(codif + 8, m.words.data(), CodifMemo::kWordsBytes) != 0) {
-    return false;
-  }
-  const uint64_t w0 = load_le64(codif);
-  const auto frame = static_cast<uint32_t>(w0);
-  if (frame >= m.timing.frames_per_period) return false;  // the slow path names the reason
-  out.header = m.header;
-  out.header.frame = frame;
-  out.header.seconds = static_cast<uint32_t>(w0 >> 32);
-  out.timing = m.timing;
-  return true;
-}
+using memo::from_codif_memo;
+using memo::from_udp_memo;
+using memo::load_le64;
 
 void remember(CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
               const Checked& c) noexcept {
@@ -46,18 +25,6 @@ void remember(CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
 // The bytes of an IPv4 header parse_udp does not read: TOS, identification, TTL, checksum.
 constexpr std::size_t kIpUnread[] = {1, 4, 5, 8, 10, 11};
 constexpr std::size_t kUdpChecksum = 6;
-
-bool from_udp_memo(const UdpMemo& m, std::span<const std::byte> head, std::size_t wire_bytes,
-                   uint32_t stream, Checked& out) noexcept {
-  if (!m.valid || wire_bytes != m.wire_bytes || head.size() < UdpMemo::kWords * 8) return false;
-  uint64_t diff = 0;
-  for (std::size_t k = 0; k < UdpMemo::kWords; ++k)  // a fixed count: unrolled
-    diff |= (load_le64(head.data() + 8 * k) ^ m.words[k]) & m.mask[k];
-  if (diff != 0) return false;
-  out.frame = m.frame;
-  out.stream = stream;
-  return true;
-}
 
 void clear_byte(UdpMemo& m, std::size_t at) noexcept {
   m.mask[at / 8] &= ~(uint64_t{0xFF} << (8 * (at % 8)));
@@ -126,7 +93,8 @@ std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
   const std::size_t avail = head.size() > f.payload_offset ? head.size() - f.payload_offset : 0;
   const std::size_t codif_bytes = avail < f.payload_bytes ? avail : f.payload_bytes;
   const std::byte* codif = head.data() + f.payload_offset;
-  if (codif_bytes >= codif::kHeaderBytes && from_memo(sp.codif_memo, codif, f.payload_bytes, out)) {
+  if (codif_bytes >= codif::kHeaderBytes &&
+      from_codif_memo(sp.codif_memo, codif, f.payload_bytes, out)) {
     return kCheckOk;
   }
   // Too short to hold a header at all: not a frame with a wrong sync word. (After the memo: a

@@ -4,6 +4,8 @@
 #include <array>
 #include <cstring>
 
+#include "capture/frame_memo.hpp"
+
 namespace rocecap::capture {
 namespace {
 
@@ -124,8 +126,11 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   StreamRing& ring = sp.ring();
   const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
   Checked& c = checked_;
-  std::size_t r =
-      check_frame(ring.header(slot).first(head), byte_len, classifier_, streams_, c, stream);
+  const std::span<const std::byte> h = ring.header(slot).first(head);
+  // The common case inline (capture/frame_memo.hpp): the same result as check_frame's.
+  std::size_t r = memo::check_codif_memos(h, byte_len, streams_, stream, c)
+                      ? kCheckOk
+                      : check_frame(h, byte_len, classifier_, streams_, c, stream);
   // The headers and the CODIF header must be contiguous to be parsed. A split smaller than
   // them (allowed for udp streams) leaves part in the payload slot: then both are joined and
   // checked again. A frame accepted on the head alone is accepted identically on the joined
