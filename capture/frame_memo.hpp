@@ -1,7 +1,8 @@
 // The memo steps of check_frame (frame_check.cpp), inline, for check_frame itself and for the
 // verbs path's fast path (Ingest::on_slot): a frame whose headers match its expected stream's
 // UDP memo and whose CODIF header matches the stream's CODIF memo is accepted with what the
-// memos hold, without a call into check_frame. Capture thread only.
+// memos hold, without a call into check_frame and without copying what they hold. Capture
+// thread only.
 #pragma once
 
 #include <bit>
@@ -24,54 +25,90 @@ inline uint64_t load_le64(const std::byte* p) noexcept {
 }
 
 // A frame whose masked header words and wire length equal the memo's parses to the memo's
-// UdpFrame and classifies to `stream` (the classifier is fixed at start-up).
-inline bool from_udp_memo(const UdpMemo& m, std::span<const std::byte> head, std::size_t wire_bytes,
-                          uint32_t stream, Checked& out) noexcept {
+// UdpFrame and classifies to the memo's stream (the classifier is fixed at start-up).
+inline bool udp_memo_matches(const UdpMemo& m, std::span<const std::byte> head,
+                             std::size_t wire_bytes) noexcept {
   if (!m.valid || wire_bytes != m.wire_bytes || head.size() < UdpMemo::kWords * 8) return false;
   uint64_t diff = 0;
   for (std::size_t k = 0; k < UdpMemo::kWords; ++k)  // a fixed count: unrolled
     diff |= (load_le64(head.data() + 8 * k) ^ m.words[k]) & m.mask[k];
-  if (diff != 0) return false;
+  return diff == 0;
+}
+
+inline bool from_udp_memo(const UdpMemo& m, std::span<const std::byte> head, std::size_t wire_bytes,
+                          uint32_t stream, Checked& out) noexcept {
+  if (!udp_memo_matches(m, head, wire_bytes)) return false;
   out.frame = m.frame;
   out.stream = stream;
   return true;
 }
 
+// Word 0 of a CODIF header: the frame number within the period and the seconds.
+struct FrameTime {
+  uint32_t frame = 0;
+  uint32_t seconds = 0;
+};
+
 // decode_v3 takes every field but frame and seconds from words 1-7, and validate() depends on
 // word 0 only through frame < frames per period: a header whose words 1-7 and payload length
 // equal the memo's decodes and validates to the memo's header with word 0's frame and seconds.
-inline bool from_codif_memo(const CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
-                            Checked& out) noexcept {
+inline bool codif_memo_matches(const CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
+                               FrameTime& out) noexcept {
   if (m.payload_bytes != payload_bytes ||
       std::memcmp(codif + 8, m.words.data(), CodifMemo::kWordsBytes) != 0) {
     return false;
   }
   const uint64_t w0 = load_le64(codif);
-  const auto frame = static_cast<uint32_t>(w0);
-  if (frame >= m.timing.frames_per_period) return false;  // the slow path names the reason
+  out.frame = static_cast<uint32_t>(w0);
+  out.seconds = static_cast<uint32_t>(w0 >> 32);
+  return out.frame < m.timing.frames_per_period;  // else the slow path names the reason
+}
+
+inline bool from_codif_memo(const CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
+                            Checked& out) noexcept {
+  FrameTime ft;
+  if (!codif_memo_matches(m, codif, payload_bytes, ft)) return false;
   out.header = m.header;
-  out.header.frame = frame;
-  out.header.seconds = static_cast<uint32_t>(w0 >> 32);
+  out.header.frame = ft.frame;
+  out.header.seconds = ft.seconds;
   out.timing = m.timing;
   return true;
 }
 
-// check_frame's own steps for a CODIF frame on `expected` when both memos hit: true with `out`
-// as check_frame fills it (and check_frame would return kCheckOk); false when either memo
-// misses, `out` then partly written, and check_frame decides.
+// check_frame's own steps for a CODIF frame on `sp` when both of its memos hit: true, with the
+// frame's word 0 in `out`; everything else check_frame would give is in the memos
+// (udp_memo.frame, codif_memo.header but for frame and seconds, codif_memo.timing), read there
+// in place by Ingest::on_slot instead of copied. False when either memo misses.
+inline bool codif_memo_hit(std::span<const std::byte> head, std::size_t wire_bytes,
+                           const StreamPipeline& sp, FrameTime& out) noexcept {
+  if (sp.spec().format != StreamFormat::codif) return false;
+  if (!udp_memo_matches(sp.udp_memo, head, wire_bytes)) return false;
+  const net::UdpFrame& f = sp.udp_memo.frame;
+  const std::size_t avail = head.size() > f.payload_offset ? head.size() - f.payload_offset : 0;
+  const std::size_t codif_bytes = avail < f.payload_bytes ? avail : f.payload_bytes;
+  if (codif_bytes < codif::kHeaderBytes) return false;
+  return codif_memo_matches(sp.codif_memo, head.data() + f.payload_offset, f.payload_bytes, out);
+}
+
+// codif_memo_hit with what Ingest::on_slot reads from the memos gathered into a Checked, as
+// check_frame fills it (and check_frame would return kCheckOk) for a frame on `expected`;
+// false when either memo misses (`out` then untouched). The form the equivalence tests
+// (tests/unit/frame_memo_test.cpp) compare with check_frame.
 inline bool check_codif_memos(std::span<const std::byte> head, std::size_t wire_bytes,
                               const std::vector<StreamPipeline*>& streams, uint32_t expected,
                               Checked& out) noexcept {
   if (expected >= streams.size()) return false;
-  StreamPipeline& sp = *streams[expected];
-  if (sp.spec().format != StreamFormat::codif) return false;
-  if (!from_udp_memo(sp.udp_memo, head, wire_bytes, expected, out)) return false;
-  const net::UdpFrame& f = out.frame;
-  const std::size_t avail = head.size() > f.payload_offset ? head.size() - f.payload_offset : 0;
-  const std::size_t codif_bytes = avail < f.payload_bytes ? avail : f.payload_bytes;
-  if (codif_bytes < codif::kHeaderBytes) return false;
+  const StreamPipeline& sp = *streams[expected];
+  FrameTime ft;
+  if (!codif_memo_hit(head, wire_bytes, sp, ft)) return false;
+  out.stream = expected;
+  out.frame = sp.udp_memo.frame;
   out.codif = true;
-  return from_codif_memo(sp.codif_memo, head.data() + f.payload_offset, f.payload_bytes, out);
+  out.header = sp.codif_memo.header;
+  out.header.frame = ft.frame;
+  out.header.seconds = ft.seconds;
+  out.timing = sp.codif_memo.timing;
+  return true;
 }
 
 }  // namespace rocecap::capture::memo

@@ -48,38 +48,38 @@ void Ingest::set_start(int64_t unix_ns) noexcept {
     sp->awaiting_start = true;
 }
 
-void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
-                    int64_t timestamp_ns, uint16_t flags) noexcept {
-  StreamRing& ring = sp.ring();
-  const net::UdpFrame& f = c.frame;
+SlotMeta& Ingest::fill_meta(StreamPipeline& sp, SlotId slot, const net::UdpFrame& f,
+                            int64_t timestamp_ns) noexcept {
   const uint32_t head = f.frame_bytes < sp.split() ? f.frame_bytes : sp.split();
-  SlotMeta& m = ring.meta(slot);
+  SlotMeta& m = sp.ring().meta(slot);
   m.timestamp_ns = timestamp_ns;
   m.wire_bytes = f.frame_bytes;
   m.header_bytes = head;
   m.payload_bytes = f.frame_bytes - head;
   m.udp_payload_offset = f.payload_offset;
-  if (!c.codif) {
-    m.flags = static_cast<uint16_t>(flags | (sp.next_udp_index == 0 ? kSlotSegmentStart : 0));
-    m.frame_index = sp.next_udp_index++;
-    record_arrival(stream, slot);
-    ring.publish(slot);
-    return;
-  }
+  return m;
+}
+
+void Ingest::sequence(uint32_t stream, StreamPipeline& sp, SlotId slot, SlotMeta& m,
+                      const codif::Header& h, const codif::Timing& t, uint32_t frame,
+                      uint32_t seconds, uint16_t flags) noexcept {
   if (sp.awaiting_start) [[unlikely]] {
-    if (codif::frame_start_unix_ns(c.header, c.timing) < start_ns_) {
-      ring.give_back(slot);
+    codif::Header whole = h;
+    whole.frame = frame;
+    whole.seconds = seconds;
+    if (codif::frame_start_unix_ns(whole, t) < start_ns_) {
+      sp.ring().give_back(slot);
       return reject(kRejectBeforeStart);
     }
     sp.awaiting_start = false;
   }
-  m.flags = static_cast<uint16_t>(flags | (c.header.invalid ? kSlotInvalidBit : 0));
+  m.flags = static_cast<uint16_t>(flags | (h.invalid ? kSlotInvalidBit : 0));
   // The sequencer holds a new frame in its reorder window (it is never delivered within this
   // call), so its index, flag and arrival record all precede its publication.
-  const Verdict v = sp.sequencer().on_frame(c.header, c.timing, slot);
+  const Verdict v = sp.sequencer().on_frame_at(h, t, frame, seconds, slot);
   m.frame_index = v.index;
   if (!placed(v.decision)) {
-    ring.give_back(slot);
+    sp.ring().give_back(slot);
     // Duplicates and late drops are the stream's own counts; an outlier never became part of
     // the stream (the sequencer does not count it as received), so it is a rejected frame.
     if (v.decision == Decision::outlier) reject(kRejectTimelineOutlier);
@@ -87,6 +87,19 @@ void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Chec
   }
   if (v.decision == Decision::late_placed) m.flags |= kSlotLate;
   record_arrival(stream, slot);
+}
+
+void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
+                    int64_t timestamp_ns, uint16_t flags) noexcept {
+  SlotMeta& m = fill_meta(sp, slot, c.frame, timestamp_ns);
+  if (c.codif) {
+    return sequence(stream, sp, slot, m, c.header, c.timing, c.header.frame, c.header.seconds,
+                    flags);
+  }
+  m.flags = static_cast<uint16_t>(flags | (sp.next_udp_index == 0 ? kSlotSegmentStart : 0));
+  m.frame_index = sp.next_udp_index++;
+  record_arrival(stream, slot);
+  sp.ring().publish(slot);
 }
 
 void Ingest::on_frame(std::span<const std::byte> captured, std::size_t wire_bytes,
@@ -125,12 +138,17 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   StreamPipeline& sp = *streams_[stream];
   StreamRing& ring = sp.ring();
   const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
-  Checked& c = checked_;
   const std::span<const std::byte> h = ring.header(slot).first(head);
-  // The common case inline (capture/frame_memo.hpp): the same result as check_frame's.
-  std::size_t r = memo::check_codif_memos(h, byte_len, streams_, stream, c)
-                      ? kCheckOk
-                      : check_frame(h, byte_len, classifier_, streams_, c, stream);
+  // The common case inline (capture/frame_memo.hpp): check_frame's result, read in place from
+  // the stream's memos (the frame's header is the memo's but for word 0).
+  if (memo::FrameTime ft; memo::codif_memo_hit(h, byte_len, sp, ft)) [[likely]] {
+    sp.last_arrival_tick = tick_;
+    SlotMeta& m = fill_meta(sp, slot, sp.udp_memo.frame, timestamp_ns);
+    return sequence(stream, sp, slot, m, sp.codif_memo.header, sp.codif_memo.timing, ft.frame,
+                    ft.seconds, flags);
+  }
+  Checked& c = checked_;
+  std::size_t r = check_frame(h, byte_len, classifier_, streams_, c, stream);
   // The headers and the CODIF header must be contiguous to be parsed. A split smaller than
   // them (allowed for udp streams) leaves part in the payload slot: then both are joined and
   // checked again. A frame accepted on the head alone is accepted identically on the joined

@@ -98,10 +98,21 @@ class Ingest final {
   bool place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
              const Checked& c, int64_t timestamp_ns, BlockLoans* loans) noexcept;
   // Fills the slot's meta from the checked frame, sequences and publishes (or gives back).
-  // Inlined into both callers: a call per packet costs more than the code it would share.
+  // These three are inlined into their callers: a call per packet costs more than the code
+  // they share.
   [[gnu::always_inline]] inline void settle(uint32_t stream, StreamPipeline& sp, SlotId slot,
                                             const Checked& c, int64_t timestamp_ns,
                                             uint16_t flags) noexcept;
+  // The slot's lengths, offsets and time stamp from the frame's headers.
+  [[gnu::always_inline]] static inline SlotMeta& fill_meta(StreamPipeline& sp, SlotId slot,
+                                                           const net::UdpFrame& f,
+                                                           int64_t timestamp_ns) noexcept;
+  // A sequenced frame (CODIF, or VDIF seen as CODIF) whose header is `h` but for `frame` and
+  // `seconds`: held back before run.start, sequenced, recorded, or given back.
+  [[gnu::always_inline]] inline void sequence(uint32_t stream, StreamPipeline& sp, SlotId slot,
+                                              SlotMeta& m, const codif::Header& h,
+                                              const codif::Timing& t, uint32_t frame,
+                                              uint32_t seconds, uint16_t flags) noexcept;
 
   std::vector<StreamPipeline*> streams_;
   StreamClassifier classifier_;

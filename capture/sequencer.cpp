@@ -162,7 +162,7 @@ void Sequencer::note_segment(const codif::Header& h, const codif::Timing& t,
   seg_epoch_.set(h.epoch);
   seg_period_.set(t.period);
   seg_frames_per_period_.set(t.frames_per_period);
-  note_last(h, index);
+  note_last(h.frame, h.seconds, index);
   seg_version_.store(version + 2, std::memory_order_release);
 }
 
@@ -176,7 +176,7 @@ Decision Sequencer::advance(const codif::Header& h, uint64_t index, uint32_t tag
   place(index, tag);
   high_ = index;
   counters_.lost.add(index - old_high - 1);
-  note_last(h, index);
+  note_last(h.frame, h.seconds, index);
   return index == old_high + 1 ? Decision::in_order : Decision::gap;
 }
 

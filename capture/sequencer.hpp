@@ -146,16 +146,29 @@ class Sequencer {
 
   // Capture thread. `t` is what codif::validate gave for `h`; `tag` identifies the frame's
   // slot and comes back in a Delivery when placed(decision).
-  // Inline for the common case (see in_order()); everything else goes to on_other().
   [[gnu::always_inline]] Verdict on_frame(const codif::Header& h, const codif::Timing& t,
                                           uint32_t tag) noexcept {
-    const uint64_t index = codif::absolute_index(h, t);
-    if (!in_order(h, t, index)) return on_other(h, t, index, tag);
+    return on_frame_at(h, t, h.frame, h.seconds, tag);
+  }
+  // on_frame for the header `h` with `frame` and `seconds` in place of its own: the verbs
+  // path passes its stream's memo header (capture/frame_memo.hpp) and the frame's word 0, so
+  // the header is not copied per packet.
+  // Inline for the common case (see in_order()); everything else goes to on_other().
+  [[gnu::always_inline]] Verdict on_frame_at(const codif::Header& h, const codif::Timing& t,
+                                             uint32_t frame, uint32_t seconds,
+                                             uint32_t tag) noexcept {
+    const uint64_t index = codif::absolute_index(frame, seconds, t);
+    if (!in_order(h, t, index)) [[unlikely]] {
+      codif::Header whole = h;
+      whole.frame = frame;
+      whole.seconds = seconds;
+      return on_other(whole, t, index, tag);
+    }
     count_received(h, t);
     if (commit_ + config_.reorder_window == index) deliver_oldest();
     place(index, tag);
     high_ = index;
-    note_last(h, index);
+    note_last(frame, seconds, index);
     return {Decision::in_order, ResyncReason::none, index};
   }
   // on_frame without its fast path: the rules it must agree with (tests compare the two).
@@ -211,9 +224,9 @@ class Sequencer {
     ++commit_;
   }
   // The highest frame's index and time stamp (its time is computed when read, in stats()).
-  void note_last(const codif::Header& h, uint64_t index) noexcept {
+  void note_last(uint32_t frame, uint32_t seconds, uint64_t index) noexcept {
     counters_.last_index.set(index);
-    counters_.last_stamp.set(uint64_t{h.seconds} << 32 | h.frame);
+    counters_.last_stamp.set(uint64_t{seconds} << 32 | frame);
   }
   // A new segment's epoch and period for stats(), and its first frame as the last.
   void note_segment(const codif::Header& h, const codif::Timing& t, uint64_t index) noexcept;

@@ -120,8 +120,11 @@ Invalid validate(const Header& h, std::size_t udp_payload_bytes, Timing& timing)
 
 // Absolute frame index since the epoch: (seconds / period) * frames_per_period + frame.
 // Cannot overflow for a validated header: frames_per_period <= 2^32 and seconds < 2^32.
+constexpr uint64_t absolute_index(uint32_t frame, uint32_t seconds, const Timing& t) noexcept {
+  return uint64_t{seconds / t.period} * t.frames_per_period + frame;
+}
 constexpr uint64_t absolute_index(const Header& h, const Timing& t) noexcept {
-  return uint64_t{h.seconds / t.period} * t.frames_per_period + h.frame;
+  return absolute_index(h.frame, h.seconds, t);
 }
 
 // Unix time of the start of half-year `epoch` (1 Jan or 1 Jul of 2000 + epoch / 2), seconds.
