@@ -296,6 +296,45 @@ TEST(TriggerListeners, TheBearerSchemeIsCaseInsensitiveAndSpacesAreTolerated) {
   }
 }
 
+// A missing or wrong token is 401 Unauthorized with a Bearer challenge (RFC 7235 section 3.1,
+// RFC 6750 section 3), for a trigger and for a status question; other refusals stay 400, an
+// unknown dump 404.
+TEST(TriggerListeners, AMissingOrWrongTokenIs401WithABearerChallenge) {
+  auto metrics = std::make_shared<OneGauge>();
+  HttpListener http("127.0.0.1:0", metrics);
+  const auto port = static_cast<uint16_t>(http.ports().at(0));
+  auto refusal = [](const std::string& token) -> std::string {
+    if (token == "s3cret") return "{\"ok\":true}";
+    if (token == "bad-request") return "{\"ok\":false,\"reason\":\"malformed\"}";
+    return "{\"ok\":false,\"reason\":\"unauthorized\",\"error\":\"wrong token\"}";
+  };
+  http.set_trigger_handler(
+      [&](const std::string&, const std::string& bearer) { return refusal(bearer); });
+  http.set_status_handler([&](uint64_t id, const std::string& token) -> std::string {
+    if (id == 9) return "{\"ok\":false,\"reason\":\"unknown_dump\"}";
+    return refusal(token);
+  });
+  auto head = [](const Answer& a) { return a.text.substr(0, a.text.find("\r\n\r\n")); };
+  auto get = [&](const std::string& path, const std::string& auth) {
+    return http_exchange(port, "GET " + path + " HTTP/1.1\r\n" + auth + "\r\n");
+  };
+  for (const std::string auth : {"", "Authorization: Bearer wrong\r\n"}) {
+    for (const Answer& a : {http_exchange(port, post("{}", auth)), get("/trigger/2", auth)}) {
+      EXPECT_EQ(a.text.rfind("HTTP/1.1 401 Unauthorized\r\n", 0), 0u) << a.text;
+      EXPECT_NE(head(a).find("\r\nWWW-Authenticate: Bearer realm=\"rocecap\""), std::string::npos)
+          << a.text;
+      EXPECT_NE(a.text.find("\"reason\":\"unauthorized\""), std::string::npos) << a.text;
+    }
+  }
+  const std::string good = "Authorization: Bearer s3cret\r\n";
+  EXPECT_EQ(http_exchange(port, post("{}", good)).text.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  EXPECT_EQ(get("/trigger/2", good).text.rfind("HTTP/1.1 200 OK\r\n", 0), 0u);
+  const Answer malformed = http_exchange(port, post("{}", "Authorization: Bearer bad-request\r\n"));
+  EXPECT_EQ(malformed.text.rfind("HTTP/1.1 400 Bad Request\r\n", 0), 0u) << malformed.text;
+  EXPECT_EQ(head(malformed).find("WWW-Authenticate"), std::string::npos) << malformed.text;
+  EXPECT_EQ(get("/trigger/9", good).text.rfind("HTTP/1.1 404 Not Found\r\n", 0), 0u);
+}
+
 // The value of `series` (a full line prefix such as `name{labels}`) in an exposition; -1: none.
 double metric(const std::string& exposition, const std::string& series) {
   const auto at = exposition.find("\n" + series + " ");

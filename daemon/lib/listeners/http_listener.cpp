@@ -46,6 +46,8 @@ const char* status_text(int status) {
       return "OK";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
     case 404:
       return "Not Found";
     case 405:
@@ -70,6 +72,23 @@ std::string response(int status, const char* type, const std::string& body,
   return "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) +
          "\r\nContent-Type: " + type + "\r\nContent-Length: " + std::to_string(body.size()) +
          "\r\n" + extra_headers + "Connection: close\r\n\r\n" + body;
+}
+
+// The answer to a handler's JSON: 200 when it says ok; a missing or wrong token is 401 with
+// the Bearer challenge RFC 6750 section 3 asks of a protected resource, so HTTP clients and
+// proxies tell it from a malformed request; `not_found_reason` (if any) is 404; other refusals 400.
+std::string handler_response(const std::string& answer, const char* not_found_reason = nullptr) {
+  auto says = [&](const char* reason) {
+    return answer.find("\"reason\":\"" + std::string(reason) + "\"") != std::string::npos;
+  };
+  if (answer.find("\"ok\":true") != std::string::npos) return response(200, kJson, answer + "\n");
+  if (says("unauthorized")) {
+    return response(401, kJson, answer + "\n", "WWW-Authenticate: Bearer realm=\"rocecap\"\r\n");
+  }
+  if (not_found_reason != nullptr && says(not_found_reason)) {
+    return response(404, kJson, answer + "\n");
+  }
+  return response(400, kJson, answer + "\n");
 }
 
 std::string bind_words(int err) {
@@ -250,8 +269,7 @@ std::optional<ConnReply> HttpListener::Shared::trigger_page(const HttpHead& h,
                               "{\"ok\":false,\"reason\":\"internal\",\"error\":\"internal "
                               "error\"}\n")};
   }
-  const bool ok = answer.find("\"ok\":true") != std::string::npos;
-  return ConnReply{response(ok ? 200 : 400, kJson, answer + "\n")};
+  return ConnReply{handler_response(answer)};
 }
 
 // GET /trigger/<id>: the status of dump <id> (the handler checks the token, as for a trigger).
@@ -281,10 +299,7 @@ ConnReply HttpListener::Shared::status_page(const HttpHead& h, const std::string
                               "{\"ok\":false,\"reason\":\"internal\",\"error\":\"internal "
                               "error\"}\n")};
   }
-  const int code = answer.find("\"ok\":true") != std::string::npos                   ? 200
-                   : answer.find("\"reason\":\"unknown_dump\"") != std::string::npos ? 404
-                                                                                     : 400;
-  return ConnReply{response(code, kJson, answer + "\n")};
+  return ConnReply{handler_response(answer, "unknown_dump")};
 }
 
 HttpListener::HttpListener(const std::string& where, std::weak_ptr<prometheus::Collectable> m,
