@@ -64,14 +64,19 @@ inline bool codif_memo_matches(const CodifMemo& m, const std::byte* codif, uint3
   return out.frame < m.timing.frames_per_period;  // else the slow path names the reason
 }
 
-inline bool from_codif_memo(const CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
-                            Checked& out) noexcept {
-  FrameTime ft;
-  if (!codif_memo_matches(m, codif, payload_bytes, ft)) return false;
+// The header and timing the memo stands for, with word 0's frame and seconds.
+inline void take_codif_memo(const CodifMemo& m, FrameTime ft, Checked& out) noexcept {
   out.header = m.header;
   out.header.frame = ft.frame;
   out.header.seconds = ft.seconds;
   out.timing = m.timing;
+}
+
+inline bool from_codif_memo(const CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
+                            Checked& out) noexcept {
+  FrameTime ft;
+  if (!codif_memo_matches(m, codif, payload_bytes, ft)) return false;
+  take_codif_memo(m, ft, out);
   return true;
 }
 
@@ -104,10 +109,7 @@ inline bool check_codif_memos(std::span<const std::byte> head, std::size_t wire_
   out.stream = expected;
   out.frame = sp.udp_memo.frame;
   out.codif = true;
-  out.header = sp.codif_memo.header;
-  out.header.frame = ft.frame;
-  out.header.seconds = ft.seconds;
-  out.timing = sp.codif_memo.timing;
+  take_codif_memo(sp.codif_memo, ft, out);
   return true;
 }
 

@@ -16,12 +16,15 @@
 
 #include "capture/classifier.hpp"
 #include "capture/ingest.hpp"
+#include "ingest_slots.hpp"
 #include "test_frames.hpp"
 
 namespace rocecap::capture {
 namespace {
 
+using test::edited;
 using test::frame;
+using test::into_slot;
 using test::kGroup;
 using test::kPayload;
 using test::kPort;
@@ -174,17 +177,6 @@ void drain_into(StreamPipeline& sp, std::vector<Published>& out) {
   }
 }
 
-// Frame `index` of `src` with its CODIF header edited.
-std::vector<std::byte> edited(uint32_t src, uint64_t index, void (*edit)(codif::Header&)) {
-  auto f = frame(src, index);
-  const std::span<std::byte, 64> raw(f.data() + 42, 64);
-  codif::Header h;
-  EXPECT_TRUE(codif::decode(std::span<const std::byte, 64>(raw), codif::SyncSet::defaults(), h));
-  edit(h);
-  codif::encode(h, raw);
-  return f;
-}
-
 // One side of the comparison: two streams behind one Ingest.
 struct Side {
   static StreamSpec windowed(uint32_t src) {
@@ -209,16 +201,6 @@ struct Side {
     drain_into(b, out_b);
   }
 };
-
-// The verbs path: the frame scattered at the 128-byte split into a slot of its own stream.
-void into_slot(Side& side, uint32_t stream, const std::vector<std::byte>& f, int64_t ts) {
-  StreamRing& ring = side.ingest.streams()[stream]->ring();
-  const auto slot = ring.acquire();
-  ASSERT_TRUE(slot);
-  std::memcpy(ring.header(*slot).data(), f.data(), 128);
-  std::memcpy(ring.payload(*slot).data(), f.data() + 128, f.size() - 128);
-  side.ingest.on_slot(stream, *slot, static_cast<uint32_t>(f.size()), ts, 0);
-}
 
 // A random frame of stream `s`: mostly the next one, else a gap, a late or repeated frame, the
 // invalid bit, other metadata, a wild time (an outlier), or one random byte of the headers
@@ -254,7 +236,7 @@ TEST(MemoFastPath, OnSlotPublishesAndCountsWhatTheGeneralPathDoes) {
   for (int n = 0; n < 6000; ++n) {
     const uint32_t s = rng() % 2;
     const auto f = random_frame(rng, s == 0 ? kSrcA : kSrcB, next[s]);
-    into_slot(fast, s, f, n * 10);
+    into_slot(fast.ingest, s, f, n * 10);
     general.ingest.on_frame(f, f.size(), n * 10);
     fast.drain();
     general.drain();

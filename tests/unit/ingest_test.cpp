@@ -7,12 +7,15 @@
 #include <vector>
 
 #include "capture/codif/header.hpp"
+#include "ingest_slots.hpp"
 #include "test_frames.hpp"
 
 namespace rocecap::capture {
 namespace {
 
+using test::edited;
 using test::frame;
+using test::into_slot;
 using test::kGroup;
 using test::kPayload;
 using test::kPort;
@@ -179,25 +182,15 @@ TEST_F(Fixture, AStartInsideAFrameBeginsWithTheNextFrame) {
 
 // check_frame remembers a stream's last accepted header and takes the next one from there
 // when only frame and seconds differ: every other change must still get the full check.
-std::vector<std::byte> edited(uint64_t index, void (*edit)(capture::codif::Header&)) {
-  auto f = frame(kSrcA, index);
-  const std::span<std::byte, 64> raw(f.data() + 42, 64);
-  capture::codif::Header h;
-  EXPECT_TRUE(capture::codif::decode(std::span<const std::byte, 64>(raw),
-                                     capture::codif::SyncSet::defaults(), h));
-  edit(h);
-  capture::codif::encode(h, raw);
-  return f;
-}
-
 TEST_F(Fixture, HeadersDifferingFromTheLastAcceptedOneAreCheckedInFull) {
   for (uint64_t i = 997; i < 1000; ++i)
     feed(frame(kSrcA, i));
-  feed(edited(1000,
-              [](capture::codif::Header& h) { h.frame = 1000; }));     // frame >= frames per period
-  feed(edited(1000, [](capture::codif::Header& h) { h.nchan = 3; }));  // 8192 bits / 24: fractional
-  feed(edited(1000, [](capture::codif::Header& h) { h.invalid = true; }));
-  feed(edited(1001, [](capture::codif::Header& h) { h.metadata[1] = 7; }));
+  feed(edited(kSrcA, 1000,
+              [](capture::codif::Header& h) { h.frame = 1000; }));  // frame >= frames per period
+  feed(edited(kSrcA, 1000,
+              [](capture::codif::Header& h) { h.nchan = 3; }));  // 8192 bits / 24: fractional
+  feed(edited(kSrcA, 1000, [](capture::codif::Header& h) { h.invalid = true; }));
+  feed(edited(kSrcA, 1001, [](capture::codif::Header& h) { h.metadata[1] = 7; }));
   feed(frame(kSrcA, 1002));  // next period: seconds 1, frame 2
   EXPECT_EQ(ingest.rejected(reject_index(capture::codif::Invalid::frame_out_of_range)), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(capture::codif::Invalid::fractional_samples)), 1u);
@@ -219,17 +212,6 @@ TEST_F(Fixture, HeadersDifferingFromTheLastAcceptedOneAreCheckedInFull) {
   EXPECT_EQ(st.last_time_ns - st.first_time_ns, 5'000'000);  // 5 frames of 1 ms
 }
 
-// The verbs path: a frame the NIC scattered into a slot of stream `stream`.
-void into_slot(Ingest& ingest, StreamPipeline& sp, uint32_t stream,
-               const std::vector<std::byte>& f) {
-  StreamRing& ring = sp.ring();
-  const auto slot = ring.acquire();
-  ASSERT_TRUE(slot);
-  std::memcpy(ring.header(*slot).data(), f.data(), 128);
-  std::memcpy(ring.payload(*slot).data(), f.data() + 128, f.size() - 128);
-  ingest.on_slot(stream, *slot, static_cast<uint32_t>(f.size()), 0, 0);
-}
-
 std::vector<std::byte> with(std::vector<std::byte> f, std::size_t at, unsigned value) {
   f[at] = std::byte(value);
   return f;
@@ -238,21 +220,21 @@ std::vector<std::byte> with(std::vector<std::byte> f, std::size_t at, unsigned v
 // on_slot takes the Ethernet/IPv4/UDP headers of the stream's last accepted frame from a
 // memo when only bytes parse_udp does not read differ; any other change is parsed in full.
 TEST_F(Fixture, SlotHeadersDifferingInReadBytesAreParsedInFull) {
-  into_slot(ingest, a, 0, frame(kSrcA, 100));
+  into_slot(ingest, 0, frame(kSrcA, 100));
   auto other_unread = frame(kSrcA, 101);
   for (std::size_t at : {15, 18, 19, 22, 24, 25, 40, 41})  // TOS, id, TTL, checksums
     other_unread[at] = std::byte(0x5A);
-  into_slot(ingest, a, 0, other_unread);
-  into_slot(ingest, a, 0, with(frame(kSrcA, 102), 20, 0x20));  // more fragments
-  into_slot(ingest, a, 0, with(frame(kSrcA, 103), 23, 6));     // TCP
-  into_slot(ingest, a, 0, frame(kSrcB, 104));                  // b's frame on a's QP
+  into_slot(ingest, 0, other_unread);
+  into_slot(ingest, 0, with(frame(kSrcA, 102), 20, 0x20));  // more fragments
+  into_slot(ingest, 0, with(frame(kSrcA, 103), 23, 6));     // TCP
+  into_slot(ingest, 0, frame(kSrcB, 104));                  // b's frame on a's QP
   auto udp_len = frame(kSrcA, 105);
   udp_len[39] = std::byte(std::to_integer<unsigned>(udp_len[39]) - 1);
-  into_slot(ingest, a, 0, udp_len);
+  into_slot(ingest, 0, udp_len);
   auto short_wire = frame(kSrcA, 106);  // same headers, a shorter completion
   short_wire.resize(short_wire.size() - 4);
-  into_slot(ingest, a, 0, short_wire);
-  into_slot(ingest, a, 0, frame(kSrcA, 107));
+  into_slot(ingest, 0, short_wire);
+  into_slot(ingest, 0, frame(kSrcA, 107));
   EXPECT_EQ(ingest.rejected(reject_index(capture::net::ParseError::fragment)), 1u);
   EXPECT_EQ(ingest.rejected(reject_index(capture::net::ParseError::not_udp)), 1u);
   EXPECT_EQ(ingest.rejected(kRejectNoStream), 1u);

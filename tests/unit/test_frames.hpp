@@ -57,6 +57,16 @@ inline std::vector<std::byte> frame(uint32_t src, uint64_t index,
   return f;
 }
 
+// Frame `index` of `src` with its CODIF header changed by `edit` before it is encoded.
+template <class Edit>
+std::vector<std::byte> edited(uint32_t src, uint64_t index, Edit edit) {
+  auto f = frame(src, index);
+  capture::codif::Header h = capture::codif::at_index(base_header(), kTiming, index);
+  edit(h);
+  capture::codif::encode(h, std::span<std::byte, 64>(f.data() + 42, 64));
+  return f;
+}
+
 // A VDIF frame over VTP: the 8-byte packet sequence number `psn`, then frame `index` (seconds
 // = index / fps, frame number = index % fps) of `thread`, `data_bytes` of zero data.
 struct VdifDatagram {
