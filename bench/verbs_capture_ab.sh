@@ -6,12 +6,16 @@
 # the bench's three threads (capture, writer, wire) held on three cores. Prints one line per run:
 # which build, streams, and the bench's capture/busy figures (busy: idle polls taken out).
 # Exits 1 when any run failed the bench's own check (each is named where it happened).
-# Usage: bench/verbs_capture_ab.sh <build-before> <build-after> [rounds] [pinned] [cpus]
-#   (as root: softverbs' wire needs CAP_NET_RAW; cpus default 2-4)
+# Usage: bench/verbs_capture_ab.sh <build-before> <build-after> [rounds] [pinned] [cpus] [format]
+#   (as root: softverbs' wire needs CAP_NET_RAW; cpus default 2-4; format codif (default),
+#   vdif or vdif-vtp, as verbs_capture_bench --format: both builds must know --format)
 set -euo pipefail
 before=$(realpath "${1:?usage: $0 <build-before> <build-after> [rounds] [pinned] [cpus]}")
 after=$(realpath "${2:?usage: $0 <build-before> <build-after> [rounds] [pinned] [cpus]}")
-rounds=${3:-4} pinned=${4:-3} cpus=${5:-2-4}
+rounds=${3:-4} pinned=${4:-3} cpus=${5:-2-4} format=${6:-codif}
+# Builds from before --format existed take only CODIF: they are run without the option.
+fmt=()
+[ "$format" = codif ] || fmt=(--format "$format")
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 export SOFTVERBS_DEVICES=svw=wire SOFTVERBS_SYSFS_ROOT=$tmp/sysfs
@@ -42,13 +46,13 @@ for i in $(seq "$rounds"); do
   echo "-- round $i (load $(cut -d' ' -f1 /proc/loadavg))"
   echo "bench_wire: $(LD_LIBRARY_PATH=$after/softverbs/lib "$after/tests/softverbs/softverbs_bench_wire" 3)"
   for streams in 6 1; do
-    one before "$before" --streams "$streams" --seconds 3
-    one after "$after" --streams "$streams" --seconds 3
+    one before "$before" "${fmt[@]}" --streams "$streams" --seconds 3
+    one after "$after" "${fmt[@]}" --streams "$streams" --seconds 3
   done
 done
 echo "-- pinned to CPUs $cpus"
 for i in $(seq "$pinned"); do
-  one before "$before" --streams 6 --seconds 3 --pin "$cpus"
-  one after "$after" --streams 6 --seconds 3 --pin "$cpus"
+  one before "$before" "${fmt[@]}" --streams 6 --seconds 3 --pin "$cpus"
+  one after "$after" "${fmt[@]}" --streams 6 --seconds 3 --pin "$cpus"
 done
 [ "$failed" = 0 ] || { echo "some runs failed their check (above)"; exit 1; }

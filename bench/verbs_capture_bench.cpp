@@ -19,7 +19,10 @@
 // Usage (softverbs on the loader path, CAP_NET_RAW):
 //   LD_LIBRARY_PATH=build/softverbs/lib SOFTVERBS_DEVICES=svw=wire
 //   build/bench/verbs_capture_bench [--streams 6] [--seconds 3 | --packets N] [--idle-polls K]
-//                                   [--consumer 1]
+//                                   [--consumer 1] [--format codif|vdif|vdif-vtp]
+// --format: the frames the wire sends and the streams expect: CODIF with 8 KiB of data (the
+// default), or VDIF with 1 KiB of data (100000 frames per second), without or with a VTP
+// number; the bench sets SOFTVERBS_WIRE_FORMAT to match before the device opens.
 // --consumer 1: as rocecapd with a consumers section (doc/consumers.md): slot generations on,
 // rings sized for keep and hold, the writer publishes every frame to the stream's descriptor
 // log before retaining it, and one lossy consumer thread reads every stream and copies each
@@ -64,13 +67,27 @@ using Clock = std::chrono::steady_clock;
 constexpr int kBatch = 256;  // rocecapd's frames per poll
 constexpr auto kHousekeeping = std::chrono::milliseconds(100);
 
+enum class Format { codif, vdif, vdif_vtp };
+
 struct Options {
   uint32_t streams = 6;
+  Format format = Format::codif;
   bool consumer = false;  // a consumers section and one attached consumer (doc/consumers.md)
   double seconds = 3.0;
   uint64_t packets = 0;  // fixed count instead of a duration (callgrind)
   uint64_t idle_polls = 100000;
 };
+
+Format parse_format(const std::string& v) {
+  if (v == "codif") return Format::codif;
+  if (v == "vdif") return Format::vdif;
+  if (v == "vdif-vtp") return Format::vdif_vtp;
+  throw std::invalid_argument("--format: codif, vdif or vdif-vtp, not " + v);
+}
+
+const char* format_name(Format f) {
+  return f == Format::codif ? "codif" : f == Format::vdif ? "vdif" : "vdif-vtp";
+}
 
 Options parse(int argc, char** argv) {
   Options o;
@@ -88,6 +105,8 @@ Options parse(int argc, char** argv) {
       o.consumer = std::strtoul(v, nullptr, 10) != 0;
     } else if (a == "--idle-polls") {
       o.idle_polls = std::strtoull(v, nullptr, 10);
+    } else if (a == "--format") {
+      o.format = parse_format(v);
     } else {
       throw std::invalid_argument("unknown option " + a);
     }
@@ -100,10 +119,16 @@ Options parse(int argc, char** argv) {
 // frames, reorder window 8. One group, one antenna (source address) per stream.
 // With --consumer, as rocecapd sizes a ring for a consumers section (config/retention_plan.cpp):
 // ring_depth + keep (ring_depth / 4) + hold headroom (ring_depth / 4).
+// VDIF: the wire's 100000 frames per second (tests/softverbs/lib/wire.cpp), every thread.
 constexpr uint32_t kKeep = 1024;
-StreamSpec stream_spec(uint32_t index, bool consumer) {
+StreamSpec stream_spec(uint32_t index, bool consumer, Format format) {
   StreamSpec s;
   s.key = {0xEF110001u, 36001, 0xC000020Bu + index};  // 239.17.0.1:36001 from 192.0.2.11+i
+  if (format != Format::codif) {
+    s.format = rocecap::capture::StreamFormat::vdif;
+    s.vdif.rate.frames_per_second = 100000;
+    s.vdif.vtp = format == Format::vdif_vtp;
+  }
   s.ring.slots = consumer ? 4096 + 2 * kKeep : 4096;
   s.ring.header_slot_bytes = 128;
   s.ring.payload_slot_bytes = 9216 - 128;
@@ -306,9 +331,9 @@ struct Rig {
   std::unique_ptr<Ingest> ingest;
   std::unique_ptr<VerbsSource> source;
 
-  Rig(uint32_t streams, bool consumer) {
+  Rig(uint32_t streams, bool consumer, Format format) {
     for (uint32_t i = 0; i < streams; ++i) {
-      pipes.push_back(std::make_unique<StreamPipeline>(stream_spec(i, consumer)));
+      pipes.push_back(std::make_unique<StreamPipeline>(stream_spec(i, consumer, format)));
       ptrs.push_back(pipes.back().get());
       if (!consumer) continue;
       pipes.back()->retention =
@@ -323,6 +348,8 @@ struct Rig {
     o.interface = "wire";
     const char* sysfs = std::getenv("SOFTVERBS_SYSFS_ROOT");
     o.sysfs_root = sysfs != nullptr ? sysfs : "/nonexistent";
+    // Read by softverbs when the device's wire starts, i.e. below.
+    ::setenv("SOFTVERBS_WIRE_FORMAT", format_name(format), 1);
     source = std::make_unique<VerbsSource>(o, *ingest);
   }
 };
@@ -347,10 +374,10 @@ Totals totals(const Rig& rig) {
 void report_capture(const Options& o, const LoopCounts& c, double wall, double cpu) {
   const auto p = static_cast<double>(c.packets);
   std::printf(
-      "capture: streams=%u packets=%llu iterations=%llu empty_polls=%llu wall_s=%.3f "
+      "capture: format=%s streams=%u packets=%llu iterations=%llu empty_polls=%llu wall_s=%.3f "
       "cpu_s=%.3f pps_wall=%.0f pps_per_cpu_s=%.0f cpu_ns_per_packet=%.1f "
       "packets_per_busy_poll=%.1f\n",
-      o.streams, static_cast<unsigned long long>(c.packets),
+      format_name(o.format), o.streams, static_cast<unsigned long long>(c.packets),
       static_cast<unsigned long long>(c.iterations), static_cast<unsigned long long>(c.empty), wall,
       cpu, p / wall, p / cpu, cpu * 1e9 / p,
       p / static_cast<double>(std::max<uint64_t>(1, c.iterations - c.empty)));
@@ -384,7 +411,7 @@ int check_placed(const Rig& rig, const Totals& t, uint64_t completions, uint64_t
 }
 
 int run(const Options& o) {
-  Rig rig(o.streams, o.consumer);
+  Rig rig(o.streams, o.consumer, o.format);
   DiscardWriter writer(rig.ptrs, rig.log_ptrs);
   std::optional<Reader> reader;
   if (o.consumer) reader.emplace(rig.logs);

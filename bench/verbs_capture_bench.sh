@@ -7,10 +7,15 @@
 #      from two fixed packet counts so that set-up cancels; the idle-loop iterations counted in
 #      the measured loop are taken out with the cost of one idle iteration, itself the difference
 #      of two fixed idle counts; and the 64-byte memcpy baseline of the same runs.
-# Usage: bench/verbs_capture_bench.sh <build-dir> [reps]   (needs CAP_NET_RAW and valgrind)
+# Usage: bench/verbs_capture_bench.sh <build-dir> [reps] [format] [streams]
+#   format: codif (8 KiB data, the default), vdif or vdif-vtp (1 KiB data);
+#   streams: the stream counts to run, quoted, default "6 1" (e.g. "6 64").
+#   Needs CAP_NET_RAW and valgrind.
 set -euo pipefail
-build=$(realpath "${1:?usage: $0 <build-dir> [reps]}")
+build=$(realpath "${1:?usage: $0 <build-dir> [reps] [format] [streams]}")
 reps=${2:-3}
+format=${3:-codif}
+stream_counts=${4:-6 1}
 here=$(dirname "$(realpath "$0")")
 bench=$build/bench/verbs_capture_bench
 tmp=$(mktemp -d)
@@ -22,8 +27,8 @@ echo "== native (load average: $(cut -d' ' -f1-3 /proc/loadavg))"
 for i in $(seq "$reps"); do
   echo "-- run $i"
   echo "softverbs_bench_wire: $("$build/tests/softverbs/softverbs_bench_wire" 3)"
-  for streams in 6 1; do
-    "$bench" --streams "$streams" --seconds 3 || {
+  for streams in $stream_counts; do
+    "$bench" --format "$format" --streams "$streams" --seconds 3 || {
       echo "verbs_capture_bench --streams $streams exited $? (above: why)" >&2
       exit 1
     }
@@ -55,34 +60,34 @@ split() { python3 "$here/callgrind_split.py" "$1" libibverbs capture_packets idl
 
 echo "== callgrind (instructions)"
 n1=100000 n2=200000 k1=2000 k2=4000
-for streams in 6 1; do
+for streams in $stream_counts; do
   declare -A v=()
   for n in $n1 $n2; do
-    log=$(callgrind "$tmp/cp.$n" capture_packets --streams "$streams" --packets "$n" \
-      --idle-polls 100) || exit 1
+    log=$(callgrind "$tmp/cp.$n" capture_packets --format "$format" --streams "$streams" \
+      --packets "$n" --idle-polls 100) || exit 1
     s=$(split "$tmp/cp.$n")
     v[cp$n]=$(field "$s" capture_packets) v[sv$n]=$(field "$s" foreign)
     v[base$n]=$(field "$s" baseline_memcpy64) v[empty$n]=$(field "$log" empty_polls)
   done
   for k in $k1 $k2; do
-    callgrind "$tmp/idle.$k" idle_polls --streams "$streams" --packets 20000 --idle-polls "$k" \
-      >/dev/null || exit 1
+    callgrind "$tmp/idle.$k" idle_polls --format "$format" --streams "$streams" --packets 20000 \
+      --idle-polls "$k" >/dev/null || exit 1
     s=$(split "$tmp/idle.$k")
     v[idle$k]=$(field "$s" idle_polls) v[svidle$k]=$(field "$s" foreign)
   done
   python3 - "$streams" "$n1" "$n2" "$k1" "$k2" \
     "${v[cp$n1]}" "${v[cp$n2]}" "${v[sv$n1]}" "${v[sv$n2]}" "${v[empty$n1]}" "${v[empty$n2]}" \
     "${v[idle$k1]}" "${v[idle$k2]}" "${v[svidle$k1]}" "${v[svidle$k2]}" \
-    "${v[base$n1]}" "${v[base$n2]}" <<'PY'
+    "${v[base$n1]}" "${v[base$n2]}" "$format" <<'PY'
 import sys
-s, n1, n2, k1, k2, cp1, cp2, sv1, sv2, e1, e2, i1, i2, si1, si2, b1, b2 = map(int, sys.argv[1:])
+s, n1, n2, k1, k2, cp1, cp2, sv1, sv2, e1, e2, i1, i2, si1, si2, b1, b2 = map(int, sys.argv[1:18])
 idle = (i2 - i1) / (k2 - k1)
 sv_idle = (si2 - si1) / (k2 - k1)
 dn = n2 - n1
 total = (cp2 - cp1) / dn
 busy = ((cp2 - e2 * idle) - (cp1 - e1 * idle)) / dn
 sv = ((sv2 - e2 * sv_idle) - (sv1 - e1 * sv_idle)) / dn
-print(f"streams={s}: instructions/packet {total:.1f} as measured (empty polls {e1}, {e2}); "
+print(f"format={sys.argv[18]} streams={s}: instructions/packet {total:.1f} as measured (empty polls {e1}, {e2}); "
       f"busy {busy:.1f} = rocecap {busy - sv:.1f} + softverbs poll/post {sv:.1f}; "
       f"idle iteration {idle:.1f} (softverbs {sv_idle:.1f}); "
       f"baseline memcpy64 {(b2 - b1) / dn:.1f}/copy")

@@ -24,6 +24,10 @@ struct Checked {
   bool codif = false;
   codif::Header header;
   codif::Timing timing;
+  // A VDIF frame's VTP number was noted (check_vdif): a second check of the same frame, on its
+  // head joined with its payload (Ingest::on_slot), does not note it again. The caller clears
+  // it for each new frame.
+  bool vtp_noted = false;
 };
 
 inline constexpr std::size_t kCheckOk = ~std::size_t{0};

@@ -1,5 +1,7 @@
-// check_frame for VDIF streams (doc/vdif.md). No memo as CODIF has: decoding four to eight
-// 32-bit words and one comparison against frames per second is already cheap (BENCHMARKS.md).
+// check_frame for VDIF streams (doc/vdif.md). It always decodes and validates; what it accepted
+// for a flow's own stream it remembers (StreamPipeline::vdif_memo) for the verbs path's fast
+// lane (Ingest::on_slot, capture/frame_memo.hpp), which skips this function when both memos hit.
+#include <algorithm>
 #include <cstring>
 
 #include "capture/frame_check.hpp"
@@ -19,6 +21,17 @@ uint32_t thread_stream(const std::vector<StreamPipeline*>& streams, uint32_t fir
   return StreamClassifier::kNoStream;
 }
 
+// A 32-byte header accepted for the flow's own stream (`flow` is the stream the classifier
+// found and the one that records the thread), with the UDP payload length it was checked against.
+void remember_vdif(VdifMemo& m, const std::byte* vdif, uint32_t payload_bytes,
+                   const Checked& c) noexcept {
+  std::copy_n(vdif + VdifMemo::kTailOffset, VdifMemo::kTailBytes, m.tail.data());
+  m.word0_top = vdif[3];
+  m.payload_bytes = payload_bytes;
+  m.header = c.header;
+  m.timing = c.timing;
+}
+
 }  // namespace
 
 std::size_t check_vdif(std::span<const std::byte> head, const std::vector<StreamPipeline*>& streams,
@@ -32,7 +45,8 @@ std::size_t check_vdif(std::span<const std::byte> head, const std::vector<Stream
   std::size_t skip = 0;
   if (spec.vtp) {
     if (udp.size() < vdif::kVtpBytes) return reject_index(vdif::Invalid::vtp_missing);
-    flow.vtp.note(vdif::vtp_sequence(udp.first<vdif::kVtpBytes>()));
+    if (!out.vtp_noted) flow.vtp.note(vdif::vtp_sequence(udp.first<vdif::kVtpBytes>()));
+    out.vtp_noted = true;
     skip = vdif::kVtpBytes;
   }
   vdif::Header h;
@@ -50,10 +64,13 @@ std::size_t check_vdif(std::span<const std::byte> head, const std::vector<Stream
     return reject_index(v);
   }
   sp.vdif_header_bytes = static_cast<uint8_t>(h.header_bytes());
+  const bool own = s == out.stream;
   out.stream = s;
   out.codif = true;
   out.header = codif::Header{};
   vdif::sequencer_view(h, t, out.header, out.timing);
+  if (own && !h.legacy && udp.size() >= skip + vdif::kHeaderBytes)
+    remember_vdif(sp.vdif_memo, udp.data() + skip, f.payload_bytes, out);
   return kCheckOk;
 }
 

@@ -95,6 +95,50 @@ inline bool codif_memo_hit(std::span<const std::byte> head, std::size_t wire_byt
   return codif_memo_matches(sp.codif_memo, head.data() + f.payload_offset, f.payload_bytes, out);
 }
 
+// Word 0 and 1 of a VDIF header as far as they may differ from the memo's, and the frame's VTP
+// number when the stream has one.
+struct VdifTime {
+  uint32_t frame = 0;
+  uint32_t seconds = 0;
+  uint64_t psn = 0;
+};
+
+// vdif::decode takes every field but frame and seconds from the header bytes the memo holds
+// (word 1's top byte, words 2-7) and from word 0's two flag bits, and vdif::validate depends on
+// the rest only through frame < frames per second; the thread is in word 3, so it maps to the
+// memo's stream, whose header form is the memo's. A header whose compared bytes and UDP payload
+// length equal the memo's decodes, validates and maps as the memo's with its own frame and
+// seconds. The payload length is compared too: the UDP memo may have moved on to another
+// length since, and the frame length field must match the payload (size_mismatch).
+inline bool vdif_memo_matches(const VdifMemo& m, const std::byte* vdif, uint32_t payload_bytes,
+                              VdifTime& out) noexcept {
+  if (m.payload_bytes != payload_bytes ||
+      ((vdif[3] ^ m.word0_top) & std::byte{0xC0}) != std::byte{0} ||
+      std::memcmp(vdif + VdifMemo::kTailOffset, m.tail.data(), VdifMemo::kTailBytes) != 0) {
+    return false;
+  }
+  const uint64_t w01 = load_le64(vdif);
+  out.seconds = static_cast<uint32_t>(w01) & 0x3FFFFFFFu;
+  out.frame = static_cast<uint32_t>(w01 >> 32) & 0xFFFFFFu;
+  return out.frame < m.timing.frames_per_period;  // else the slow path names the reason
+}
+
+// check_frame's own steps for a VDIF frame on `sp` (a flow's first stream) when both of its
+// memos hit: true, with the frame's time (and VTP number) in `out`; the rest is in the memos,
+// read in place by Ingest::on_slot. The VTP number is not noted here: the caller does, once.
+inline bool vdif_memo_hit(std::span<const std::byte> head, std::size_t wire_bytes,
+                          const StreamPipeline& sp, VdifTime& out) noexcept {
+  if (sp.spec().format != StreamFormat::vdif) return false;
+  if (!udp_memo_matches(sp.udp_memo, head, wire_bytes)) return false;
+  const net::UdpFrame& f = sp.udp_memo.frame;
+  const std::size_t skip = sp.spec().vdif.vtp ? vdif::kVtpBytes : 0;
+  if (head.size() < f.payload_offset + skip + vdif::kHeaderBytes) return false;
+  const std::byte* udp = head.data() + f.payload_offset;
+  if (!vdif_memo_matches(sp.vdif_memo, udp + skip, f.payload_bytes, out)) return false;
+  if (skip != 0) out.psn = load_le64(udp);
+  return true;
+}
+
 // codif_memo_hit with what Ingest::on_slot reads from the memos gathered into a Checked, as
 // check_frame fills it (and check_frame would return kCheckOk) for a frame on `expected`;
 // false when either memo misses (`out` then untouched). The form the equivalence tests

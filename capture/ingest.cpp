@@ -147,7 +147,17 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
     return sequence(stream, sp, slot, m, sp.codif_memo.header, sp.codif_memo.timing, ft.frame,
                     ft.seconds, flags);
   }
+  // The same for a VDIF frame of the flow's own stream; its VTP number is noted here, once, as
+  // check_vdif notes it on the general path.
+  if (memo::VdifTime vt; memo::vdif_memo_hit(h, byte_len, sp, vt)) {
+    sp.last_arrival_tick = tick_;
+    if (sp.spec().vdif.vtp) sp.vtp.note(vt.psn);
+    SlotMeta& m = fill_meta(sp, slot, sp.udp_memo.frame, timestamp_ns);
+    return sequence(stream, sp, slot, m, sp.vdif_memo.header, sp.vdif_memo.timing, vt.frame,
+                    vt.seconds, flags);
+  }
   Checked& c = checked_;
+  c.vtp_noted = false;
   std::size_t r = check_frame(h, byte_len, classifier_, streams_, c, stream);
   // The headers and the CODIF header must be contiguous to be parsed. A split smaller than
   // them (allowed for udp streams) leaves part in the payload slot: then both are joined and

@@ -43,6 +43,20 @@ struct CodifMemo {
   codif::Timing timing;
 };
 
+// The last 32-byte VDIF header accepted on a flow's first stream for that stream (doc/vdif.md).
+// Within a thread consecutive headers differ in the seconds (word 0 bits 0-29) and the frame
+// number (word 1 bits 0-23) only, so Ingest::on_slot can take the next one from here instead of
+// decoding and validating it again. Legacy (16-byte) headers are not memoised.
+struct VdifMemo {
+  static constexpr std::size_t kTailOffset = 7;  // word 1's top byte (epoch), then words 2-7
+  static constexpr std::size_t kTailBytes = vdif::kHeaderBytes - kTailOffset;
+  std::array<std::byte, kTailBytes> tail{};  // exactly as received
+  std::byte word0_top{};                     // word 0 bits 24-31, of which 30-31 are compared
+  uint32_t payload_bytes = 0;                // UDP payload length (VTP number included); 0: empty
+  codif::Header header;                      // the sequencer's view (capture/vdif/timeline.hpp)
+  codif::Timing timing;
+};
+
 // The Ethernet/VLAN/IPv4/UDP headers of the last frame accepted on a stream, as words masked
 // to the bytes net::parse_udp reads (not the IPv4 TOS, id, TTL and checksum nor the UDP
 // checksum, which vary per packet), with what it parsed them to. A frame whose masked words
@@ -100,6 +114,7 @@ class StreamPipeline {
   uint32_t next_thread_stream = StreamClassifier::kNoStream;
   uint8_t vdif_header_bytes = 0;
   VtpState vtp;
+  VdifMemo vdif_memo;
 
   // Triggered dumps (doc/dumps.md): when set, the writer hands written slots here instead of
   // releasing them, so the last retention.retain of the stream stays in the ring.

@@ -2,7 +2,8 @@
 // frames of the stream the flow selects; only the header SGE is written; frames the RQ had no
 // room for are counted in out_of_buffer and show as gaps in the CODIF frame numbers; RESET
 // while the wire keeps producing leaves no completion of the QP behind. `pace ...`: the rate
-// control of SOFTVERBS_WIRE_PACE (pace_test).
+// control of SOFTVERBS_WIRE_PACE (pace_test). With SOFTVERBS_WIRE_FORMAT=vdif or vdif-vtp the
+// same checks hold for 1 KiB VDIF frames (doc/vdif.md), the VTP number being the frame's index.
 // Exit 0 = pass, 1 = fail, 77 = cannot run here (no CAP_NET_RAW).
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
@@ -66,12 +67,43 @@ Flow stream_flow() {
   return f;
 }
 
-// Checks one completion's frame; returns its absolute CODIF frame index.
+uint32_t le32(const uint8_t* p) {
+  return static_cast<uint32_t>(le64(p));  // the low 4 of 8 readable bytes (slots are 128 bytes)
+}
+
+// SOFTVERBS_WIRE_FORMAT as the wire reads it: 0 codif, 1 vdif, 2 vdif-vtp.
+int wire_format() {
+  const char* f = getenv("SOFTVERBS_WIRE_FORMAT");
+  if (f == nullptr) return 0;
+  return strcmp(f, "vdif") == 0 ? 1 : strcmp(f, "vdif-vtp") == 0 ? 2 : 0;
+}
+const int kFormat = wire_format();
+constexpr uint32_t kVdifData = 1024;  // the wire's VDIF default
+
+// A VDIF frame (after the VTP number, if any): version 1, 2-bit real samples, one channel,
+// 1024 data bytes, 100000 frames per second; returns its absolute index, which a VTP number
+// must equal.
+uint64_t check_vdif(const uint8_t* h) {
+  const uint8_t* v = h + 42 + (kFormat == 2 ? 8 : 0);
+  expect((le32(v + 8) & 0xffffff) * 8 == 32 + kVdifData, "VDIF frame length, header included");
+  expect(le32(v + 8) >> 29 == 1 && (le32(v + 8) >> 24 & 0x1f) == 0, "VDIF version 1, 1 channel");
+  expect((le32(v + 12) >> 26 & 0x1f) == 1 && le32(v + 12) >> 31 == 0, "VDIF 2-bit real samples");
+  expect(le32(v) >> 30 == 0, "VDIF valid, not legacy");
+  const uint32_t frame = le32(v + 4) & 0xffffff;
+  expect(frame < 100000, "VDIF frame number within the second");
+  const uint64_t index = uint64_t{le32(v) & 0x3fffffff} * 100000 + frame;
+  if (kFormat == 2) expect(le64(h + 42) == index, "VTP number is the frame's index");
+  return index;
+}
+
+// Checks one completion's frame; returns its absolute frame index.
 uint64_t check_frame(const Rig& rig, const ibv_wc& wc) {
   const auto slot = static_cast<uint32_t>(wc.wr_id);
   const uint8_t* h = &rig.hdr[slot * kHdr];
   expect(wc.status == IBV_WC_SUCCESS, "status");
-  expect(wc.byte_len == 14 + 20 + 8 + 64 + kPayload, "byte_len is the whole frame");
+  const uint32_t udp_payload =
+      kFormat == 0 ? 64 + kPayload : (kFormat == 2 ? 8 : 0) + 32 + kVdifData;
+  expect(wc.byte_len == 14 + 20 + 8 + udp_payload, "byte_len is the whole frame");
   uint32_t dst, src;
   uint16_t dport;
   memcpy(&src, h + 26, 4);
@@ -79,10 +111,14 @@ uint64_t check_frame(const Rig& rig, const ibv_wc& wc) {
   memcpy(&dport, h + 36, 2);
   expect(ntohl(dst) == kGroup && ntohl(src) == kSrc && ntohs(dport) == kPort,
          "headers of the flow's stream");
+  const uint8_t* p = &rig.pl[static_cast<size_t>(slot) * kPayload];
+  if (kFormat != 0) {
+    expect(p[0] == 0xab && p[kPayload - 1] == 0xab, "payload SGE left as initialised");
+    return check_vdif(h);
+  }
   const uint8_t* c = h + 42;
   expect((le64(c + 40) & 0xffffffff) == 0xFEEDCAFE, "CODIF sync word");
   expect(((le64(c + 24) >> 32) * 8) == kPayload, "CODIF data array length");
-  const uint8_t* p = &rig.pl[static_cast<size_t>(slot) * kPayload];
   expect(p[0] == 0xab && p[kPayload - 1] == 0xab, "payload SGE left as initialised");
   const uint64_t fpp = le64(c + 32) / (kPayload * 8 / 16);  // samples per frame: 8-bit complex
   return (le64(c) >> 32) * fpp + (le64(c) & 0xffffffff);    // 1 s period
@@ -99,7 +135,7 @@ uint64_t capture(Rig& rig, int total) {
     expect(n >= 0, "poll_cq");
     for (int i = 0; i < n; ++i, ++got) {
       const uint64_t index = check_frame(rig, wc[i]);
-      expect(got == 0 || index > last, "CODIF frames advance");
+      expect(got == 0 || index > last, "frames advance");
       if (got > 0) gaps += index - last - 1;
       last = index;
       expect(rig.post(static_cast<uint32_t>(wc[i].wr_id)) == 0, "repost");
@@ -213,7 +249,7 @@ int main(int argc, char** argv) {
     usleep(10000);
     oob = read_oob() - oob0;
   }
-  expect(oob >= gaps, "frames missing from the CODIF sequence are counted in out_of_buffer");
+  expect(oob >= gaps, "frames missing from the sequence are counted in out_of_buffer");
   printf("wire: %llu frames dropped for want of a WR, out_of_buffer +%llu\n",
          static_cast<unsigned long long>(gaps), static_cast<unsigned long long>(oob));
   reset_under_load(rig);

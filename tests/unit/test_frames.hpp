@@ -67,8 +67,9 @@ std::vector<std::byte> edited(uint32_t src, uint64_t index, Edit edit) {
   return f;
 }
 
-// A VDIF frame over VTP: the 8-byte packet sequence number `psn`, then frame `index` (seconds
-// = index / fps, frame number = index % fps) of `thread`, `data_bytes` of zero data.
+// A VDIF frame over VTP: the 8-byte packet sequence number `psn` (unless vtp is false), then
+// frame `index` (seconds = index / fps, frame number = index % fps) of `thread`, `data_bytes`
+// of zero data.
 struct VdifDatagram {
   uint32_t group = kGroup, src = kSrcA;
   uint16_t port = kPort;
@@ -76,6 +77,7 @@ struct VdifDatagram {
   std::size_t data_bytes = 256;
   uint8_t epoch = 50;
   bool legacy = false;
+  bool vtp = true;
 };
 inline std::vector<std::byte> vdif_datagram(const VdifDatagram& d, uint64_t psn, uint16_t thread,
                                             uint64_t index) {
@@ -87,7 +89,8 @@ inline std::vector<std::byte> vdif_datagram(const VdifDatagram& d, uint64_t psn,
   h.epoch = d.epoch;
   h.nbits = 2;
   h.frame_words = static_cast<uint32_t>((h.header_bytes() + d.data_bytes) / 8);
-  const std::size_t udp = capture::vdif::kVtpBytes + h.frame_bytes();
+  const std::size_t vtp = d.vtp ? capture::vdif::kVtpBytes : 0;
+  const std::size_t udp = vtp + h.frame_bytes();
   capture::net::UdpFrameSpec s;
   s.dst_mac = capture::net::multicast_mac(d.group);
   s.src_ip = d.src;
@@ -97,10 +100,10 @@ inline std::vector<std::byte> vdif_datagram(const VdifDatagram& d, uint64_t psn,
   std::vector<std::byte> f(capture::net::udp_header_bytes(s) + udp);
   capture::net::write_udp_headers(s, udp, f);
   std::byte* p = f.data() + capture::net::udp_header_bytes(s);
-  capture::vdif::put_vtp_sequence(psn, std::span<std::byte, 8>(p, 8));
+  if (d.vtp) capture::vdif::put_vtp_sequence(psn, std::span<std::byte, 8>(p, 8));
   std::array<std::byte, capture::vdif::kHeaderBytes> raw{};
   capture::vdif::encode(h, raw);
-  std::copy_n(raw.data(), h.header_bytes(), p + capture::vdif::kVtpBytes);
+  std::copy_n(raw.data(), h.header_bytes(), p + vtp);
   return f;
 }
 

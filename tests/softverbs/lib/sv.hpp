@@ -286,7 +286,7 @@ struct Rule {
   uint32_t flags = 0;
   uint64_t seq = 0;
   Match match;
-  uint64_t wire_frame = 0;             // synthetic wire: next CODIF frame of this stream
+  uint64_t wire_frame = 0;             // synthetic wire: next frame (CODIF or VDIF) of this stream
   std::vector<uint8_t> wire_template;  // synthetic wire: the stream's headers, built once
   uint64_t wire_start_ns = 0;          // synthetic wire: CLOCK_MONOTONIC of its first frame
   std::unique_ptr<KernelTrap> trap;    // SOFTVERBS_TRAP=nft: the kernel no longer sees it

@@ -1,7 +1,8 @@
 // Synthetic wire: an in-process source that completes posted receive WRs with valid CODIF
-// frames for every NORMAL flow rule, like a NIC's DMA engine on its own core: at full speed, or
-// paced by SOFTVERBS_WIRE_PACE (a benchmark facility, not a modelled NIC behaviour). It writes
-// only the first (header) SGE; payload bytes stay as the application initialised them.
+// frames (or VDIF frames, with or without a VTP number: SOFTVERBS_WIRE_FORMAT) for every NORMAL
+// flow rule, like a NIC's DMA engine on its own core: at full speed, or paced by
+// SOFTVERBS_WIRE_PACE (a benchmark facility, not a modelled NIC behaviour). It writes only the
+// first (header) SGE; payload bytes stay as the application initialised them.
 #include <arpa/inet.h>
 #include <poll.h>
 
@@ -17,18 +18,37 @@
 namespace sv {
 namespace {
 
+enum class WireFormat { codif, vdif, vdif_vtp };
+
 struct WireParams {
-  uint32_t payload = 8192;  // CODIF data array bytes
-  uint64_t frames_per_period = 100000;
+  WireFormat format = WireFormat::codif;
+  uint32_t payload = 8192;              // data array bytes (the header not included)
+  uint64_t frames_per_period = 100000;  // VDIF: frames per second (the period is 1 s)
   uint16_t period_s = 1;
   uint8_t nbits = 8;
+  // Bytes in front of the data array in the UDP payload: the CODIF header (64), or the VDIF
+  // header (32) after the 8-byte VTP number when there is one.
+  uint32_t header_bytes() const {
+    return format == WireFormat::codif ? 64 : format == WireFormat::vdif ? 32 : 8 + 32;
+  }
+  uint32_t udp_payload() const { return header_bytes() + payload; }
 };
 
+// SOFTVERBS_WIRE_FORMAT=codif|vdif|vdif-vtp (default codif; anything else is said on stderr and
+// taken as codif). SOFTVERBS_WIRE_PAYLOAD: data bytes, default 8192 (CODIF) or 1024 (VDIF).
 WireParams wire_params() {
   WireParams p;
+  const char* f = getenv("SOFTVERBS_WIRE_FORMAT");
+  const std::string format = f != nullptr ? f : "codif";
+  if (format == "vdif") p.format = WireFormat::vdif;
+  if (format == "vdif-vtp") p.format = WireFormat::vdif_vtp;
+  if (p.format == WireFormat::codif && format != "codif")
+    fprintf(stderr, "softverbs: SOFTVERBS_WIRE_FORMAT=%s not understood: codif\n", f);
+  const uint32_t fallback = p.format == WireFormat::codif ? 8192 : 1024;
+  p.payload = fallback;
   if (const char* v = getenv("SOFTVERBS_WIRE_PAYLOAD"))
     p.payload = static_cast<uint32_t>(atoi(v)) & ~7u;
-  if (p.payload < 8 || p.payload > 8900) p.payload = 8192;
+  if (p.payload < 8 || p.payload > 8900) p.payload = fallback;
   return p;
 }
 
@@ -149,7 +169,7 @@ void build_headers(const Rule& r, const WireParams& p, uint8_t* f) {
   uint8_t* ip = f + 14;
   memset(ip, 0, 20);
   ip[0] = 0x45;
-  put16(ip + 2, static_cast<uint16_t>(20 + 8 + 64 + p.payload));
+  put16(ip + 2, static_cast<uint16_t>(20 + 8 + p.udp_payload()));
   ip[6] = 0x40;
   ip[8] = 64;
   ip[9] = IPPROTO_UDP;
@@ -163,7 +183,7 @@ void build_headers(const Rule& r, const WireParams& p, uint8_t* f) {
     memcpy(udp + 2, &v.dst_port, 2);
   else
     put16(udp + 2, 4001);
-  put16(udp + 4, static_cast<uint16_t>(8 + 64 + p.payload));
+  put16(udp + 4, static_cast<uint16_t>(8 + p.udp_payload()));
   put16(udp + 6, 0);
 }
 
@@ -183,12 +203,40 @@ void build_codif(const WireParams& p, uint64_t n, uint16_t thread, uint8_t* h) {
   put_le64(h + 56, 0);
 }
 
+void put_le32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+// VDIF header (doc/vdif.md: eight little-endian 32-bit words) for absolute frame index `n` of
+// the stream, version 1, one real channel of 2-bit samples, epoch 52 (2026-01-01); with VTP,
+// the 64-bit little-endian packet number `n` in front of it.
+void build_vdif(const WireParams& p, uint64_t n, uint16_t thread, uint8_t* h) {
+  if (p.format == WireFormat::vdif_vtp) {
+    put_le64(h, n);
+    h += 8;
+  }
+  put_le32(h, static_cast<uint32_t>(n / p.frames_per_period) & 0x3fffffffu);
+  put_le32(h + 4, static_cast<uint32_t>(n % p.frames_per_period) | 52u << 24);
+  put_le32(h + 8, (32 + p.payload) / 8 | 1u << 29);
+  put_le32(h + 12, 0x5356u | uint32_t{thread & 0x3ffu} << 16 | 1u << 26);
+  for (int w = 4; w < 8; ++w)
+    put_le32(h + 4 * w, 0);
+}
+
+void build_frame(const WireParams& p, uint64_t n, uint16_t thread, uint8_t* h) {
+  if (p.format == WireFormat::codif)
+    build_codif(p, n, thread, h);
+  else
+    build_vdif(p, n, thread, h);
+}
+
 }  // namespace
 
 void run_wire_engine(Device& d) {
   const WireParams p = wire_params();
   const WirePace pace = wire_pace();
-  const uint32_t frame_len = 14 + 20 + 8 + 64 + p.payload;
+  const uint32_t frame_len = 14 + 20 + 8 + p.udp_payload();
   while (!d.stopping.load(std::memory_order_relaxed)) {
     bool any = false, sent = false;
     uint64_t next_ns = UINT64_MAX;
@@ -213,7 +261,7 @@ void run_wire_engine(Device& d) {
         // One lock round per burst, as a NIC writes completions in bursts.
         std::lock_guard<Spin> q(r->qp->lock);
         for (uint32_t burst = 0; burst < n; ++burst) {
-          build_codif(p, r->wire_frame++, stream_thread, buf + 42);
+          build_frame(p, r->wire_frame++, stream_thread, buf + 42);
           deliver_locked(*r->qp, f, true);
         }
       }
