@@ -21,8 +21,8 @@ uint32_t thread_stream(const std::vector<StreamPipeline*>& streams, uint32_t fir
   return StreamClassifier::kNoStream;
 }
 
-// A 32-byte header accepted for the flow's own stream (`flow` is the stream the classifier
-// found and the one that records the thread), with the UDP payload length it was checked against.
+// A 32-byte header accepted for the flow's own stream (the stream the classifier found records
+// the frame's thread), with the UDP payload length it was checked against.
 void remember_vdif(VdifMemo& m, const std::byte* vdif, uint32_t payload_bytes,
                    const Checked& c) noexcept {
   std::copy_n(vdif + VdifMemo::kTailOffset, VdifMemo::kTailBytes, m.tail.data());

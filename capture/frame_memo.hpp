@@ -1,8 +1,8 @@
 // The memo steps of check_frame (frame_check.cpp), inline, for check_frame itself and for the
 // verbs path's fast path (Ingest::on_slot): a frame whose headers match its expected stream's
-// UDP memo and whose CODIF header matches the stream's CODIF memo is accepted with what the
-// memos hold, without a call into check_frame and without copying what they hold. Capture
-// thread only.
+// UDP memo and whose CODIF header matches the stream's CODIF memo (or whose VDIF header matches
+// its VDIF memo) is accepted with what the memos hold, without a call into check_frame and
+// without copying what they hold. Capture thread only.
 #pragma once
 
 #include <bit>
