@@ -202,18 +202,10 @@ TEST(MemoFastPath, OnSlotPublishesAndCountsWhatTheGeneralPathDoes) {
   general.ingest.set_start(start);
   std::mt19937 rng(20261128);
   std::array<uint64_t, 2> next{100, 2000};
-  for (int n = 0; n < 6000; ++n) {
+  test::feed_both(fast, general, 6000, [&] {
     const uint32_t s = rng() % 2;
-    const auto f = random_frame(rng, s == 0 ? kSrcA : kSrcB, next[s]);
-    into_slot(fast.ingest, s, f, n * 10);
-    general.ingest.on_frame(f, f.size(), n * 10);
-    fast.drain();
-    general.drain();
-  }
-  fast.ingest.flush_all();
-  general.ingest.flush_all();
-  fast.drain();
-  general.drain();
+    return std::pair(s, random_frame(rng, s == 0 ? kSrcA : kSrcB, next[s]));
+  });
   expect_same_output(fast, general);
   EXPECT_GT(fast.out_a.size() + fast.out_b.size(), 4000u);
   EXPECT_GT(fast.ingest.rejected(kRejectBeforeStart), 0u);

@@ -65,6 +65,24 @@ struct SlotSide {
   }
 };
 
+// `frames` frames from `next()` (a pair: stream index, frame) to both sides, the fast one
+// through on_slot and the general one through on_frame, with time stamps 0, 10, 20, ...; both
+// drained after every frame, then flushed and drained.
+template <class Next>
+void feed_both(SlotSide& fast, SlotSide& general, int frames, Next next) {
+  for (int n = 0; n < frames; ++n) {
+    const auto [s, f] = next();
+    into_slot(fast.ingest, s, f, n * 10);
+    general.ingest.on_frame(f, f.size(), n * 10);
+    fast.drain();
+    general.drain();
+  }
+  fast.ingest.flush_all();
+  general.ingest.flush_all();
+  fast.drain();
+  general.drain();
+}
+
 // Every sequencer counter and timeline mark of two streams that saw the same traffic.
 inline void expect_same_sequencer(const capture::SequencerStats& x,
                                   const capture::SequencerStats& y) {

@@ -23,19 +23,7 @@ constexpr uint64_t kFps = 100;
 constexpr std::size_t kData = 256;
 
 StreamSpec spec(uint32_t thread) {
-  StreamSpec s;
-  s.key = {kGroup, kPort, kSrc};
-  s.format = StreamFormat::vdif;
-  s.vdif.rate.frames_per_second = kFps;
-  s.vdif.vtp = true;
-  s.vdif.thread = thread;
-  s.ring.slots = 64;
-  s.ring.header_slot_bytes = 128;
-  s.ring.payload_slot_bytes = 1024;
-  s.ring.memory.huge_pages = memory::Want::no;
-  s.ring.memory.lock = memory::Want::no;
-  s.sequencer.reorder_window = 4;
-  return s;
+  return test::vdif_spec(kSrc, true, thread);
 }
 
 // A VTP + VDIF datagram of frame `index` of `thread`.

@@ -11,6 +11,7 @@
 
 #include "capture/codif/header.hpp"
 #include "capture/net/udp_builder.hpp"
+#include "capture/stream_pipeline.hpp"
 #include "capture/vdif/header.hpp"
 
 namespace rocecap::test {
@@ -79,6 +80,26 @@ struct VdifDatagram {
   bool legacy = false;
   bool vtp = true;
 };
+// A VDIF stream of `src` to kGroup:kPort at VdifDatagram's default rate (100 frames per second)
+// that records `thread`, with small rings (64 slots of 128 + 1024 bytes, no huge pages or
+// locking) and a reorder window of 4.
+inline capture::StreamSpec vdif_spec(uint32_t src, bool vtp,
+                                     uint32_t thread = capture::VdifSpec::kAnyThread) {
+  capture::StreamSpec s;
+  s.key = {kGroup, kPort, src};
+  s.format = capture::StreamFormat::vdif;
+  s.vdif.rate.frames_per_second = VdifDatagram{}.fps;
+  s.vdif.vtp = vtp;
+  s.vdif.thread = thread;
+  s.ring.slots = 64;
+  s.ring.header_slot_bytes = 128;
+  s.ring.payload_slot_bytes = 1024;
+  s.ring.memory.huge_pages = capture::memory::Want::no;
+  s.ring.memory.lock = capture::memory::Want::no;
+  s.sequencer.reorder_window = 4;
+  return s;
+}
+
 inline std::vector<std::byte> vdif_datagram(const VdifDatagram& d, uint64_t psn, uint16_t thread,
                                             uint64_t index) {
   capture::vdif::Header h;

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "capture/frame_memo.hpp"
@@ -27,23 +28,8 @@ using test::kSrcB;
 constexpr uint64_t kFps = 100;
 constexpr std::size_t kData = 256;
 
-StreamSpec spec(uint32_t src, bool vtp) {
-  StreamSpec s;
-  s.key = {kGroup, kPort, src};
-  s.format = StreamFormat::vdif;
-  s.vdif.rate.frames_per_second = kFps;
-  s.vdif.vtp = vtp;
-  s.ring.slots = 64;
-  s.ring.header_slot_bytes = 128;
-  s.ring.payload_slot_bytes = 1024;
-  s.ring.memory.huge_pages = memory::Want::no;
-  s.ring.memory.lock = memory::Want::no;
-  s.sequencer.reorder_window = 4;
-  return s;
-}
-
 struct Side : test::SlotSide {
-  explicit Side(bool vtp) : SlotSide(spec(kSrcA, vtp), spec(kSrcB, vtp)) {}
+  explicit Side(bool vtp) : SlotSide(test::vdif_spec(kSrcA, vtp), test::vdif_spec(kSrcB, vtp)) {}
 };
 
 // One flow's traffic: the frame of `index` with VTP number `psn`, of `thread`, and what `edit`
@@ -136,18 +122,10 @@ TEST_P(VdifFastLane, OnSlotPublishesAndCountsWhatTheGeneralPathDoes) {
   fast.ingest.set_start(start);  // frames 100-104 of a come before the run start
   general.ingest.set_start(start);
   std::mt19937 rng(vtp ? 20261129 : 20261130);
-  for (int n = 0; n < 6000; ++n) {
+  test::feed_both(fast, general, 6000, [&] {
     const uint32_t s = rng() % 2;
-    const auto f = random_frame(rng, flows[s]);
-    test::into_slot(fast.ingest, s, f, n * 10);
-    general.ingest.on_frame(f, f.size(), n * 10);
-    fast.drain();
-    general.drain();
-  }
-  fast.ingest.flush_all();
-  general.ingest.flush_all();
-  fast.drain();
-  general.drain();
+    return std::pair(s, random_frame(rng, flows[s]));
+  });
   test::expect_same_output(fast, general);
   expect_same_vtp(fast.a.vtp, general.a.vtp);
   expect_same_vtp(fast.b.vtp, general.b.vtp);
