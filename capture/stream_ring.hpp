@@ -97,6 +97,9 @@ class StreamRing {
   // Up to out.size() free slots in the order they were freed, without counting drops: the
   // verbs source posts them as receive work requests (wr_id = slot id).
   std::size_t take_free(std::span<SlotId> out) noexcept;
+  // Whether take_free() would hand out a slot now. Inline and cheap: the verbs source asks
+  // every stream's ring after every poll, and most of them have nothing released.
+  bool has_free() noexcept { return stash_size_ > 0 || free_.readable(); }
   // A taken slot that will not be published (parse error, duplicate, dropped late frame):
   // it is the next one acquire()/take_free() hands out again.
   void give_back(SlotId id) noexcept;

@@ -67,6 +67,16 @@ class SpscQueue {
     return n;
   }
 
+  // Consumer. Whether pop() would return a value now. Re-reads the producer's tail only when
+  // the private copy says empty, as pop() does: a check that costs a few instructions, for a
+  // consumer that looks at many queues that are mostly empty.
+  bool readable() noexcept {
+    const uint64_t head = cons_.head.load(std::memory_order_relaxed);
+    if (cons_.tail_cache != head) return true;
+    cons_.tail_cache = prod_.tail.load(std::memory_order_acquire);
+    return cons_.tail_cache != head;
+  }
+
   // Any thread; exact only when both sides are quiet.
   std::size_t size_approx() const noexcept {
     const uint64_t head = cons_.head.load(std::memory_order_acquire);

@@ -64,6 +64,29 @@ TEST(SpscQueue, FullAndEmptyArePartialNotBlocking) {
   EXPECT_FALSE(q.pop(v));
 }
 
+// readable() must see a push made after it last answered false (its copy of the tail is stale
+// then), and say false again once everything is popped.
+TEST(SpscQueue, ReadableSaysWhetherPopWouldReturnAValue) {
+  common::SpscQueue<uint32_t> q(4);
+  EXPECT_FALSE(q.readable());
+  ASSERT_TRUE(q.push(7u));
+  EXPECT_TRUE(q.readable());
+  ASSERT_TRUE(q.push(8u));
+  uint32_t v = 0;
+  ASSERT_TRUE(q.pop(v));
+  EXPECT_TRUE(q.readable());  // 8 is still there
+  ASSERT_TRUE(q.pop(v));
+  EXPECT_EQ(v, 8u);
+  EXPECT_FALSE(q.readable());
+  for (uint32_t k = 0; k < 9; ++k) {  // across the wrap-around
+    ASSERT_TRUE(q.push(k));
+    EXPECT_TRUE(q.readable());
+    ASSERT_TRUE(q.pop(v));
+    EXPECT_EQ(v, k);
+    EXPECT_FALSE(q.readable());
+  }
+}
+
 TEST(StreamRing, SlabStridesAndAlignment) {
   for (uint32_t align : {64u, 4096u}) {
     RingConfig c = small_config(37);
@@ -231,6 +254,32 @@ TEST(StreamRing, ReleasedSlotsComeBackInReleaseOrderAndTakeFreeNeverCountsDrops)
   const RingStats s = ring.stats();
   EXPECT_EQ(s.returned, 1u);
   EXPECT_EQ(s.released, 4u);
+}
+
+// The verbs source asks has_free() before take_free() for every stream after every poll: it
+// must say true exactly when take_free() would hand out a slot (a slot given back, one
+// released by the writer), or slots would stay unposted.
+TEST(StreamRing, HasFreeSaysWhetherTakeFreeWouldHandOutASlot) {
+  StreamRing ring(small_config(4));
+  std::array<SlotId, 4> ids{};
+  EXPECT_TRUE(ring.has_free());
+  ASSERT_EQ(ring.take_free(ids), 4u);
+  EXPECT_FALSE(ring.has_free());
+  ring.give_back(ids[2]);  // the stash
+  EXPECT_TRUE(ring.has_free());
+  ASSERT_EQ(ring.take_free(ids), 1u);
+  EXPECT_FALSE(ring.has_free());
+  ring.publish(ids[0]);
+  EXPECT_FALSE(ring.has_free());  // with the writer
+  SlotId popped = 99;
+  ASSERT_TRUE(ring.pop(popped));
+  ring.release(popped);  // the free queue
+  EXPECT_TRUE(ring.has_free());
+  std::array<SlotId, 1> one{};
+  ASSERT_EQ(ring.take_free(one), 1u);
+  EXPECT_EQ(one[0], popped);
+  EXPECT_FALSE(ring.has_free());
+  EXPECT_EQ(ring.stats().ring_full_drops, 0u);
 }
 
 // Word k of a packet's pattern; whole 64-bit words keep the million-packet test quick.
