@@ -24,15 +24,49 @@ inline uint64_t load_le64(const std::byte* p) noexcept {
   return v;
 }
 
+// 16 bytes as one vector register (GCC/Clang vector extension: SSE2 on x86-64, its baseline;
+// NEON on AArch64). The memo compares below take 16 bytes per instruction where a word loop or
+// a memcmp call took 8 (and the call itself): about 20 fewer instructions per packet.
+using Bytes16 = uint64_t __attribute__((vector_size(16)));
+
+inline Bytes16 load16(const void* p) noexcept {
+  Bytes16 v;
+  std::memcpy(&v, p, sizeof v);  // an unaligned load
+  return v;
+}
+
+// memcmp(a, b, N) == 0 for 16 <= N <= 64, without a branch per piece: the last piece
+// overlaps the one before it when N is not a multiple of 16.
+template <std::size_t N>
+inline bool same_bytes(const std::byte* a, const std::byte* b) noexcept {
+  static_assert(N >= 16 && N <= 64);
+  Bytes16 diff = load16(a) ^ load16(b);
+  for (std::size_t k = 16; k < N; k += 16) {  // a fixed count: unrolled
+    const std::size_t at = k + 16 <= N ? k : N - 16;
+    diff |= load16(a + at) ^ load16(b + at);
+  }
+  return (diff[0] | diff[1]) == 0;
+}
+
 // A frame whose masked header words and wire length equal the memo's parses to the memo's
 // UdpFrame and classifies to the memo's stream (the classifier is fixed at start-up).
 inline bool udp_memo_matches(const UdpMemo& m, std::span<const std::byte> head,
                              std::size_t wire_bytes) noexcept {
   if (!m.valid || wire_bytes != m.wire_bytes || head.size() < UdpMemo::kWords * 8) return false;
-  uint64_t diff = 0;
-  for (std::size_t k = 0; k < UdpMemo::kWords; ++k)  // a fixed count: unrolled
-    diff |= (load_le64(head.data() + 8 * k) ^ m.words[k]) & m.mask[k];
-  return diff == 0;
+  if constexpr (std::endian::native == std::endian::big) {  // words and mask are little-endian
+    uint64_t diff = 0;
+    for (std::size_t k = 0; k < UdpMemo::kWords; ++k)
+      diff |= (load_le64(head.data() + 8 * k) ^ m.words[k]) & m.mask[k];
+    return diff == 0;
+  } else {
+    // Written out: g++ -O2 kept a loop here, its control cost as much as the compares.
+    static_assert(UdpMemo::kWords == 6);
+    const std::byte* h = head.data();
+    const Bytes16 diff = ((load16(h) ^ load16(&m.words[0])) & load16(&m.mask[0])) |
+                         ((load16(h + 16) ^ load16(&m.words[2])) & load16(&m.mask[2])) |
+                         ((load16(h + 32) ^ load16(&m.words[4])) & load16(&m.mask[4]));
+    return (diff[0] | diff[1]) == 0;
+  }
 }
 
 inline bool from_udp_memo(const UdpMemo& m, std::span<const std::byte> head, std::size_t wire_bytes,
@@ -55,7 +89,7 @@ struct FrameTime {
 inline bool codif_memo_matches(const CodifMemo& m, const std::byte* codif, uint32_t payload_bytes,
                                FrameTime& out) noexcept {
   if (m.payload_bytes != payload_bytes ||
-      std::memcmp(codif + 8, m.words.data(), CodifMemo::kWordsBytes) != 0) {
+      !same_bytes<CodifMemo::kWordsBytes>(codif + 8, m.words.data())) {
     return false;
   }
   const uint64_t w0 = load_le64(codif);
@@ -114,7 +148,7 @@ inline bool vdif_memo_matches(const VdifMemo& m, const std::byte* vdif, uint32_t
                               VdifTime& out) noexcept {
   if (m.payload_bytes != payload_bytes ||
       ((vdif[3] ^ m.word0_top) & std::byte{0xC0}) != std::byte{0} ||
-      std::memcmp(vdif + VdifMemo::kTailOffset, m.tail.data(), VdifMemo::kTailBytes) != 0) {
+      !same_bytes<VdifMemo::kTailBytes>(vdif + VdifMemo::kTailOffset, m.tail.data())) {
     return false;
   }
   const uint64_t w01 = load_le64(vdif);

@@ -76,7 +76,7 @@ void Ingest::sequence(uint32_t stream, StreamPipeline& sp, SlotId slot, SlotMeta
   m.flags = static_cast<uint16_t>(flags | (h.invalid ? kSlotInvalidBit : 0));
   // The sequencer holds a new frame in its reorder window (it is never delivered within this
   // call), so its index, flag and arrival record all precede its publication.
-  const Verdict v = sp.sequencer().on_frame_at(h, t, frame, seconds, slot);
+  const Verdict v = sp.sequencer().on_frame_at(h, t, frame, seconds, slot, sp.publisher());
   m.frame_index = v.index;
   if (!placed(v.decision)) {
     sp.ring().give_back(slot);

@@ -42,6 +42,7 @@
 #pragma once
 
 #include <atomic>
+#include <cassert>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -157,6 +158,16 @@ class Sequencer {
   [[gnu::always_inline]] Verdict on_frame_at(const codif::Header& h, const codif::Timing& t,
                                              uint32_t frame, uint32_t seconds,
                                              uint32_t tag) noexcept {
+    return on_frame_at(h, t, frame, seconds, tag, sink_);
+  }
+  // The same with this sequencer's own sink given as its own type: a final sink's deliver()
+  // (RingPublisher's, StreamPipeline::publisher()) is then inlined instead of called through
+  // the vtable, once per in-order frame. `sink` must be the sink the sequencer was built with.
+  template <class Sink>
+  [[gnu::always_inline]] Verdict on_frame_at(const codif::Header& h, const codif::Timing& t,
+                                             uint32_t frame, uint32_t seconds, uint32_t tag,
+                                             Sink& sink) noexcept {
+    assert(static_cast<DeliverySink*>(&sink) == &sink_);
     const uint64_t index = codif::absolute_index(frame, seconds, t);
     if (!in_order(h, t, index)) [[unlikely]] {
       codif::Header whole = h;
@@ -165,7 +176,7 @@ class Sequencer {
       return on_other(whole, t, index, tag);
     }
     count_received(h, t);
-    if (commit_ + config_.reorder_window == index) deliver_oldest();
+    if (commit_ + config_.reorder_window == index) deliver_oldest(sink);
     place(index, tag);
     high_ = index;
     note_last(frame, seconds, index);
@@ -218,8 +229,10 @@ class Sequencer {
     if (h.invalid) counters_.invalid.add();
   }
   // Delivers commit_, which is seen, with no gap open before it.
-  void deliver_oldest() noexcept {
-    sink_.deliver(Delivery{commit_, tags_[commit_ & mask_], commit_ == seg_first_});
+  void deliver_oldest() noexcept { deliver_oldest(sink_); }
+  template <class Sink>
+  [[gnu::always_inline]] void deliver_oldest(Sink& sink) noexcept {
+    sink.deliver(Delivery{commit_, tags_[commit_ & mask_], commit_ == seg_first_});
     counters_.delivered.add();
     ++commit_;
   }

@@ -95,6 +95,8 @@ class StreamPipeline {
   StreamRing& ring() noexcept { return ring_; }
   const StreamRing& ring() const noexcept { return ring_; }
   Sequencer& sequencer() noexcept { return sequencer_; }
+  // The sequencer's sink, as its own (final) type: Sequencer::on_frame_at(..., sink).
+  RingPublisher& publisher() noexcept { return publisher_; }
   const Sequencer& sequencer() const noexcept { return sequencer_; }
   // The header/payload split point: bytes of a frame that go to the header slot.
   uint32_t split() const noexcept { return spec_.ring.header_slot_bytes; }

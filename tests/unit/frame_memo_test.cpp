@@ -101,6 +101,34 @@ void warm_up(Pair& p) {
   ASSERT_EQ(check_frame(head_of(f), f.size(), p.classifier, p.streams, c, 0), kCheckOk);
 }
 
+// The memo compares' vector form (memo::same_bytes) against memcmp: every byte of the N is
+// compared, none outside them, also where its last 16-byte piece overlaps the one before.
+template <std::size_t N>
+void expect_same_bytes_is_memcmp() {
+  std::array<std::byte, 80> a{}, b{};
+  for (std::size_t i = 0; i < a.size(); ++i)
+    a[i] = b[i] = static_cast<std::byte>(i * 37 + 1);
+  EXPECT_TRUE(memo::same_bytes<N>(a.data() + 3, b.data() + 3)) << N;
+  for (std::size_t i = 0; i < N + 8; ++i) {
+    for (const std::byte flip : {std::byte{0x01}, std::byte{0x80}}) {
+      b[3 + i] ^= flip;
+      EXPECT_EQ(memo::same_bytes<N>(a.data() + 3, b.data() + 3),
+                std::memcmp(a.data() + 3, b.data() + 3, N) == 0)
+          << "N " << N << ", byte " << i;
+      EXPECT_EQ(memo::same_bytes<N>(a.data() + 3, b.data() + 3), i >= N) << N << " " << i;
+      b[3 + i] ^= flip;
+    }
+  }
+}
+
+TEST(MemoFastPath, SameBytesComparesExactlyTheNBytes) {
+  expect_same_bytes_is_memcmp<16>();
+  expect_same_bytes_is_memcmp<25>();  // the VDIF memo's tail
+  expect_same_bytes_is_memcmp<32>();
+  expect_same_bytes_is_memcmp<56>();  // the CODIF memo's words 1-7
+  expect_same_bytes_is_memcmp<64>();
+}
+
 TEST(MemoFastPath, AcceptsTheCommonCaseAsTheGeneralPathDoes) {
   Pair p;
   EXPECT_FALSE(agrees(p, frame(kSrcA, 100), 0)) << "memos empty: the fast path must not guess";
