@@ -135,6 +135,53 @@ TEST(Sequencer, InOrderFramesAreDeliveredOnceOutsideTheWindow) {
   EXPECT_TRUE(f.gaps().empty());
 }
 
+// The verbs path hands the sequencer its own sink as the sink's final type (on_frame_at with a
+// sink: RingPublisher's deliver() inlined). Over the same frames it must decide, deliver and
+// count exactly what the virtual call does.
+TEST(Sequencer, ItsOwnSinkGivenAsItsTypeDeliversAndCountsWhatTheVirtualCallDoes) {
+  Fixture by_vtable(Fixture::config(8)), by_type(Fixture::config(8));
+  std::mt19937_64 rng(30);
+  uint64_t next = 1000;
+  for (int k = 0; k < 4000; ++k) {
+    const uint64_t r = rng() % 100;
+    const uint64_t index = r < 80   ? next++                           // in order
+                           : r < 88 ? (next += rng() % 5) - 1          // a gap
+                           : r < 96 ? next - 1 - rng() % 12            // late or repeated
+                                    : (next += 50 + rng() % 100) - 1;  // a long gap
+    const Header h = at(index);
+    const Timing t = timing_of(h);
+    const auto tag = static_cast<uint32_t>(k);
+    const Verdict a = by_vtable.seq.on_frame(h, t, tag);
+    const Verdict b = by_type.seq.on_frame_at(h, t, h.frame, h.seconds, tag, by_type.sink);
+    ASSERT_EQ(a.decision, b.decision) << "frame " << k;
+    ASSERT_EQ(a.index, b.index) << "frame " << k;
+  }
+  by_vtable.seq.flush();
+  by_type.seq.flush();
+  ASSERT_EQ(by_vtable.sink.got.size(), by_type.sink.got.size());
+  for (std::size_t k = 0; k < by_vtable.sink.got.size(); ++k) {
+    EXPECT_EQ(by_vtable.sink.got[k].index, by_type.sink.got[k].index) << k;
+    EXPECT_EQ(by_vtable.sink.got[k].tag, by_type.sink.got[k].tag) << k;
+    EXPECT_EQ(by_vtable.sink.got[k].segment_start, by_type.sink.got[k].segment_start) << k;
+  }
+  const SequencerStats x = by_vtable.seq.stats(), y = by_type.seq.stats();
+  EXPECT_GT(x.delivered, 3000u);
+  EXPECT_GT(x.lost, 0u);
+  EXPECT_GT(x.duplicate + x.late_placed + x.late_dropped, 0u);
+  EXPECT_EQ(x.received, y.received);
+  EXPECT_EQ(x.bytes, y.bytes);
+  EXPECT_EQ(x.delivered, y.delivered);
+  EXPECT_EQ(x.lost, y.lost);
+  EXPECT_EQ(x.duplicate, y.duplicate);
+  EXPECT_EQ(x.late_placed, y.late_placed);
+  EXPECT_EQ(x.late_dropped, y.late_dropped);
+  EXPECT_EQ(x.resync, y.resync);
+  EXPECT_EQ(x.outliers, y.outliers);
+  EXPECT_EQ(x.gap_events, y.gap_events);
+  EXPECT_EQ(x.last_index, y.last_index);
+  EXPECT_EQ(x.last_time_ns, y.last_time_ns);
+}
+
 TEST(Sequencer, GapCountsLostAtOnceAndEmitsOneEventWithItsTime) {
   Fixture f(Fixture::config(4));
   const auto d = f.feed_all({0, 1, 2, 6, 7});
