@@ -6,6 +6,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <sstream>
+#include <string>
 
 namespace rocecap::daemon {
 namespace {
@@ -96,6 +98,25 @@ TEST(ManifestFile, IsCreated0640WhateverTheUmask) {
   struct stat st {};
   ASSERT_EQ(::stat((dir.path / "manifest.json").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0640u);
+}
+
+// The running snapshots are written without fsync (reporting/atomic_file.hpp): still a whole
+// file replaced by rename, the temporary gone, and a failure still reported.
+TEST(ManifestFile, ASnapshotWrittenWithoutFsyncStillReplacesTheWholeFile) {
+  TempDir dir;
+  ManifestFile f(dir.path, 4096);
+  Manifest first = sample();
+  first.run = std::string(5000, 'a');  // a longer file first: the new one must not keep its tail
+  ASSERT_EQ(f.write(first, false, /*durable=*/false), "");
+  ASSERT_EQ(f.write(sample(), false, /*durable=*/false), "");
+  std::ostringstream read;
+  read << std::ifstream(dir.path / "manifest.json").rdbuf();
+  const std::string text = read.str();
+  EXPECT_NE(text.find("\"run\": \"r1\""), std::string::npos) << text.substr(0, 200);
+  EXPECT_EQ(text.find("aaaa"), std::string::npos);
+  EXPECT_FALSE(fs::exists(dir.path / "manifest.json.tmp"));
+  fs::create_directory(dir.path / "manifest.json.tmp");
+  EXPECT_NE(f.write(sample(), false, /*durable=*/false), "");
 }
 
 }  // namespace

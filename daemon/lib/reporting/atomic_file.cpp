@@ -35,14 +35,14 @@ std::string replace_file_atomically(const std::string& path, std::string_view co
 }
 
 std::string replace_file_atomically_at(int dirfd, const std::string& name, std::string_view content,
-                                       const std::string& shown, unsigned mode) {
+                                       const std::string& shown, unsigned mode, bool durable) {
   const std::string tmp = name + ".tmp";
   const std::string shown_tmp = shown + ".tmp";
   // O_NOFOLLOW: a symlink planted as the temporary name is not followed out of the directory.
   const int fd =
       ::openat(dirfd, tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return error("cannot create", shown_tmp);
-  if (!write_all(fd, content) || ::fsync(fd) != 0) {
+  if (!write_all(fd, content) || (durable && ::fsync(fd) != 0)) {
     std::string msg = error("cannot write", shown_tmp);
     ::close(fd);
     ::unlinkat(dirfd, tmp.c_str(), 0);
@@ -54,7 +54,7 @@ std::string replace_file_atomically_at(int dirfd, const std::string& name, std::
     ::unlinkat(dirfd, tmp.c_str(), 0);
     return msg;
   }
-  if (::fsync(dirfd) != 0) return error("cannot fsync the directory of", shown);
+  if (durable && ::fsync(dirfd) != 0) return error("cannot fsync the directory of", shown);
   return {};
 }
 

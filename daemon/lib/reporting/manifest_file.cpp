@@ -56,7 +56,7 @@ void ManifestFile::continue_run(nlohmann::json previous, int attempt) {
   attempt_ = attempt;
 }
 
-std::string ManifestFile::write(const Manifest& m, bool final) {
+std::string ManifestFile::write(const Manifest& m, bool final, bool durable) {
   if (dirfd_ < 0) return open_error_;
   nlohmann::json j = to_json(m);
   j["attempt"] = attempt_;
@@ -64,7 +64,8 @@ std::string ManifestFile::write(const Manifest& m, bool final) {
   if (!m.triggers.is_null()) j["triggers"] = m.triggers;     // this attempt's (doc/dumps.md)
   if (!m.consumers.is_null()) j["consumers"] = m.consumers;  // doc/consumers.md
   const std::string text = j.dump(2) + "\n";
-  std::string err = replace_file_atomically_at(dirfd_, kManifestName, text, path_.string());
+  std::string err =
+      replace_file_atomically_at(dirfd_, kManifestName, text, path_.string(), 0640, durable);
   if (err.empty() || !final || !reserved_) return err;
   release_reserve();
   err = replace_file_atomically_at(dirfd_, kManifestName, text, path_.string());

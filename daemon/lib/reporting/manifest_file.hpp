@@ -34,8 +34,9 @@ class ManifestFile {
   void continue_run(nlohmann::json previous, int attempt);
 
   // Writes atomically; empty on success, else the error (after the retry, if any).
-  // `final`: the run's last write, which may spend the reserve.
-  std::string write(const Manifest& m, bool final);
+  // `final`: the run's last write, which may spend the reserve. `durable` false: without fsync
+  // (the running snapshots; reporting/atomic_file.hpp says what that saves and risks).
+  std::string write(const Manifest& m, bool final, bool durable = true);
 
   const std::filesystem::path& path() const noexcept { return path_; }
   bool reserve_held() const noexcept { return reserved_; }

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <limits>
+#include <mutex>
 
 #include "capture/net/packet.hpp"
 #include "capture/reject_reason.hpp"
@@ -196,8 +197,12 @@ Manifest snapshot(Runtime& rt, const RunIdentity& id, const std::string& state) 
     }
   }
   m.targets = targets_entry(rt);
-  m.errors = rt.write_errors.errors;
-  m.errors_not_listed = rt.write_errors.not_listed;
+  {
+    // Writers list under it; so does the manifest thread when a snapshot is not written.
+    const std::lock_guard lock(rt.write_errors.mutex);
+    m.errors = rt.write_errors.errors;
+    m.errors_not_listed = rt.write_errors.not_listed;
+  }
   if (rt.trigger_log) m.triggers = rt.trigger_log();
   if (rt.consumer_log) m.consumers = rt.consumer_log();
   return m;
