@@ -109,6 +109,7 @@ TEST(ManifestWriter, StopFinishesTheWriteInProgressAndDropsTheOneWaiting) {
   w.post(named("late"));  // after stop: not written, counted
   EXPECT_EQ(disk.written, std::vector<std::string>{"a"});
   EXPECT_EQ(w.counts().superseded, 2u);
+  EXPECT_EQ(w.counts().posted, 3u) << "posted = written + failed + superseded once stopped";
 }
 
 TEST(ManifestWriter, CountsAFailedWrite) {

@@ -20,11 +20,11 @@ ManifestWriter::~ManifestWriter() {
 void ManifestWriter::post(Manifest snapshot) {
   {
     const std::lock_guard lock(mutex_);
-    if (stopping_) {
+    ++counts_.posted;
+    if (stopping_) {  // the final manifest follows
       ++counts_.superseded;
       return;
     }
-    ++counts_.posted;
     if (pending_) ++counts_.superseded;
     pending_ = std::move(snapshot);
   }
@@ -34,7 +34,6 @@ void ManifestWriter::post(Manifest snapshot) {
 void ManifestWriter::stop() {
   {
     const std::lock_guard lock(mutex_);
-    if (stopping_ && !thread_.joinable()) return;
     stopping_ = true;
     if (pending_) {
       ++counts_.superseded;

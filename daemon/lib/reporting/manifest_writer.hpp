@@ -1,13 +1,14 @@
 // Writes the running manifest's snapshots on a thread of its own, so that the writer thread
-// that takes them never waits on the disk.
+// that takes them never waits on the run directory's disk.
 //
 // Why: a snapshot is taken on the writer thread (its stats and file lists are quiescent
-// there), and writing it ends in fsync (reporting/atomic_file.hpp). On a disk busy with the
-// run's O_DIRECT writes an fsync waits for the device's cache flush (ext4_sync_file ->
-// blkdev_issue_flush): 0.4-0.8 s measured on a virtio disk taking 625 MB/s (BENCHMARKS.md,
-// "The manifest's fsync"). Done on the writer thread, every ring stopped draining for that
-// long every manifest interval (with a writer pool, every thread: the others are parked while
-// thread 0 takes the snapshot), and at 5 Gb/s the rings overflowed each time.
+// there). Written there too, with fsync as it was, every ring stopped draining for as long as
+// the device took to flush its cache (ext4_sync_file -> blkdev_issue_flush: 0.2-2.5 s on a
+// virtio disk taking 625 MB/s, BENCHMARKS.md "The manifest's fsync"; with a writer pool, every
+// thread, the others being parked). The running snapshots are now also written without fsync
+// (run.cpp), since the flush stops the disk whichever thread asks; a rename or a page-cache
+// write can still block (0.44 s seen for a rename that discarded the old file's blocks), and
+// that is now this thread's wait.
 //
 // post() hands a snapshot over and returns at once; a snapshot posted while an older one is
 // still waiting replaces it (only the newest state is worth writing). One write at a time, in
@@ -42,7 +43,7 @@ class ManifestWriter {
   void stop();
 
   struct Counts {
-    uint64_t posted = 0;
+    uint64_t posted = 0;      // = written + failed + superseded, plus one waiting or in progress
     uint64_t written = 0;     // writes that returned no error
     uint64_t failed = 0;      // writes that returned an error
     uint64_t superseded = 0;  // replaced by a newer snapshot, or dropped by stop(), unwritten
