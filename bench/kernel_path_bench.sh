@@ -44,7 +44,9 @@
 #                       and writes such files through its page cache as before)
 #        tcpdump        tcpdump -i IF -w FILE -B 65536 udp (its defaults otherwise)
 # Extra run-file lines for every rocecapd run: KPB_CAPTURE_EXTRA (under capture:, each line
-# indented by two spaces); E2E_RING_DEPTH=N sets capture.ring_depth (slots per stream).
+# indented by two spaces); E2E_RING_DEPTH=N sets capture.ring_depth (slots per stream);
+# KPB_ROTATE sets output.rotate [64GiB: no rotation in a run; rocecapd's default is 4GiB, which
+# closes (and fsyncs) a file every ~7 s at 5 Gb/s].
 # As root. Prints one line per run, then the table. KEEP_WORKDIR=1 keeps DIR/kpb.PID.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -256,7 +258,7 @@ run_rocecapd() { # tool rate round
   esac
   mkdir -p "$d"
   E2E_IFACE=$NETNS_RECEIVER_IF E2E_OUT=$d/out E2E_FORMATS=$format \
-    E2E_DURATION=$((seconds + 60))s E2E_ROTATE=64GiB E2E_EXTRA_OUTPUT=${output_extra#$'\n'} \
+    E2E_DURATION=$((seconds + 60))s E2E_ROTATE=${KPB_ROTATE:-64GiB} E2E_EXTRA_OUTPUT=${output_extra#$'\n'} \
     e2e_config "$d/run.yaml"
   if [ -n "$extra" ]; then
     python3 - "$d/run.yaml" "$extra" <<'PY'

@@ -305,6 +305,7 @@ void parse_output(Context& ctx, const Field& f, OutputSection& o) {
   }
   if (auto v = read_bool(ctx, m.get("io_uring"))) o.io_uring = *v;
   if (auto v = read_bool(ctx, m.get("preallocate"))) o.preallocate = *v;
+  if (auto v = read_bool(ctx, m.get("fsync_rotated"))) o.fsync_rotated = *v;
 }
 
 void parse_metrics(Context& ctx, const Field& f, MetricsSection& metrics) {

@@ -143,6 +143,9 @@ struct OutputSection {
   std::vector<unsigned> writer_cpus;
   bool io_uring = true;     // O_DIRECT files through io_uring where the kernel allows it
   bool preallocate = true;  // fallocate each file's rotate size at open (not on tmpfs)
+  // fsync each file when rotation closes it; false: one syncfs per file system at the end
+  // (each fsync flushes the disk's cache, which then writes nothing: doc/operations.md)
+  bool fsync_rotated = false;
 };
 
 struct MetricsSection {

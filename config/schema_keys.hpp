@@ -26,9 +26,10 @@ inline constexpr std::string_view kFrequency[] = {
     "sideband"};
 inline constexpr std::string_view kAntenna[] = {"name", "source"};
 inline constexpr std::string_view kOutput[] = {
-    "directory",          "directories",    "formats",       "rotate",         "name_template",
-    "pcap_name_template", "fill_gaps",      "strip_headers", "reorder_window", "direct_io",
-    "writer_cpu",         "writer_threads", "writer_cpus",   "io_uring",       "preallocate"};
+    "directory",      "directories",        "formats",     "rotate",
+    "name_template",  "pcap_name_template", "fill_gaps",   "strip_headers",
+    "reorder_window", "direct_io",          "writer_cpu",  "writer_threads",
+    "writer_cpus",    "io_uring",           "preallocate", "fsync_rotated"};
 inline constexpr std::string_view kMetrics[] = {"enabled", "listen"};
 inline constexpr std::string_view kLogging[] = {"level"};
 inline constexpr std::string_view kRetention[] = {"retain",     "frame_rate",     "pin_headroom",

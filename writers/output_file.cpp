@@ -609,7 +609,7 @@ bool OutputFile::copy_unwritten(uint64_t from, uint64_t to, std::byte* out) cons
   return true;
 }
 
-Status OutputFile::close() {
+Status OutputFile::close(bool sync) {
   if (!is_open()) return {};
   if (path_kind_ == WritePath::gather_writev) {
     if (iov_n_ > 0) {
@@ -635,7 +635,7 @@ Status OutputFile::close() {
     if (Status s = drain(); !s) return fail(std::move(s));
   }
   if (Status s = release_preallocation(); !s) return fail(std::move(s));
-  if (fsync_ && ::fsync(fd_.get()) != 0) {
+  if (sync && fsync_ && ::fsync(fd_.get()) != 0) {
     Status s = sys_error(errno, "fsync", path_);
     close_fd();
     return s;

@@ -171,8 +171,10 @@ class OutputFile {
   Cut take_cut() noexcept { return std::move(cut_); }
 
   // Writes what is pending (O_DIRECT: padded tail + ftruncate), waits for writes in flight,
-  // releases unused preallocation, fsyncs and closes. A no-op returning ok when not open.
-  Status close();
+  // releases unused preallocation, fsyncs (OutputOptions::fsync_on_close, unless `sync` is
+  // false: the caller syncs the file system later) and closes. A no-op returning ok when not
+  // open.
+  Status close(bool sync = true);
 
   bool is_open() const noexcept { return fd_.get() >= 0; }
   bool direct() const noexcept { return direct_; }

@@ -1,8 +1,10 @@
 #include "writers/rotating_file.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -84,7 +86,7 @@ Status RotatingFile::write(std::span<const Piece> pieces, RecordKind kind) {
               (options_.max_bytes > 0 && virtual_bytes_ + n > options_.max_bytes) ||
               (spread() && !targets_->in_rotation_relaxed(target_)))) {
     rotate_requested_ = false;
-    first_error = finish_file(index);
+    first_error = finish_file(index, true);
     // A failed close may have moved its records to a new file on another target already.
     if (first_error.ok() && !file_.is_open()) first_error = start_file(++seq_);
   }
@@ -331,12 +333,12 @@ void RotatingFile::release_target(uint64_t bytes) noexcept {
 }
 
 // `index`: the frame index of the record about to be written (the cut ones precede it).
-Status RotatingFile::finish_file(uint64_t index) {
+Status RotatingFile::finish_file(uint64_t index, bool rotating) {
   if (!file_.is_open()) return {};
   const uint64_t bytes_before = file_.size();
   const uint64_t records_before = file_.records();
   const uint64_t fills_before = file_.fill_records();
-  Status s = file_.close();
+  Status s = file_.close(!(rotating && defer_sync()));
   if (s) {
     sync_current();
     files_.back().open = false;
@@ -390,7 +392,41 @@ Status RotatingFile::close() {
        ++i) {
     s = finish_file(next_index_);
   }
-  return s;
+  Status synced = sync_file_systems();
+  return s ? synced : s;
+}
+
+// The open file's file system gets (or has) a directory to syncfs at close(); when none can be
+// opened, the file is fsynced as it closes, as with fsync_rotated.
+bool RotatingFile::defer_sync() noexcept {
+  if (options_.fsync_rotated || !options_.output.fsync_on_close) return false;
+  const dev_t dev = file_.device();
+  for (const Unsynced& u : unsynced_) {
+    if (u.dev == dev) return true;
+  }
+  Unsynced u{dev, file_.path().parent_path(), {}};
+  u.fd.reset(::open(u.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (u.fd.get() < 0) return false;
+  try {
+    unsynced_.push_back(std::move(u));
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
+}
+
+// A failure is the run's write error, as a failed fsync at close would be: the rotated files
+// are listed with their sizes, but the disk did not confirm them.
+Status RotatingFile::sync_file_systems() {
+  Status first;
+  for (Unsynced& u : unsynced_) {
+    if (::syncfs(u.fd.get()) == 0) continue;
+    Status s = sys_error(errno, "syncfs (files closed by rotation) under", u.directory);
+    record_error(s);
+    if (first) first = std::move(s);
+  }
+  unsynced_.clear();
+  return first;
 }
 
 Status RotatingFile::check_storage() {

@@ -47,6 +47,7 @@
 #include "writers/output_file.hpp"
 #include "writers/output_targets.hpp"
 #include "writers/status.hpp"
+#include "writers/unique_fd.hpp"
 #include "writers/uring_queue.hpp"
 #include "writers/writer_stats.hpp"
 
@@ -91,6 +92,13 @@ struct RotationOptions {
   // the real end at close: a file of a rotating run is contiguous on disk and a full disk is
   // met at open rather than mid-file where the file system allows.
   bool preallocate = true;
+  // fsync each file as rotation closes it. false: a rotated file is closed without fsync and
+  // close() syncs each file system that holds such files once (syncfs), at the end. An fsync
+  // makes the device flush its write cache: O_DIRECT writes to the disk stopped for
+  // 0.2-2.5 s per flush on the VM measured, the writer waiting meanwhile, and the rings
+  // overflowed (BENCHMARKS.md, "Rotation's fsync"). Until the end a rotated file is as
+  // durable as the open one: on the disk's cache and in the kernel's writeback.
+  bool fsync_rotated = true;
   MonotonicClock clock = monotonic_ns;   // tests substitute their own
   std::size_t max_gaps_listed = 100000;  // WriteLoss::gaps bound
   // Output targets shared by every writer of the run, and the file names on them; when set,
@@ -168,8 +176,11 @@ class RotatingFile {
   // gone with it: each leaves files() for lost_files(), its records are counted in
   // stats().storage_loss (reason storage_lost), and one error names them.
   Status check_storage();
-  // Final: flushes, fsyncs and closes the current file; later records are counted as dropped.
+  // Final: flushes, fsyncs and closes the current file, then syncs the file systems of the
+  // files rotation closed without fsync; later records are counted as dropped.
   Status close();
+  // File systems holding files closed without fsync, not yet synced (0 after close()).
+  std::size_t unsynced_file_systems() const noexcept { return unsynced_.size(); }
   // The next record starts a new file (SIGHUP), unless the current file is still empty.
   void request_rotation() noexcept { rotate_requested_ = virtual_records_ > 0; }
 
@@ -191,7 +202,9 @@ class RotatingFile {
   Status drop_lost_files();
   void drop_file(std::size_t i, const std::string& why);
   void release_target(uint64_t bytes) noexcept;
-  Status finish_file(uint64_t index);
+  Status finish_file(uint64_t index, bool rotating = false);
+  bool defer_sync() noexcept;  // whether the open file may close without fsync
+  Status sync_file_systems();
   Status append(std::span<const Piece> pieces, uint64_t records, uint64_t fills, uint64_t first,
                 unsigned depth = 0);
   bool spill(Status& s, uint64_t& cut_records, uint64_t& cut_fills, uint64_t cut_first,
@@ -233,6 +246,15 @@ class RotatingFile {
   uint64_t expected_ = 0;    // bytes reserved for it on its target
   bool placed_ = false;      // a reservation is held on target_
   uint64_t seen_epoch_ = 0;  // the targets' loss epoch this writer's files were checked at
+  // Without fsync_rotated: a directory of each file system a file was closed on without fsync,
+  // for syncfs at close(). Opened when the first such file closes, so that syncfs reports the
+  // write-back errors from then on (Linux >= 5.8 keeps them per file system).
+  struct Unsynced {
+    dev_t dev = 0;
+    std::filesystem::path directory;
+    UniqueFd fd;
+  };
+  std::vector<Unsynced> unsynced_;
 };
 
 }  // namespace rocecap::writers

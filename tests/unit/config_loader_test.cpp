@@ -408,18 +408,21 @@ TEST(ConfigLoader, CpuPlanAndCqSizeFollowTheDevices) {
 TEST(ConfigLoader, WriterPoolAndWritePathKeys) {
   std::string text = kBaseConfig;
   text.replace(text.find("writer_cpu: 2"), 13,
-               "writer_threads: 3\n  writer_cpus: [2, 3]\n  io_uring: false\n  preallocate: false");
+               "writer_threads: 3\n  writer_cpus: [2, 3]\n  io_uring: false\n  preallocate: false\n"
+               "  fsync_rotated: true");
   const LoadResult r = load_string(text, "run.yaml", fixed_host());
   ASSERT_TRUE(r.ok()) << all_problems(r);
   EXPECT_EQ(r.config->output.writer_threads, 3u);
   EXPECT_EQ(r.config->output.writer_cpus, (std::vector<unsigned>{2, 3}));
   EXPECT_FALSE(r.config->output.io_uring);
   EXPECT_FALSE(r.config->output.preallocate);
+  EXPECT_TRUE(r.config->output.fsync_rotated);
   const LoadResult d = load_string(kBaseConfig, "run.yaml", fixed_host());
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d.config->output.writer_threads, 0u) << "0: chosen at start";
   EXPECT_TRUE(d.config->output.io_uring);
   EXPECT_TRUE(d.config->output.preallocate);
+  EXPECT_FALSE(d.config->output.fsync_rotated) << "one syncfs at the end, not a flush per file";
 }
 
 TEST(ConfigLoader, FileNameClashesAreFoundBesideUnrelatedProblems) {

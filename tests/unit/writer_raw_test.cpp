@@ -359,5 +359,49 @@ TEST(RotatingFile, RequestedRotationStartsTheNextFileAtTheNextRecord) {
   EXPECT_EQ(test::read_file(w.files()[1].path), second);
 }
 
+// Rotation without fsync (the run file's default, output.fsync_rotated false): the file
+// system is remembered when the first rotated file closes, and synced (and forgotten) by
+// close(). The files are whole either way.
+void write_records(RotatingFile& f, std::size_t n, const Bytes& record) {
+  for (std::size_t i = 0; i < n; ++i) {
+    const Piece p = bytes_piece(record);
+    ASSERT_TRUE(f.write({&p, 1}).ok()) << i;
+  }
+}
+
+TEST(RotatingFile, FilesClosedByRotationAreSyncedOnceAtCloseWithoutFsyncRotated) {
+  test::TempDir dir;
+  RotationOptions o = rotation(2 * kFrame);
+  o.fsync_rotated = false;
+  RotatingFile f(test::simple_paths(dir.path()), o);
+  const Bytes record = data_of(1000, 1);
+  write_records(f, 2, record);
+  EXPECT_EQ(f.unsynced_file_systems(), 0u) << "nothing closed yet";
+  write_records(f, 3, record);  // two rotations, both on the one file system
+  EXPECT_EQ(f.unsynced_file_systems(), 1u);
+  ASSERT_TRUE(f.close().ok());
+  EXPECT_EQ(f.unsynced_file_systems(), 0u) << "close() synced it";
+  ASSERT_EQ(f.files().size(), 3u);
+  for (const FileRecord& r : f.files()) {
+    EXPECT_EQ(std::filesystem::file_size(r.path), r.bytes);
+    EXPECT_FALSE(r.open);
+  }
+  EXPECT_EQ(f.stats().write_errors, 0u);
+}
+
+TEST(RotatingFile, FsyncRotatedSyncsEachFileAsItCloses) {
+  for (const bool fsync_on_close : {true, false}) {
+    test::TempDir dir;
+    RotationOptions o = rotation(kFrame);
+    o.fsync_rotated = fsync_on_close;  // false with no fsync at all: nothing to sync later
+    o.output.fsync_on_close = fsync_on_close;
+    RotatingFile f(test::simple_paths(dir.path()), o);
+    write_records(f, 3, data_of(1000, 1));
+    EXPECT_EQ(f.unsynced_file_systems(), 0u) << fsync_on_close;
+    ASSERT_TRUE(f.close().ok());
+    EXPECT_EQ(f.files().size(), 3u);
+  }
+}
+
 }  // namespace
 }  // namespace rocecap::writers

@@ -96,6 +96,7 @@ writers::RotationOptions rotation(const config::RunConfig& cfg, uint64_t first_s
   r.output.direct = cfg.output.direct_io;
   r.io_uring = cfg.output.io_uring;
   r.preallocate = cfg.output.preallocate;
+  r.fsync_rotated = cfg.output.fsync_rotated;
   return r;
 }
 
