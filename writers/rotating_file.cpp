@@ -306,6 +306,7 @@ Status RotatingFile::open_path(const std::filesystem::path& path, uint64_t seq, 
     return s;
   }
   if (targets_) targets_->file_opened(target);
+  note_file_system();
   suspended_ = false;
   ++stats_.files_opened;
   FileRecord rec;
@@ -396,23 +397,36 @@ Status RotatingFile::close() {
   return s ? synced : s;
 }
 
-// The open file's file system gets (or has) a directory to syncfs at close(); when none can be
-// opened, the file is fsynced as it closes, as with fsync_rotated.
-bool RotatingFile::defer_sync() noexcept {
-  if (options_.fsync_rotated || !options_.output.fsync_on_close) return false;
+// A directory of each file system files are opened on (without fsync_rotated), for syncfs at
+// close(): opened with the first file there, so that syncfs reports every write-back error
+// from then on (Linux >= 5.8 keeps them per file system and reports those since the open).
+// When none can be opened, that file system's files are fsynced as they close.
+void RotatingFile::note_file_system() noexcept {
+  if (options_.fsync_rotated || !options_.output.fsync_on_close) return;
   const dev_t dev = file_.device();
   for (const Unsynced& u : unsynced_) {
-    if (u.dev == dev) return true;
+    if (u.dev == dev) return;
   }
-  Unsynced u{dev, file_.path().parent_path(), {}};
-  u.fd.reset(::open(u.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (u.fd.get() < 0) return false;
   try {
-    unsynced_.push_back(std::move(u));
-  } catch (const std::bad_alloc&) {
-    return false;
+    Unsynced u{dev, false, file_.path().parent_path(), {}};
+    u.fd.reset(::open(u.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    if (u.fd.get() >= 0) unsynced_.push_back(std::move(u));
+  } catch (const std::exception&) {
+    // no directory kept: the file is fsynced at its close
   }
-  return true;
+}
+
+// Whether the open file may close without fsync; if so its file system is synced at close().
+bool RotatingFile::defer_sync() noexcept {
+  for (Unsynced& u : unsynced_) {
+    if (u.dev == file_.device()) return u.deferred = true;
+  }
+  return false;
+}
+
+std::size_t RotatingFile::unsynced_file_systems() const noexcept {
+  return static_cast<std::size_t>(std::count_if(unsynced_.begin(), unsynced_.end(),
+                                                [](const Unsynced& u) { return u.deferred; }));
 }
 
 // A failure is the run's write error, as a failed fsync at close would be: the rotated files
@@ -420,7 +434,7 @@ bool RotatingFile::defer_sync() noexcept {
 Status RotatingFile::sync_file_systems() {
   Status first;
   for (Unsynced& u : unsynced_) {
-    if (::syncfs(u.fd.get()) == 0) continue;
+    if (!u.deferred || ::syncfs(u.fd.get()) == 0) continue;
     Status s = sys_error(errno, "syncfs (files closed by rotation) under", u.directory);
     record_error(s);
     if (first) first = std::move(s);

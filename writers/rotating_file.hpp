@@ -180,7 +180,7 @@ class RotatingFile {
   // files rotation closed without fsync; later records are counted as dropped.
   Status close();
   // File systems holding files closed without fsync, not yet synced (0 after close()).
-  std::size_t unsynced_file_systems() const noexcept { return unsynced_.size(); }
+  std::size_t unsynced_file_systems() const noexcept;
   // The next record starts a new file (SIGHUP), unless the current file is still empty.
   void request_rotation() noexcept { rotate_requested_ = virtual_records_ > 0; }
 
@@ -203,7 +203,8 @@ class RotatingFile {
   void drop_file(std::size_t i, const std::string& why);
   void release_target(uint64_t bytes) noexcept;
   Status finish_file(uint64_t index, bool rotating = false);
-  bool defer_sync() noexcept;  // whether the open file may close without fsync
+  void note_file_system() noexcept;  // of the file just opened (without fsync_rotated)
+  bool defer_sync() noexcept;        // whether the open file may close without fsync
   Status sync_file_systems();
   Status append(std::span<const Piece> pieces, uint64_t records, uint64_t fills, uint64_t first,
                 unsigned depth = 0);
@@ -246,11 +247,11 @@ class RotatingFile {
   uint64_t expected_ = 0;    // bytes reserved for it on its target
   bool placed_ = false;      // a reservation is held on target_
   uint64_t seen_epoch_ = 0;  // the targets' loss epoch this writer's files were checked at
-  // Without fsync_rotated: a directory of each file system a file was closed on without fsync,
-  // for syncfs at close(). Opened when the first such file closes, so that syncfs reports the
-  // write-back errors from then on (Linux >= 5.8 keeps them per file system).
+  // Without fsync_rotated: a directory of each file system files were opened on (syncfs at
+  // close() where one was closed without fsync: `deferred`).
   struct Unsynced {
     dev_t dev = 0;
+    bool deferred = false;
     std::filesystem::path directory;
     UniqueFd fd;
   };
