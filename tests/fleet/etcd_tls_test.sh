@@ -39,7 +39,9 @@ openssl req -newkey rsa:2048 -nodes -subj "/O=rocecap/OU=lab" -keyout client-key
 openssl x509 -req -in client.csr -CA ca.pem -CAkey ca-key.pem -CAcreateserial -days 2 \
   -extfile client.ext -out client.pem 2>/dev/null
 
-port=$((20001 + RANDOM % 20000 * 2))
+# Below the ephemeral range (ip_local_port_range, 32768-60999), where another test's
+# connection can hold a port.
+port=$((20001 + RANDOM % 6000 * 2))
 url=https://127.0.0.1:$port
 etcd --name etcd1 --data-dir "$work/data" \
   --listen-client-urls "$url" --advertise-client-urls "$url" \
@@ -52,8 +54,9 @@ etcd --name etcd1 --data-dir "$work/data" \
 etcd_pid=$!
 export ETCDCTL_API=3
 ctl() { etcdctl --endpoints="$url" --cacert=ca.pem --cert=client.pem --key=client-key.pem "$@"; }
-for ((i = 0; i < 100; i++)); do ctl endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
-ctl endpoint health >/dev/null 2>&1 || fail "etcd with TLS did not come up"
+# Up to about 30 s: etcd fsyncs its WAL while it starts, slow on a loaded VM disk.
+for ((i = 0; i < 300; i++)); do ctl endpoint health >/dev/null 2>&1 && break; sleep 0.1; done
+ctl endpoint health >/dev/null 2>&1 || fail "etcd with TLS did not come up: $(tail -5 "$work/etcd.log")"
 
 tls=(--etcd "$url" --cacert ca.pem --cert client.pem --key client-key.pem)
 expect() { # expect RC TEXT ARGS...: `rocecap fleet ARGS` exits RC and says TEXT

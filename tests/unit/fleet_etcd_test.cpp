@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <string>
 #include <thread>
 
 #include "fleet/agent/daemon_process.hpp"
@@ -36,53 +38,91 @@ EtcdOptions opts(std::vector<std::string> endpoints, int timeout_ms = 3000, std:
   return o;
 }
 
-// One etcd member on 127.0.0.1:<port>, killed and removed at the end.
+// One etcd member on 127.0.0.1:<port>, killed and removed at the end. The ports are drawn below
+// Linux's ephemeral range (ip_local_port_range, 32768-60999 by default), where another test's
+// connection can hold one; an etcd that exits at start (a port taken all the same) is started
+// again on other ports, and its log is shown when none answers.
 class Etcd {
  public:
   Etcd() {
     std::random_device rd;
-    port_ = 20000 + static_cast<int>(rd() % 20000) * 2;
     dir_ = fs::temp_directory_path() / ("rocecap-etcd-" + std::to_string(::getpid()));
-    fs::create_directories(dir_);
-    const std::string client = "http://127.0.0.1:" + std::to_string(port_);
-    const std::string peer = "http://127.0.0.1:" + std::to_string(port_ + 1);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const std::string log = (dir_ / "etcd.log").string();
-      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        ::dup2(fd, 1);
-        ::dup2(fd, 2);
-      }
-      ::execl(find_etcd().c_str(), "etcd", "--name", "t", "--data-dir", (dir_ / "d").c_str(),
-              "--listen-client-urls", client.c_str(), "--advertise-client-urls", client.c_str(),
-              "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(),
-              "--initial-cluster", ("t=" + peer).c_str(), nullptr);
-      ::_exit(127);
+    std::string why;
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      port_ = 20000 + static_cast<int>(rd() % 6000) * 2;
+      fs::remove_all(dir_);
+      fs::create_directories(dir_);
+      start();
+      why = wait_ready();
+      if (why.empty()) return;
+      stop();
     }
-    EtcdClient probe(opts({url()}, 500));
-    for (int i = 0; i < 100; ++i) {
-      try {
-        probe.get("/probe");
-        return;
-      } catch (const EtcdError&) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    }
-    ADD_FAILURE() << "etcd did not answer on " << url();
+    ADD_FAILURE() << "etcd did not answer on " << url() << ": " << why;
   }
   ~Etcd() {
-    ::kill(pid_, SIGKILL);
-    ::waitpid(pid_, nullptr, 0);
+    stop();
     fs::remove_all(dir_);
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int port() const { return port_; }
 
  private:
-  int port_;
+  void start() {
+    const std::string client = url();
+    const std::string peer = "http://127.0.0.1:" + std::to_string(port_ + 1);
+    pid_ = ::fork();
+    if (pid_ != 0) return;
+    const std::string log = (dir_ / "etcd.log").string();
+    const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+    }
+    ::execl(find_etcd().c_str(), "etcd", "--name", "t", "--data-dir", (dir_ / "d").c_str(),
+            "--listen-client-urls", client.c_str(), "--advertise-client-urls", client.c_str(),
+            "--listen-peer-urls", peer.c_str(), "--initial-advertise-peer-urls", peer.c_str(),
+            "--initial-cluster", ("t=" + peer).c_str(), nullptr);
+    ::_exit(127);
+  }
+  // Empty when etcd answers; else why not (it exited: the end of its log).
+  std::string wait_ready() {
+    EtcdClient probe(opts({url()}, 500));
+    // Up to 30 s: etcd fsyncs its WAL while it starts, and on a loaded VM disk one fsync took
+    // up to 2.5 s (BENCHMARKS.md, "The manifest's fsync"); 10 s was once not enough in CI.
+    for (int i = 0; i < 300; ++i) {
+      try {
+        probe.get("/probe");
+        return {};
+      } catch (const EtcdError&) {
+        if (::waitpid(pid_, nullptr, WNOHANG) == pid_) {
+          pid_ = -1;
+          return "it exited; its log ends: " + log_tail();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+    return "no answer for 30 s; its log ends: " + log_tail();
+  }
+  std::string log_tail() const {
+    std::ifstream in(dir_ / "etcd.log", std::ios::binary);
+    std::string text;
+    char buf[4096];
+    while (in) {
+      in.read(buf, sizeof buf);
+      text.append(buf, static_cast<std::size_t>(in.gcount()));
+    }
+    return text.size() > 1500 ? text.substr(text.size() - 1500) : text;
+  }
+  void stop() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+    pid_ = -1;
+  }
+
+  int port_ = 0;
   fs::path dir_;
-  pid_t pid_;
+  pid_t pid_ = -1;
 };
 
 class EtcdClientTest : public ::testing::Test {
