@@ -93,12 +93,19 @@ void check_memory(Context& ctx, const HostChecks& host, const RunConfig& cfg) {
   }
   bool with_payload = false;
   const uint64_t need = host_ring_bytes(cfg, with_payload);
-  const std::string what =
-      fmt::format("the rings need {} of host memory ({} streams x {} slots, {})", format_size(need),
-                  count_streams(cfg), cfg.capture.ring_depth,
-                  with_payload ? "header and payload" : "header slots only");
+  std::string what = fmt::format("the rings need {} of host memory ({} streams x {} slots, {})",
+                                 format_size(need), count_streams(cfg), cfg.capture.ring_depth,
+                                 with_payload ? "header and payload" : "header slots only");
+  // The packet ring reader's kernel rings are memory too, as large as the rings they lend to.
+  const uint64_t kernel = kernel_ring_bytes(cfg);
+  if (kernel != 0) {
+    what += fmt::format(
+        ", plus {} of kernel receive ring (capture.pcap_reader packet_ring, {} "
+        "interface(s)): {}",
+        format_size(kernel), cfg.capture.interfaces.size(), format_size(need + kernel));
+  }
   const MemoryFacts facts = read_memory_facts(host.proc_root);
-  if (facts.available_bytes && need > *facts.available_bytes) {
+  if (facts.available_bytes && need + kernel > *facts.available_bytes) {
     ctx.report("capture.ring_depth",
                fmt::format("{} but this host has {} available (MemAvailable, {}/meminfo): the "
                            "run would be killed for lack of memory; lower ring_depth or "
@@ -135,7 +142,8 @@ void check_retention_memory(Context& ctx, const HostChecks& host, const RunConfi
   if (!cfg.retention.enabled) return;
   const RetentionPlan p = plan_retention(cfg);
   bool with_payload = false;
-  const uint64_t rings = host_ring_bytes(cfg, with_payload);
+  const uint64_t kernel = kernel_ring_bytes(cfg);
+  const uint64_t rings = host_ring_bytes(cfg, with_payload) + kernel;
   const uint64_t host_share = with_payload ? p.total_bytes
                                            : p.total_bytes / p.slot_bytes *
                                                  (uint64_t{cfg.capture.header_split} + kSlotAlign);
@@ -151,13 +159,15 @@ void check_retention_memory(Context& ctx, const HostChecks& host, const RunConfi
       format_size(p.stream_bytes), per_interface, format_size(p.total_bytes));
   const MemoryFacts facts = read_memory_facts(host.proc_root);
   if (facts.available_bytes && rings + host_share > *facts.available_bytes) {
-    ctx.report("retention.retain",
-               fmt::format("{}{}; with the rings' {} that is {} of host memory, but this host "
-                           "has {} available (MemAvailable, {}/meminfo): shorten retain or "
-                           "pin_headroom, or capture fewer streams",
-                           plan, with_payload ? "" : " (host: header slots only)",
-                           format_size(rings), format_size(rings + host_share),
-                           format_size(*facts.available_bytes), host.proc_root));
+    ctx.report(
+        "retention.retain",
+        fmt::format("{}{}; with the rings' {}{} that is {} of host memory, but this "
+                    "host has {} available (MemAvailable, {}/meminfo): shorten retain or "
+                    "pin_headroom, or capture fewer streams",
+                    plan, with_payload ? "" : " (host: header slots only)", format_size(rings),
+                    kernel == 0 ? "" : " (their kernel receive rings included)",
+                    format_size(rings + host_share), format_size(*facts.available_bytes),
+                    host.proc_root));
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "config/packet_ring_geometry.hpp"
+
 namespace rocecap::config {
 
 std::string_view to_string(Backend v) noexcept {
@@ -119,6 +121,23 @@ uint64_t count_streams(const RunConfig& config) noexcept {
   for (std::size_t i = 0; i < config.capture.interfaces.size(); ++i)
     n += interface_streams(config, i);
   return n;
+}
+
+uint64_t interface_kernel_ring_bytes(const RunConfig& config, std::size_t i) noexcept {
+  const CaptureSection& c = config.capture;
+  if (c.backend != Backend::pcap || c.pcap_reader != PcapReader::packet_ring) return 0;
+  // Only host-memory payload slots are lent (a GPU ring copies): payload auto is host memory
+  // on the pcap backend.
+  const bool lends = c.zero_copy && c.payload_memory != PayloadMemory::gpu;
+  const uint64_t frames = lends ? interface_streams(config, i) * c.ring_depth : 0;
+  return packet_ring_bytes(frames, c.max_frame);
+}
+
+uint64_t kernel_ring_bytes(const RunConfig& config) noexcept {
+  uint64_t bytes = 0;
+  for (std::size_t i = 0; i < config.capture.interfaces.size(); ++i)
+    bytes += interface_kernel_ring_bytes(config, i);
+  return bytes;
 }
 
 bool has_format(const OutputSection& output, OutputFormat format) noexcept {

@@ -216,6 +216,11 @@ std::vector<StreamRef> enumerate_streams(const RunConfig& config);
 // and the whole run: enumerate_streams(config).size() without building the list.
 uint64_t interface_streams(const RunConfig& config, std::size_t i) noexcept;
 uint64_t count_streams(const RunConfig& config) noexcept;
+// capture.pcap_reader packet_ring (backend pcap): the kernel receive ring of interface `i`, as
+// large as its zero-copy rings need (packet_ring_geometry.hpp), and of every interface; 0 with
+// another reader or backend.
+uint64_t interface_kernel_ring_bytes(const RunConfig& config, std::size_t i) noexcept;
+uint64_t kernel_ring_bytes(const RunConfig& config) noexcept;
 
 bool has_format(const OutputSection& output, OutputFormat format) noexcept;
 

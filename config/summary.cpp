@@ -127,8 +127,10 @@ std::string memory_line(const RunConfig& cfg) {
   const uint64_t slots = uint64_t{cfg.capture.ring_depth} * enumerate_streams(cfg).size();
   const uint64_t header = slots * cfg.capture.header_split;
   const uint64_t payload = slots * (cfg.capture.max_frame - cfg.capture.header_split);
-  return fmt::format("memory      headers {} (host), payload {} ({})\n", format_size(header),
-                     format_size(payload), to_string(cfg.capture.payload_memory));
+  const uint64_t kernel = kernel_ring_bytes(cfg);
+  return fmt::format("memory      headers {} (host), payload {} ({}){}\n", format_size(header),
+                     format_size(payload), to_string(cfg.capture.payload_memory),
+                     kernel == 0 ? std::string() : ", kernel receive rings " + format_size(kernel));
 }
 
 // Triggered dumps (doc/dumps.md): what retention costs, per stream, per interface and in total.

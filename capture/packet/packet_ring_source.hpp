@@ -107,6 +107,8 @@ class PacketRingSource final : public capture::PacketSource {
   // Capture thread (PACKET_STATISTICS reads and clears the kernel's counters).
   pcap::SourceStats stats() const noexcept;
   ZeroCopyStats zero_copy_stats() const noexcept;
+  // The ring the kernel was given: buffer_bytes rounded down to whole blocks.
+  std::size_t ring_bytes() const noexcept { return map_bytes_; }
   bool is_live() const noexcept { return true; }
   const std::string& name() const noexcept { return name_; }
   uint32_t block_count() const noexcept { return block_count_; }

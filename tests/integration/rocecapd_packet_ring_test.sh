@@ -7,7 +7,8 @@
 #              side by side: one with the libpcap reader (frames copied into ring slots), one
 #              with the packet ring and zero_copy (payloads written from the kernel's blocks).
 #              A third writes the same with output.direct_io (payloads copied from the blocks
-#              into O_DIRECT staging: the configuration that beats tcpdump on a disk).
+#              into O_DIRECT staging: the configuration that beats tcpdump on a disk) and
+#              ring_depth 8192, whose kernel ring must grow to hold its rings (the log says so).
 #              Both sockets see the same kernel timestamps, so every raw, codifhdr and pcap file
 #              must be byte-identical; the zero-copy run must also pass run_check.py and
 #              `rocecap verify`, and report its frames as lent.
@@ -141,8 +142,9 @@ if [ "$mode" = identical ]; then
   E2E_PACKETS=$total
   config "$work/copy.yaml" "$work/copy" "  pcap_reader: libpcap"
   config "$work/zero.yaml" "$work/zero" "  pcap_reader: packet_ring"$'\n'"  zero_copy: true"
-  E2E_EXTRA_OUTPUT="  direct_io: true" config "$work/direct.yaml" "$work/direct" \
-    "  pcap_reader: packet_ring"$'\n'"  zero_copy: true"
+  # The direct_io run also has deeper rings: its kernel ring grows to hold them.
+  E2E_RING_DEPTH=8192 E2E_EXTRA_OUTPUT="  direct_io: true" config "$work/direct.yaml" \
+    "$work/direct" "  pcap_reader: packet_ring"$'\n'"  zero_copy: true"
   start "$work/copy.yaml" "$work/copy.log"
   copy_wrapper=$WRAPPER
   start "$work/zero.yaml" "$work/zero.log"
@@ -171,6 +173,14 @@ if [ "$mode" = identical ]; then
   done
   grep -q "output writes: .* O_DIRECT \(io_uring\|write()\)" "$work/direct.log" ||
     { echo "FAIL: the direct_io run does not say it writes O_DIRECT:"; grep "output writes" "$work/direct.log"; exit 1; }
+  # 6 rings x 4096 slots of frames up to 9216 B fit the 256 MiB floor; x 8192 need 441 blocks
+  # (config/packet_ring_geometry.hpp).
+  for want in "zero:256 MiB (1 MiB blocks), for 6 zero-copy rings x 4096 slots of up to 9216 B" \
+    "direct:441 MiB (1 MiB blocks), for 6 zero-copy rings x 8192 slots of up to 9216 B"; do
+    grep -qF "$NETNS_RECEIVER_IF: kernel receive ring of ${want#*:}" "$work/${want%%:*}.log" ||
+      { echo "FAIL: ${want%%:*} run: no 'kernel receive ring of ${want#*:}' in its log:"
+        grep "kernel receive ring" "$work/${want%%:*}.log"; exit 1; }
+  done
   echo "identical: $compared files byte-identical (raw, codifhdr, pcap; buffered and direct_io)"
   m=$work/zero/e2e/manifest.json
   lent=$(field "$m" "m['interfaces'][0]['zero_copy']['lent_frames']")

@@ -561,10 +561,13 @@ class RingMemory : public ConfigHostChecks {
     std::ofstream(dir_ / "self" / "status") << "Name:\trocecapd\nCapEff:\t" << cap_eff << "\n";
   }
   LoadResult load(const std::string& from, const std::string& to) {
+    return load_text(patched(from, to));
+  }
+  LoadResult load_text(const std::string& text) {
     HostChecks host = fixed_host();
     host.check_memory = true;
     host.proc_root = dir_.string();
-    return load_string(patched(from, to), "run.yaml", host);
+    return load_string(text, "run.yaml", host);
   }
 };
 
@@ -587,6 +590,38 @@ TEST_F(RingMemory, RingsBeyondMemAvailableAreRefusedWithTheNumbers) {
   EXPECT_TRUE(load("  ring_depth: 1024\n", "  ring_depth: 32768\n  payload_memory: host\n").ok());
   fake_proc("1048576", "unlimited", "0000000000000000");
   EXPECT_TRUE(load("  ring_depth: 1024\n", "  ring_depth: 32768\n").ok());
+}
+
+// The packet ring reader lends payloads out of the kernel's receive ring, which is sized to
+// hold as many frames as the rings (config/packet_ring_geometry.hpp): kernel memory the check
+// counts too.
+TEST_F(RingMemory, ThePacketRingReadersKernelRingCountsAndGrowsWithTheRings) {
+  fake_proc("2097152", "unlimited", "0000000000000000");  // 2 GiB available
+  // The base run on the pcap backend (no RDMA device), 4 streams x 32768 slots.
+  const auto pcap = [](const std::string& extra) {
+    std::string text = patched("  backend: verbs\n  ring_depth: 1024\n",
+                               "  backend: pcap\n  ring_depth: 32768\n" + extra);
+    text.erase(text.find("      device: mlx5_0\n"), std::strlen("      device: mlx5_0\n"));
+    return text;
+  };
+  // 1.1 GiB of rings, plus 1171 + 2 blocks of 1 MiB (112 frames of up to 9216 B each).
+  LoadResult r = load_text(pcap(""));
+  ASSERT_EQ(r.problems.size(), 1u) << all_problems(r);
+  EXPECT_EQ(r.problems[0].key_path, "capture.ring_depth");
+  EXPECT_NE(r.problems[0].message.find(
+                "the rings need 1.1 GiB of host memory (4 streams x 32768 slots, header and "
+                "payload), plus 1.1 GiB of kernel receive ring (capture.pcap_reader "
+                "packet_ring, 1 interface(s)): 2.3 GiB but this host has 2 GiB available"),
+            std::string::npos)
+      << r.problems[0].message;
+  const LoadResult unchecked = load_string(pcap(""), "run.yaml", fixed_host());
+  ASSERT_TRUE(unchecked.ok()) << all_problems(unchecked);
+  EXPECT_EQ(kernel_ring_bytes(*unchecked.config), uint64_t{1173} << 20);
+  EXPECT_NE(render_summary(*unchecked.config).find("kernel receive rings 1.1 GiB"),
+            std::string::npos);
+  // Without zero copy the kernel ring keeps its 256 MiB; libpcap's ring is not rocecapd's.
+  EXPECT_TRUE(load_text(pcap("  zero_copy: false\n")).ok());
+  EXPECT_TRUE(load_text(pcap("  pcap_reader: libpcap\n")).ok());
 }
 
 TEST_F(RingMemory, VerbsRingsBeyondTheMemlockLimitNeedCapIpcLock) {

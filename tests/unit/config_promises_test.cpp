@@ -174,15 +174,17 @@ TEST_F(ConfigRingMemory, VdifThreadsMultiplyTheRingsAndAreChecked) {
                "  format: vdif\n  frames_per_second: 100\n  threads: [" + threads + "]\n");
   text.replace(text.find("formats: [raw, codifhdr]"), 24, "formats: [raw]");
   // 2 groups x 2 antennas x 1024 threads = 4096 streams x 1024 slots x (9216 + 128) B:
-  // 36.5 GiB on a host with 22 GiB available.
+  // 36.5 GiB on a host with 22 GiB available, and as many frames of kernel receive ring
+  // (packet_ring, zero copy: 37450 + 2 blocks of 112 frames).
   const LoadResult r = load_with_memory(text, uint64_t{22} << 20);
   const std::string p = only_problem(r);
   EXPECT_NE(p.find("run.yaml:6:15: capture.ring_depth: the rings need 36.5 GiB of host memory "
-                   "(4096 streams x 1024 slots, header and payload) but this host has 22 GiB "
-                   "available"),
+                   "(4096 streams x 1024 slots, header and payload), plus 36.6 GiB of kernel "
+                   "receive ring (capture.pcap_reader packet_ring, 1 interface(s)): 73.1 GiB "
+                   "but this host has 22 GiB available"),
             std::string::npos)
       << p;
-  // One thread listed: 4 streams, 36.5 MiB.
+  // One thread listed: 4 streams, 36.5 MiB, and the 256 MiB kernel ring.
   text.replace(text.find("threads: ["), 10 + threads.size() + 1, "threads: [0]");
   EXPECT_TRUE(load_with_memory(text, uint64_t{22} << 20).ok());
 }

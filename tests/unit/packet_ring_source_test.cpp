@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "capture/ingest.hpp"
+#include "config/packet_ring_geometry.hpp"
 #include "test_frames.hpp"
 
 namespace rocecap::capture::packet {
@@ -284,6 +285,105 @@ TEST(PacketRing, HeldBlocksFallBackToCopyingAndAStalledRingIsCountedNeverSilent)
   EXPECT_EQ(src->zero_copy_stats().blocks_out, 0u);
   tap.send(frame(kSrcA, sent++));
   EXPECT_EQ(collect(*src, ingest, 1), 1u);
+}
+
+// ---- the ring's size (config/packet_ring_geometry.hpp) ----
+
+TEST(PacketRingGeometry, TheRingHoldsEveryLendableSlotAndNeverShrinksBelowTheFloor) {
+  // Frames of up to max_frame 9216 B: align8(86 + 9216) = 9304 B, 112 per 1 MiB block.
+  EXPECT_EQ(config::packet_ring_frame_bytes(9216), 9304u);
+  EXPECT_EQ(config::packet_ring_frame_bytes(1130), 1216u);
+  // 6 streams x 4096 slots fit the 256 MiB floor (220 blocks); 6 x 8192 need 439 + 2 blocks.
+  EXPECT_EQ(config::packet_ring_bytes(6 * 4096, 9216), uint64_t{256} << 20);
+  EXPECT_EQ(config::packet_ring_bytes(6 * 8192, 9216), uint64_t{441} << 20);
+  EXPECT_EQ(config::packet_ring_bytes(0, 9216), uint64_t{256} << 20);
+  // Without a floor: 200 frames of 1130 B in 64 KiB blocks (53 each) are 4 blocks, plus 2.
+  EXPECT_EQ(config::packet_ring_bytes(200, 1130, 64 << 10, 0), uint64_t{6} * (64 << 10));
+}
+
+// Where each frame lies in its block, without lending it.
+struct Where final : LendingSink {
+  std::vector<const std::byte*> at;
+  void on_frame(std::span<const std::byte>, std::size_t, int64_t) noexcept override {}
+  bool on_frame_lent(std::span<const std::byte> c, std::size_t, int64_t,
+                     BlockLoans&) noexcept override {
+    at.push_back(c.data());
+    return false;
+  }
+};
+
+// The arithmetic's frame layout is the kernel's: consecutive frames of one block lie
+// packet_ring_frame_bytes apart (tp_next_offset). 1133-byte frames tell a lead of 86 bytes
+// (1224 apart) from one without PACKET_RESERVE's 4 (1216), and 8-byte alignment from 16 (1232).
+TEST(PacketRing, FramesLieInTheBlockAsTheRingGeometrySays) {
+  Tap tap;
+  if (!tap.ok()) GTEST_SKIP() << tap.why();
+  RingOptions o = options(8, true);
+  o.block_timeout_ms = 200;  // the burst stays in one block
+  auto src = PacketRingSource::open(o);
+  std::vector<std::byte> f = frame(kSrcA, 0);
+  f.resize(f.size() + 3);  // Ethernet padding after the IP datagram: the filter still passes it
+  for (int i = 0; i < 20; ++i)
+    tap.send(f);
+  Where w;
+  ASSERT_EQ(collect(*src, w, 20), 20u);
+  EXPECT_EQ(src->zero_copy_stats().blocks, 1u);
+  ASSERT_EQ(w.at.size(), 20u);
+  EXPECT_EQ(config::packet_ring_frame_bytes(f.size()), 1224u);
+  for (std::size_t i = 1; i < w.at.size(); ++i) {
+    EXPECT_EQ(static_cast<uint64_t>(w.at[i] - w.at[i - 1]),
+              config::packet_ring_frame_bytes(f.size()))
+        << i;
+  }
+}
+
+struct FrozenRun {
+  uint64_t sent = 0, delivered = 0, kernel_drops = 0, ring_full = 0, in_ring = 0;
+};
+
+// `frames` frames in bursts of 50 into a ring of `slots` slots whose writer never releases.
+FrozenRun run_frozen(const Tap& tap, uint32_t slots, std::size_t ring_bytes, uint64_t frames) {
+  StreamPipeline sp{spec(kSrcA, slots)};
+  sp.ring().enable_loans();
+  Ingest ingest{{&sp}, false};
+  RingOptions o = options(0, true);
+  o.buffer_bytes = ring_bytes;
+  o.block_timeout_ms = 100;  // bursts fill whole blocks, as a fast stream does
+  auto src = PacketRingSource::open(o);
+  FrozenRun r;
+  while (r.sent < frames) {
+    for (int i = 0; i < 50 && r.sent < frames; ++i)
+      tap.send(frame(kSrcA, r.sent++));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+    while (std::chrono::steady_clock::now() < until)
+      src->dispatch(ingest, 256);
+  }
+  sp.sequencer().flush();
+  r.delivered = src->stats().frames;
+  r.kernel_drops = src->stats().kernel_drops;
+  r.ring_full = sp.ring().stats().ring_full_drops;
+  std::vector<SlotId> ids(slots);
+  r.in_ring = sp.ring().pop(ids);
+  sp.ring().release(std::span<const SlotId>(ids.data(), r.in_ring));
+  return r;
+}
+
+// A writer frozen in front of a ring sized by packet_ring_bytes: every frame the stream ring
+// can take reaches it, and the rest are ring-full drops, not kernel drops. The same frames into
+// a ring of half that size: the kernel drops while ring slots are still free.
+TEST(PacketRing, ARingSizedForTheSlotsLetsTheStreamRingBoundAFrozenWriter) {
+  Tap tap;
+  if (!tap.ok()) GTEST_SKIP() << tap.why();
+  const std::size_t sized = config::packet_ring_bytes(200, 1130, 64 << 10, 0);  // 6 blocks
+  const FrozenRun r = run_frozen(tap, 200, sized, 250);
+  EXPECT_EQ(r.kernel_drops, 0u);
+  EXPECT_EQ(r.delivered, 250u);
+  EXPECT_EQ(r.in_ring, 200u);
+  EXPECT_EQ(r.ring_full, 50u);
+  const FrozenRun small = run_frozen(tap, 200, sized / 2, 250);
+  EXPECT_GT(small.kernel_drops, 0u);
+  EXPECT_LT(small.in_ring, 200u);
+  EXPECT_EQ(small.delivered + small.kernel_drops, 250u);
 }
 
 }  // namespace

@@ -1,11 +1,14 @@
 #include "daemon/lib/run/source_factory.hpp"
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "capture/packet/packet_ring_source.hpp"
 #include "capture/pcap/pcap_source.hpp"
+#include "config/packet_ring_geometry.hpp"
 #include "daemon/lib/run/privileges.hpp"
 #include "daemon/lib/run/run_assembly.hpp"
 #ifdef ROCECAP_HAVE_VERBS
@@ -30,29 +33,44 @@ std::vector<uint32_t> group_addresses(const config::InterfaceConfig& ic) {
 
 // capture.pcap_reader packet_ring: rocecapd reads the kernel's TPACKET_V3 ring itself, and with
 // zero_copy the payload slots of host-memory rings point into its blocks (capture/packet/).
+// Lending rings get a kernel ring that holds as many frames as they do
+// (config/packet_ring_geometry.hpp): a stalled writer holds kernel blocks, not only slots.
 std::unique_ptr<capture::PacketSource> open_packet_ring(const config::RunConfig& cfg,
                                                         const capture::pcap::LiveOptions& live,
-                                                        InterfaceRuntime& ir) {
+                                                        InterfaceRuntime& ir, spdlog::logger* log) {
   capture::packet::RingOptions ro;
   ro.interface = live.interface;
   ro.groups = live.groups;
-  ro.buffer_bytes = static_cast<std::size_t>(live.buffer_bytes);
+  ro.block_bytes = static_cast<uint32_t>(config::kPacketBlockBytes);
   ro.snaplen = live.snaplen;
   ro.timeout_ms = live.timeout_ms;
   ro.zero_copy = cfg.capture.zero_copy;
+  uint64_t lending = 0;
   if (ro.zero_copy) {
     for (const auto& sp : ir.streams) {
-      if (sp->ring().payload_kind() == capture::memory::MemoryKind::host) sp->ring().enable_loans();
+      if (sp->ring().payload_kind() != capture::memory::MemoryKind::host) continue;
+      sp->ring().enable_loans();
+      ++lending;
     }
   }
+  const uint64_t frames = lending * cfg.capture.ring_depth;
+  ro.buffer_bytes = static_cast<std::size_t>(
+      config::packet_ring_bytes(frames, static_cast<uint64_t>(live.snaplen)));
   auto src = capture::packet::PacketRingSource::open(ro);
+  if (log != nullptr) {
+    log->info("{}: kernel receive ring of {} MiB ({} MiB blocks){}", ro.interface,
+              src->ring_bytes() >> 20, config::kPacketBlockBytes >> 20,
+              lending == 0 ? std::string()
+                           : fmt::format(", for {} zero-copy rings x {} slots of up to {} B",
+                                         lending, cfg.capture.ring_depth, live.snaplen));
+  }
   src->attach(*ir.ingest);
   return src;
 }
 
 std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg,
                                                  const config::InterfaceConfig& ic,
-                                                 InterfaceRuntime& ir) {
+                                                 InterfaceRuntime& ir, spdlog::logger* log) {
   capture::Ingest& ingest = *ir.ingest;
   using capture::pcap::PcapSource;
   std::unique_ptr<PcapSource> src;
@@ -68,7 +86,7 @@ std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg,
       live.groups.push_back({g.address, g.port});
     live.snaplen = static_cast<int>(cfg.capture.max_frame);
     if (cfg.capture.pcap_reader == config::PcapReader::packet_ring)
-      return open_packet_ring(cfg, live, ir);
+      return open_packet_ring(cfg, live, ir, log);
     src = std::make_unique<PcapSource>(PcapSource::open_live(live));
   }
   src->attach(ingest);
@@ -235,14 +253,14 @@ void prepare_backend([[maybe_unused]] const config::RunConfig& cfg,
 }
 
 void open_source(const config::RunConfig& cfg, std::size_t index, InterfaceRuntime& ir,
-                 [[maybe_unused]] const std::shared_ptr<spdlog::logger>& log) {
+                 const std::shared_ptr<spdlog::logger>& log) {
   const config::InterfaceConfig& ic = cfg.capture.interfaces[index];
   switch (cfg.capture.backend) {
     case config::Backend::pcap_file:
-      ir.source = open_pcap(cfg, ic, ir);
+      ir.source = open_pcap(cfg, ic, ir, log.get());
       return;  // a replay joins nothing
     case config::Backend::pcap:
-      ir.source = open_pcap(cfg, ic, ir);
+      ir.source = open_pcap(cfg, ic, ir, log.get());
       break;
     case config::Backend::verbs:
 #ifdef ROCECAP_HAVE_VERBS
