@@ -306,7 +306,7 @@ Status RotatingFile::open_path(const std::filesystem::path& path, uint64_t seq, 
     return s;
   }
   if (targets_) targets_->file_opened(target);
-  note_file_system();
+  note_file_system(target);
   suspended_ = false;
   ++stats_.files_opened;
   FileRecord rec;
@@ -401,19 +401,37 @@ Status RotatingFile::close() {
 // close(): opened with the first file there, so that syncfs reports every write-back error
 // from then on (Linux >= 5.8 keeps them per file system and reports those since the open).
 // When none can be opened, that file system's files are fsynced as they close.
-void RotatingFile::note_file_system() noexcept {
+void RotatingFile::note_file_system(std::size_t target) noexcept {
   if (options_.fsync_rotated || !options_.output.fsync_on_close) return;
   const dev_t dev = file_.device();
-  for (const Unsynced& u : unsynced_) {
-    if (u.dev == dev) return;
-  }
   try {
-    Unsynced u{dev, false, file_.path().parent_path(), {}};
+    for (Unsynced& u : unsynced_) {
+      if (u.dev != dev) continue;
+      if (std::find(u.targets.begin(), u.targets.end(), target) == u.targets.end())
+        u.targets.push_back(target);
+      return;
+    }
+    Unsynced u{dev, false, file_.path().parent_path(), {}, {target}};
     u.fd.reset(::open(u.directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
     if (u.fd.get() >= 0) unsynced_.push_back(std::move(u));
   } catch (const std::exception&) {
     // no directory kept: the file is fsynced at its close
   }
+}
+
+// After lost files were dropped: a lost target with no listed file left needs no sync, and a
+// file system none of whose targets needs one is let go. Its directory held open would keep a
+// lazily unmounted file system (umount -l) alive until the stop, and its syncfs there could
+// only add an error to the loss already counted.
+void RotatingFile::forget_lost_file_systems() noexcept {
+  const auto needed = [this](std::size_t target) {
+    if (!targets_->lost(target)) return true;
+    return std::any_of(files_.begin(), files_.end(),
+                       [target](const FileRecord& f) { return f.target == target; });
+  };
+  for (Unsynced& u : unsynced_)
+    std::erase_if(u.targets, [&](std::size_t t) { return !needed(t); });
+  std::erase_if(unsynced_, [](const Unsynced& u) { return u.targets.empty(); });
 }
 
 // Whether the open file may close without fsync; if so its file system is synced at close().
@@ -493,6 +511,7 @@ Status RotatingFile::drop_lost_files() {
     drop_file(i, why);
   }
   if (n == 0) return {};
+  forget_lost_file_systems();
   // The target's reason reads "storage lost: <what happened>"; the daemon says the first part.
   constexpr std::string_view kPrefix = "storage lost: ";
   std::string_view what = why;

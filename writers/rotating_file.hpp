@@ -203,8 +203,9 @@ class RotatingFile {
   void drop_file(std::size_t i, const std::string& why);
   void release_target(uint64_t bytes) noexcept;
   Status finish_file(uint64_t index, bool rotating = false);
-  void note_file_system() noexcept;  // of the file just opened (without fsync_rotated)
-  bool defer_sync() noexcept;        // whether the open file may close without fsync
+  void note_file_system(std::size_t target) noexcept;  // of the file just opened
+  void forget_lost_file_systems() noexcept;
+  bool defer_sync() noexcept;  // whether the open file may close without fsync
   Status sync_file_systems();
   Status append(std::span<const Piece> pieces, uint64_t records, uint64_t fills, uint64_t first,
                 unsigned depth = 0);
@@ -248,12 +249,13 @@ class RotatingFile {
   bool placed_ = false;      // a reservation is held on target_
   uint64_t seen_epoch_ = 0;  // the targets' loss epoch this writer's files were checked at
   // Without fsync_rotated: a directory of each file system files were opened on (syncfs at
-  // close() where one was closed without fsync: `deferred`).
+  // close() where one was closed without fsync: `deferred`), and the targets they were on.
   struct Unsynced {
     dev_t dev = 0;
     bool deferred = false;
     std::filesystem::path directory;
     UniqueFd fd;
+    std::vector<std::size_t> targets;
   };
   std::vector<Unsynced> unsynced_;
 };

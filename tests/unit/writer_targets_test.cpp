@@ -6,6 +6,7 @@
 // one is on.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -580,6 +581,55 @@ TEST(OutputTargets, ATargetWhosePathNamesAnotherDirectoryIsLostAndNeverWrittenTh
   ASSERT_TRUE(r.w.close().ok());
   expect_whole(r.w, 0, 200);
   fs::remove_all(dir.string() + ".detached");
+}
+
+// Descriptors of this process on the file system `dev` (what each fd names, followed).
+std::size_t fds_on(dev_t dev) {
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator("/proc/self/fd")) {
+    struct stat st {};
+    if (::stat(e.path().c_str(), &st) == 0 && st.st_dev == dev) ++n;
+  }
+  return n;
+}
+
+// Without fsync_rotated the writer keeps a directory of each file system its files were
+// opened on, to sync it once at close(). A target lost with its file system (umount -l) must
+// not keep it: a detached file system lives on while anything holds it. The other target's
+// directory stays held for the final sync. (OutputTargets' own two directories of each target,
+// counted before the writer starts, are held for the run: writers open through them.)
+TEST(OutputTargets, ALostTargetsFileSystemIsLetGoAndTheOtherIsStillSyncedAtClose) {
+  test::TempMount a("tmpfs", "size=4m"), b("tmpfs", "size=4m");
+  if (!a.ok()) GTEST_SKIP() << a.why();
+  TargetOptions o;
+  o.run_directory = "run";
+  Targets t({a.path(), b.path()}, o);
+  struct stat sa {
+  }, sb{};
+  ASSERT_EQ(::stat(a.path().c_str(), &sa), 0);
+  ASSERT_EQ(::stat(b.path().c_str(), &sb), 0);
+  const std::size_t targets_a = fds_on(sa.st_dev), targets_b = fds_on(sb.st_dev);
+  RotationOptions ro = rotation(t, 10 * kFrame, "s");
+  ro.fsync_rotated = false;
+  RawWriter w(PathMaker{}, ro);
+  for (uint32_t i = 0; i < 100; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok()) << i;
+  uint64_t on_b = 0;
+  for (const FileRecord& f : w.files())
+    on_b += f.target == 1 ? f.records : 0;
+  ASSERT_GT(on_b, 0u) << "nothing was on target 1: the test proves nothing";
+  ASSERT_GT(fds_on(sb.st_dev), targets_b) << "the writer holds nothing on target 1";
+  ASSERT_EQ(::umount2(b.path().c_str(), MNT_DETACH), 0) << std::strerror(errno);
+  EXPECT_EQ(t.set->check_identity(), 1u);
+  EXPECT_EQ(w.check_storage().code(), ENOENT);
+  EXPECT_EQ(w.stats().storage_loss.frames, on_b);
+  EXPECT_EQ(fds_on(sb.st_dev), targets_b) << "the writer still holds the unmounted file system";
+  for (uint32_t i = 100; i < 200; ++i)
+    ASSERT_TRUE(put(w, 0, i).ok()) << i;
+  EXPECT_GT(fds_on(sa.st_dev), targets_a);
+  ASSERT_TRUE(w.close().ok());
+  EXPECT_EQ(fds_on(sa.st_dev), targets_a) << "target 0's directory outlived the final sync";
+  expect_whole(w, 0, 200);
 }
 
 // Issue 23, item 10: a target given as unavailable (a restart could not read it for recovery)
