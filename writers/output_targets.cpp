@@ -88,20 +88,30 @@ void OutputTargets::open_target(Target& t, std::size_t index) {
   const auto fail = [&](const std::string& what) {
     throw std::runtime_error(fmt::format("output target {} ({}): {}", index, t.dir.string(), what));
   };
-  t.root.reset(::open(t.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  auto d = std::make_shared<Directories>();
+  d->root.reset(::open(t.dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   struct statx sx {};
-  if (t.root.get() < 0 || !statx_of(t.root.get(), nullptr, sx)) fail(std::strerror(errno));
+  if (d->root.get() < 0 || !statx_of(d->root.get(), nullptr, sx)) fail(std::strerror(errno));
   t.root_id = {makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, sx.stx_mnt_id,
                (sx.stx_mask & STATX_MNT_ID) != 0};
-  if (options_.run_directory.empty()) return;
-  UniqueFd run;
-  std::string leaf;  // of a file in the run directory: the parent opened is the run directory
-  const Status s = open_parent_at(t.root.get(), t.dir, options_.run_directory + "/file", run, leaf);
-  if (!s) fail(s.message());
-  if (!statx_of(run.get(), nullptr, sx)) fail(std::strerror(errno));
-  t.run = std::move(run);
-  t.run_id = {makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, sx.stx_mnt_id,
-              (sx.stx_mask & STATX_MNT_ID) != 0};
+  if (!options_.run_directory.empty()) {
+    std::string leaf;  // of a file in the run directory: the parent opened is the run directory
+    const Status s =
+        open_parent_at(d->root.get(), t.dir, options_.run_directory + "/file", d->run, leaf);
+    if (!s) fail(s.message());
+    if (!statx_of(d->run.get(), nullptr, sx)) fail(std::strerror(errno));
+    t.run_id = {makedev(sx.stx_dev_major, sx.stx_dev_minor), sx.stx_ino, sx.stx_mnt_id,
+                (sx.stx_mask & STATX_MNT_ID) != 0};
+  }
+  t.dirs = std::move(d);
+}
+
+std::shared_ptr<const OutputTargets::Directories> OutputTargets::directories(
+    std::size_t t, std::string* reason) const {
+  std::lock_guard lock(mutex_);
+  const Target& x = targets_.at(t);
+  if (reason != nullptr && !x.dirs) *reason = x.reason;
+  return x.dirs;
 }
 
 void OutputTargets::set_observer(TargetObserver observer) {
@@ -278,22 +288,26 @@ std::vector<TargetSnapshot> OutputTargets::snapshot() const {
   return out;
 }
 
+// A target not open (unavailable at the start, or lost since it was placed) is ENODEV: a
+// storage loss, so the writer takes it out and tries another (RotatingFile::open_on_target).
 Status OutputTargets::open_parent(std::size_t t, const std::string& relative, UniqueFd& dir,
                                   std::string& leaf) const {
   const Target& x = targets_.at(t);
-  if (x.root.get() < 0) {
+  std::string reason;
+  const std::shared_ptr<const Directories> d = directories(t, &reason);
+  if (!d) {
     return Status::error(
-        EBADF, fmt::format("output target {} ({}) is not open: {}", t, x.dir.string(), x.reason),
+        ENODEV, fmt::format("output target {} ({}) is not open: {}", t, x.dir.string(), reason),
         x.dir / relative);
   }
   // A file of the run's directory is opened below that directory as it was opened, whatever
   // its path names now (removed: ENOENT, the target is failed and the file goes elsewhere).
   const std::string prefix = options_.run_directory + "/";
-  if (x.run.get() >= 0 && relative.compare(0, prefix.size(), prefix) == 0) {
-    return open_parent_at(x.run.get(), x.dir / options_.run_directory,
+  if (d->run.get() >= 0 && relative.compare(0, prefix.size(), prefix) == 0) {
+    return open_parent_at(d->run.get(), x.dir / options_.run_directory,
                           relative.substr(prefix.size()), dir, leaf);
   }
-  return open_parent_at(x.root.get(), x.dir, relative, dir, leaf);
+  return open_parent_at(d->root.get(), x.dir, relative, dir, leaf);
 }
 
 // What the directory open as `fd` (`id` when opened) and its path `path` say now: empty when
@@ -326,19 +340,17 @@ static std::string directory_changed(int fd, const std::filesystem::path& path, 
   return {};
 }
 
-std::string OutputTargets::changed(const Target& t) const {
-  if (t.root.get() < 0) return {};
-  const Identity& r = t.root_id;
-  std::string why =
-      directory_changed(t.root.get(), t.dir, "output target", r.dev, r.ino, r.mnt, r.has_mnt);
-  if (!why.empty() || t.run.get() < 0) return why;
-  const Identity& d = t.run_id;
-  return directory_changed(t.run.get(), t.dir / options_.run_directory, "run directory", d.dev,
-                           d.ino, d.mnt, d.has_mnt);
-}
-
 std::string OutputTargets::identity_problem(std::size_t t) const {
-  return changed(targets_.at(t));
+  const std::shared_ptr<const Directories> d = directories(t, nullptr);
+  if (!d) return {};  // never opened, or lost already
+  const Target& x = targets_.at(t);
+  const Identity& r = x.root_id;
+  std::string why =
+      directory_changed(d->root.get(), x.dir, "output target", r.dev, r.ino, r.mnt, r.has_mnt);
+  if (!why.empty() || d->run.get() < 0) return why;
+  const Identity& rd = x.run_id;
+  return directory_changed(d->run.get(), x.dir / options_.run_directory, "run directory", rd.dev,
+                           rd.ino, rd.mnt, rd.has_mnt);
 }
 
 std::size_t OutputTargets::check_identity() {
@@ -365,6 +377,8 @@ bool OutputTargets::lose(std::size_t t, const std::string& why) {
     }
     // Reported even when it was out already (full, or failed by EIO): the loss is the news.
     set_state(t, TargetState::failed, "storage lost: " + why);
+    // Let go (closed once no writer holds them any more).
+    x.dirs.reset();
   }
   epoch_.fetch_add(1, std::memory_order_acq_rel);
   return true;

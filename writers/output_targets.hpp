@@ -39,7 +39,10 @@
 // timer off the writer threads (check_identity, the daemon's main thread). A target whose
 // identity changed is lost: failed, out of rotation for the run, and loss_epoch() moves on, so
 // that each writer checks, on its own thread, which of its files there are gone with it
-// (RotatingFile::check_storage: counted lost, reason storage_lost).
+// (RotatingFile::check_storage: counted lost, reason storage_lost). A lost target's
+// directories are let go: held, a lazily unmounted file system would live until the stop.
+// Writers hold them through a shared pointer taken under the lock while they open a file or
+// check the identity, so letting go never closes a descriptor in use.
 //
 // Threads. Every writer thread of the run shares one OutputTargets: placement and state changes
 // take a mutex (once per file opened, never per record); the write counters are relaxed atomics
@@ -183,10 +186,14 @@ class OutputTargets {
     uint64_t dev = 0, ino = 0, mnt = 0;
     bool has_mnt = false;  // statx gave the mount id (Linux 5.8+)
   };
+  // The target and the run's directory on it, held from the start until the target is lost.
+  struct Directories {
+    UniqueFd root, run;
+  };
   struct Target {
     std::filesystem::path dir;
-    UniqueFd root, run;  // the target and the run's directory on it, held for the run
-    Identity root_id, run_id;
+    std::shared_ptr<const Directories> dirs;  // under mutex_; null: never opened, or lost
+    Identity root_id, run_id;                 // set at the start, then only read
     TargetState state = TargetState::active;
     uint64_t start_free = 0;  // free bytes when the run started (or the target came back)
     uint64_t placed = 0;      // bytes placed since then (open files at their expected size)
@@ -210,7 +217,7 @@ class OutputTargets {
   double score(const Target& t, double reference, uint64_t expected) const;
   void set_state(std::size_t i, TargetState s, const std::string& reason);
   void open_target(Target& t, std::size_t index);
-  std::string changed(const Target& t) const;
+  std::shared_ptr<const Directories> directories(std::size_t t, std::string* reason) const;
 
   TargetOptions options_;
   mutable std::mutex mutex_;
