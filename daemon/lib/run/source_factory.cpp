@@ -33,9 +33,11 @@ std::vector<uint32_t> group_addresses(const config::InterfaceConfig& ic) {
 
 // capture.pcap_reader packet_ring: rocecapd reads the kernel's TPACKET_V3 ring itself, and with
 // zero_copy the payload slots of host-memory rings point into its blocks (capture/packet/).
-// Lending rings get a kernel ring that holds as many frames as they do
-// (config/packet_ring_geometry.hpp): a stalled writer holds kernel blocks, not only slots.
+// Lending rings get a kernel ring that holds as many frames as they do, the size --check-config
+// counted (config::interface_kernel_ring_bytes): a stalled writer holds kernel blocks, not
+// only slots.
 std::unique_ptr<capture::PacketSource> open_packet_ring(const config::RunConfig& cfg,
+                                                        std::size_t index,
                                                         const capture::pcap::LiveOptions& live,
                                                         InterfaceRuntime& ir, spdlog::logger* log) {
   capture::packet::RingOptions ro;
@@ -53,9 +55,7 @@ std::unique_ptr<capture::PacketSource> open_packet_ring(const config::RunConfig&
       ++lending;
     }
   }
-  const uint64_t frames = lending * cfg.capture.ring_depth;
-  ro.buffer_bytes = static_cast<std::size_t>(
-      config::packet_ring_bytes(frames, static_cast<uint64_t>(live.snaplen)));
+  ro.buffer_bytes = static_cast<std::size_t>(config::interface_kernel_ring_bytes(cfg, index));
   auto src = capture::packet::PacketRingSource::open(ro);
   if (log != nullptr) {
     log->info("{}: kernel receive ring of {} MiB ({} MiB blocks){}", ro.interface,
@@ -68,9 +68,9 @@ std::unique_ptr<capture::PacketSource> open_packet_ring(const config::RunConfig&
   return src;
 }
 
-std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg,
-                                                 const config::InterfaceConfig& ic,
+std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg, std::size_t index,
                                                  InterfaceRuntime& ir, spdlog::logger* log) {
+  const config::InterfaceConfig& ic = cfg.capture.interfaces[index];
   capture::Ingest& ingest = *ir.ingest;
   using capture::pcap::PcapSource;
   std::unique_ptr<PcapSource> src;
@@ -86,7 +86,7 @@ std::unique_ptr<capture::PacketSource> open_pcap(const config::RunConfig& cfg,
       live.groups.push_back({g.address, g.port});
     live.snaplen = static_cast<int>(cfg.capture.max_frame);
     if (cfg.capture.pcap_reader == config::PcapReader::packet_ring)
-      return open_packet_ring(cfg, live, ir, log);
+      return open_packet_ring(cfg, index, live, ir, log);
     src = std::make_unique<PcapSource>(PcapSource::open_live(live));
   }
   src->attach(ingest);
@@ -257,10 +257,10 @@ void open_source(const config::RunConfig& cfg, std::size_t index, InterfaceRunti
   const config::InterfaceConfig& ic = cfg.capture.interfaces[index];
   switch (cfg.capture.backend) {
     case config::Backend::pcap_file:
-      ir.source = open_pcap(cfg, ic, ir, log.get());
+      ir.source = open_pcap(cfg, index, ir, log.get());
       return;  // a replay joins nothing
     case config::Backend::pcap:
-      ir.source = open_pcap(cfg, ic, ir, log.get());
+      ir.source = open_pcap(cfg, index, ir, log.get());
       break;
     case config::Backend::verbs:
 #ifdef ROCECAP_HAVE_VERBS
