@@ -69,7 +69,10 @@ std::size_t parse_and_find(std::span<const std::byte> head, std::size_t wire_byt
   }
   out.stream = classifier.find({f.dst_ip, f.dst_port, f.src_ip});
   if (out.stream == StreamClassifier::kNoStream) return kRejectNoStream;
-  if (memo && out.stream == expected) remember_udp(*memo, head, wire_bytes, f);
+  if (memo && out.stream == expected) {
+    remember_udp(*memo, head, wire_bytes, f);
+    memo::refresh_head_memo(*streams[expected]);
+  }
   return kCheckOk;
 }
 
@@ -108,6 +111,7 @@ std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
     return reject_index(v);
   }
   remember(sp.codif_memo, codif, f.payload_bytes, out);
+  memo::refresh_head_memo(sp);
   return kCheckOk;
 }
 

@@ -41,6 +41,8 @@ inline constexpr std::size_t kCheckOk = ~std::size_t{0};
 // `expected`, when not kNoStream, is the stream the frame most likely belongs to (the verbs
 // QP's): its StreamPipeline::udp_memo is tried before parsing, and filled when the frame is
 // accepted for it after parsing. The result is the same with or without it.
+// Whenever it changes a stream's memos it rebuilds that stream's head memo
+// (StreamPipeline::head_memo), the form the verbs fast lane tests them in.
 std::size_t check_frame(std::span<const std::byte> head, std::size_t wire_bytes,
                         const StreamClassifier& classifier,
                         const std::vector<StreamPipeline*>& streams, Checked& out,

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "capture/frame_check.hpp"
+#include "capture/frame_memo.hpp"
 #include "capture/reject_reason.hpp"
 #include "capture/vdif/timeline.hpp"
 
@@ -69,8 +70,10 @@ std::size_t check_vdif(std::span<const std::byte> head, const std::vector<Stream
   out.codif = true;
   out.header = codif::Header{};
   vdif::sequencer_view(h, t, out.header, out.timing);
-  if (own && !h.legacy && udp.size() >= skip + vdif::kHeaderBytes)
+  if (own && !h.legacy && udp.size() >= skip + vdif::kHeaderBytes) {
     remember_vdif(sp.vdif_memo, udp.data() + skip, f.payload_bytes, out);
+    memo::refresh_head_memo(sp);
+  }
   return kCheckOk;
 }
 

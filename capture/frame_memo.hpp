@@ -173,6 +173,50 @@ inline bool vdif_memo_hit(std::span<const std::byte> head, std::size_t wire_byte
   return true;
 }
 
+// Rebuilds sp.head_memo from sp's UDP, CODIF and VDIF memos (capture/head_memo.cpp); called
+// wherever check_frame changes one of them. Not on the hot path.
+void refresh_head_memo(StreamPipeline& sp) noexcept;
+
+// `frame` (the header slot, at least HeadMemo::kBytes readable) equals the image wherever the
+// mask is set. Bytes past the frame's head are read but masked (the memo is built only when
+// the compared bytes lie within the head of a frame of wire_bytes).
+inline bool head_matches(const HeadMemo& m, const std::byte* frame) noexcept {
+  static_assert(HeadMemo::kBytes == 112);
+  const auto piece = [&](std::size_t at) {
+    return (load16(frame + at) ^ load16(&m.image[at])) & load16(&m.mask[at]);
+  };
+  // Written out: g++ -O2 kept the loop (20 instructions of control for 36 of compares).
+  const Bytes16 diff =
+      piece(0) | piece(16) | piece(32) | piece(48) | piece(64) | piece(80) | piece(96);
+  return (diff[0] | diff[1]) == 0;
+}
+
+// codif_memo_hit through the head memo: the same answer and FrameTime for the same memos
+// (tests/unit/head_memo_test.cpp compares them).
+inline bool head_codif_hit(const StreamPipeline& sp, const std::byte* frame, uint32_t wire_bytes,
+                           FrameTime& out) noexcept {
+  const HeadMemo& m = sp.head_memo;
+  if (wire_bytes != m.wire_bytes || m.kind != HeadMemo::Kind::codif || !head_matches(m, frame))
+    return false;
+  const uint64_t w0 = load_le64(frame + m.time_at);
+  out.frame = static_cast<uint32_t>(w0);
+  out.seconds = static_cast<uint32_t>(w0 >> 32);
+  return out.frame < sp.codif_memo.timing.frames_per_period;
+}
+
+// vdif_memo_hit through the head memo, likewise.
+inline bool head_vdif_hit(const StreamPipeline& sp, const std::byte* frame, uint32_t wire_bytes,
+                          VdifTime& out) noexcept {
+  const HeadMemo& m = sp.head_memo;
+  if (wire_bytes != m.wire_bytes || m.kind != HeadMemo::Kind::vdif || !head_matches(m, frame))
+    return false;
+  const uint64_t w01 = load_le64(frame + m.time_at);
+  out.seconds = static_cast<uint32_t>(w01) & 0x3FFFFFFFu;
+  out.frame = static_cast<uint32_t>(w01 >> 32) & 0xFFFFFFu;
+  if (m.vtp) out.psn = load_le64(frame + m.time_at - vdif::kVtpBytes);
+  return out.frame < sp.vdif_memo.timing.frames_per_period;
+}
+
 // codif_memo_hit with what Ingest::on_slot reads from the memos gathered into a Checked, as
 // check_frame fills it (and check_frame would return kCheckOk) for a frame on `expected`;
 // false when either memo misses (`out` then untouched). The form the equivalence tests

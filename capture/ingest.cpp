@@ -60,6 +60,13 @@ SlotMeta& Ingest::fill_meta(StreamPipeline& sp, SlotId slot, const net::UdpFrame
   return m;
 }
 
+SlotMeta& Ingest::fill_meta(StreamPipeline& sp, SlotId slot, int64_t timestamp_ns) noexcept {
+  SlotMeta& m = sp.ring().meta(slot);
+  m = sp.head_memo.shape;
+  m.timestamp_ns = timestamp_ns;
+  return m;
+}
+
 void Ingest::sequence(uint32_t stream, StreamPipeline& sp, SlotId slot, SlotMeta& m,
                       const codif::Header& h, const codif::Timing& t, uint32_t frame,
                       uint32_t seconds, uint16_t flags) noexcept {
@@ -137,25 +144,27 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   seen_.add();
   StreamPipeline& sp = *streams_[stream];
   StreamRing& ring = sp.ring();
-  const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
-  const std::span<const std::byte> h = ring.header(slot).first(head);
+  const std::byte* slot_head = ring.header(slot).data();
   // The common case inline (capture/frame_memo.hpp): check_frame's result, read in place from
-  // the stream's memos (the frame's header is the memo's but for word 0).
-  if (memo::FrameTime ft; memo::codif_memo_hit(h, byte_len, sp, ft)) [[likely]] {
+  // the stream's memos (the frame's header is the memo's but for word 0), both memos tested at
+  // once through the head memo.
+  if (memo::FrameTime ft; memo::head_codif_hit(sp, slot_head, byte_len, ft)) [[likely]] {
     sp.last_arrival_tick = tick_;
-    SlotMeta& m = fill_meta(sp, slot, sp.udp_memo.frame, timestamp_ns);
+    SlotMeta& m = fill_meta(sp, slot, timestamp_ns);
     return sequence(stream, sp, slot, m, sp.codif_memo.header, sp.codif_memo.timing, ft.frame,
                     ft.seconds, flags);
   }
   // The same for a VDIF frame of the flow's own stream; its VTP number is noted here, once, as
   // check_vdif notes it on the general path.
-  if (memo::VdifTime vt; memo::vdif_memo_hit(h, byte_len, sp, vt)) {
+  if (memo::VdifTime vt; memo::head_vdif_hit(sp, slot_head, byte_len, vt)) {
     sp.last_arrival_tick = tick_;
     if (sp.spec().vdif.vtp) sp.vtp.note(vt.psn);
-    SlotMeta& m = fill_meta(sp, slot, sp.udp_memo.frame, timestamp_ns);
+    SlotMeta& m = fill_meta(sp, slot, timestamp_ns);
     return sequence(stream, sp, slot, m, sp.vdif_memo.header, sp.vdif_memo.timing, vt.frame,
                     vt.seconds, flags);
   }
+  const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
+  const std::span<const std::byte> h(slot_head, head);
   Checked& c = checked_;
   c.vtp_noted = false;
   std::size_t r = check_frame(h, byte_len, classifier_, streams_, c, stream);

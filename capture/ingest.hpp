@@ -107,6 +107,9 @@ class Ingest final {
   [[gnu::always_inline]] static inline SlotMeta& fill_meta(StreamPipeline& sp, SlotId slot,
                                                            const net::UdpFrame& f,
                                                            int64_t timestamp_ns) noexcept;
+  // The same for a frame the head memo accepted (StreamPipeline::head_memo's shape).
+  [[gnu::always_inline]] static inline SlotMeta& fill_meta(StreamPipeline& sp, SlotId slot,
+                                                           int64_t timestamp_ns) noexcept;
   // A sequenced frame (CODIF, or VDIF seen as CODIF) whose header is `h` but for `frame` and
   // `seconds`: held back before run.start, sequenced, recorded, or given back.
   [[gnu::always_inline]] inline void sequence(uint32_t stream, StreamPipeline& sp, SlotId slot,

@@ -71,6 +71,26 @@ struct UdpMemo {
   net::UdpFrame frame;
 };
 
+// The UDP memo and the stream's CODIF or VDIF memo as one masked image of a frame's first kBytes
+// bytes, rebuilt by memo::refresh_head_memo (capture/head_memo.cpp) whenever one of them
+// changes. A frame of wire_bytes whose bytes equal the image wherever the mask is set is what
+// both memos accept; the verbs fast lane (Ingest::on_slot) tests that with seven 16-byte masked
+// compares instead of the two memo compares with their length and offset checks. Empty
+// (kind none) when the memos do not describe one whole header within the header slot.
+struct HeadMemo {
+  static constexpr std::size_t kBytes = 112;  // 42-48 bytes of headers + a 64-byte CODIF header
+  enum class Kind : uint8_t { none, codif, vdif };
+  uint32_t wire_bytes = 0;
+  uint16_t time_at = 0;  // where the CODIF word 0 (VDIF word 0) begins
+  Kind kind = Kind::none;
+  bool vtp = false;  // VDIF: the VTP number is the 8 bytes before time_at
+  // The slot meta fill_meta gives such a frame, but for the time stamp (frame index and flags
+  // are the sequencer's): copied whole, two vector moves where fill_meta took a dozen.
+  SlotMeta shape;
+  alignas(16) std::array<std::byte, kBytes> image{};
+  alignas(16) std::array<std::byte, kBytes> mask{};
+};
+
 struct StreamSpec {
   StreamKey key;
   StreamFormat format = StreamFormat::codif;
@@ -117,6 +137,7 @@ class StreamPipeline {
   uint8_t vdif_header_bytes = 0;
   VtpState vtp;
   VdifMemo vdif_memo;
+  HeadMemo head_memo;
 
   // Triggered dumps (doc/dumps.md): when set, the writer hands written slots here instead of
   // releasing them, so the last retention.retain of the stream stays in the ring.

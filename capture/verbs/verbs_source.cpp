@@ -67,6 +67,7 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
   check_cq_size(entries, depth_sum, static_cast<uint64_t>(dev.orig_attr.max_cqe));
   create_cq(static_cast<uint32_t>(entries), dev);
   streams_.resize(ingest_.streams().size());
+  stream_count_ = static_cast<uint32_t>(streams_.size());
   recoveries_ = std::make_unique<common::RelaxedCounter[]>(streams_.size());
   qp_event_ = std::make_unique<std::atomic<int>[]>(streams_.size());
   for (uint32_t i = 0; i < streams_.size(); ++i)
@@ -174,6 +175,40 @@ bool VerbsSource::post_batch(uint32_t index, std::size_t n) noexcept {
   return true;
 }
 
+void VerbsSource::handle_completion(const BatchTime& t) noexcept {
+  ibv_cq_ex* cq = cq_.get();
+  const uint32_t stream = static_cast<uint32_t>(cq->wr_id >> 32);
+  const auto slot = static_cast<SlotId>(cq->wr_id);
+  if (stream >= stream_count_) [[unlikely]]
+    return fail("completion with an unknown wr_id", 0);
+  StreamQp& s = streams_[stream];
+  --s.outstanding;
+  if (cq->status != IBV_WC_SUCCESS) [[unlikely]]
+    return handle_unsuccessful(stream, slot);
+  const uint32_t len = ibv_wc_read_byte_len(cq);
+  if (!t.raw) return ingest_.on_slot(stream, slot, len, t.now_ns, 0);
+  const int64_t ts = t.map.to_ns(ibv_wc_read_completion_ts(cq));
+  ingest_.on_slot(stream, slot, len, ts, kSlotHwTimestamp);
+}
+
+void VerbsSource::handle_unsuccessful(uint32_t stream, SlotId slot) noexcept {
+  ibv_cq_ex* cq = cq_.get();
+  StreamQp& s = streams_[stream];
+  s.pipeline->ring().give_back(slot);  // consumed by the NIC: posted again with the next batch
+  // The QP's own flush after its error: the slot is back, nothing new went wrong.
+  if (cq->status == IBV_WC_WR_FLUSH_ERR && s.recovering) {
+    ++flushed_;
+    return;
+  }
+  // A frame longer than header + payload slot (IBV_WC_LOC_LEN_ERR) is a QP error like any
+  // other: on mlx5 an error CQE moves the receive queue to the error state (libmlx5 maps
+  // syndrome LOCAL_LENGTH_ERR to it in providers/mlx5/cq.c mlx5_handle_error_cqe; the kernel's
+  // mlx5e recovers its RQ after it: en/health.h cqe_syndrome_needs_recover). The frame is
+  // rejected as oversize and the QP recovered, also on a device whose QP would go on.
+  if (cq->status == IBV_WC_LOC_LEN_ERR) ingest_.count_oversize();
+  on_qp_error(stream, slot, cq->status, ibv_wc_read_vendor_err(cq));
+}
+
 int VerbsSource::poll(int max) noexcept {
   if (failed()) return kFailed;
   polls_.add();
@@ -204,34 +239,6 @@ int VerbsSource::poll(int max) noexcept {
   for (uint32_t i = 0; i < streams_.size(); ++i)
     if (!repost(i)) break;
   return failed() ? kFailed : n;
-}
-
-void VerbsSource::handle_completion(const BatchTime& t) noexcept {
-  ibv_cq_ex* cq = cq_.get();
-  const uint32_t stream = static_cast<uint32_t>(cq->wr_id >> 32);
-  const auto slot = static_cast<SlotId>(cq->wr_id);
-  if (stream >= streams_.size()) return fail("completion with an unknown wr_id", 0);
-  StreamQp& s = streams_[stream];
-  --s.outstanding;
-  if (cq->status == IBV_WC_SUCCESS) {
-    const uint32_t len = ibv_wc_read_byte_len(cq);
-    if (!t.raw) return ingest_.on_slot(stream, slot, len, t.now_ns, 0);
-    const int64_t ts = t.map.to_ns(ibv_wc_read_completion_ts(cq));
-    return ingest_.on_slot(stream, slot, len, ts, kSlotHwTimestamp);
-  }
-  s.pipeline->ring().give_back(slot);  // consumed by the NIC: posted again with the next batch
-  // The QP's own flush after its error: the slot is back, nothing new went wrong.
-  if (cq->status == IBV_WC_WR_FLUSH_ERR && s.recovering) {
-    ++flushed_;
-    return;
-  }
-  // A frame longer than header + payload slot (IBV_WC_LOC_LEN_ERR) is a QP error like any
-  // other: on mlx5 an error CQE moves the receive queue to the error state (libmlx5 maps
-  // syndrome LOCAL_LENGTH_ERR to it in providers/mlx5/cq.c mlx5_handle_error_cqe; the kernel's
-  // mlx5e recovers its RQ after it: en/health.h cqe_syndrome_needs_recover). The frame is
-  // rejected as oversize and the QP recovered, also on a device whose QP would go on.
-  if (cq->status == IBV_WC_LOC_LEN_ERR) ingest_.count_oversize();
-  on_qp_error(stream, slot, cq->status, ibv_wc_read_vendor_err(cq));
 }
 
 // One (ticks, CLOCK_REALTIME) pair: the clock read between two host clock reads, best of a
