@@ -117,7 +117,8 @@ inline bool from_codif_memo(const CodifMemo& m, const std::byte* codif, uint32_t
 // check_frame's own steps for a CODIF frame on `sp` when both of its memos hit: true, with the
 // frame's word 0 in `out`; everything else check_frame would give is in the memos
 // (udp_memo.frame, codif_memo.header but for frame and seconds, codif_memo.timing), read there
-// in place by Ingest::on_slot instead of copied. False when either memo misses.
+// in place by Ingest::on_slot instead of copied. False when either memo misses. On the lane
+// itself head_codif_hit below gives the same answer in one compare; this is its reference.
 inline bool codif_memo_hit(std::span<const std::byte> head, std::size_t wire_bytes,
                            const StreamPipeline& sp, FrameTime& out) noexcept {
   if (sp.spec().format != StreamFormat::codif) return false;
