@@ -72,11 +72,7 @@ void refresh_head_memo(StreamPipeline& sp) noexcept {
     m = HeadMemo{};
     return;
   }
-  const net::UdpFrame& f = u.frame;
-  m.shape.wire_bytes = f.frame_bytes;
-  m.shape.header_bytes = std::min(f.frame_bytes, sp.split());
-  m.shape.payload_bytes = f.frame_bytes - m.shape.header_bytes;
-  m.shape.udp_payload_offset = f.payload_offset;
+  m.shape = slot_shape(u.frame, sp.split());
   m.wire_bytes = static_cast<uint32_t>(u.wire_bytes);
 }
 

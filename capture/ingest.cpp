@@ -50,13 +50,9 @@ void Ingest::set_start(int64_t unix_ns) noexcept {
 
 SlotMeta& Ingest::fill_meta(StreamPipeline& sp, SlotId slot, const net::UdpFrame& f,
                             int64_t timestamp_ns) noexcept {
-  const uint32_t head = f.frame_bytes < sp.split() ? f.frame_bytes : sp.split();
   SlotMeta& m = sp.ring().meta(slot);
+  m = slot_shape(f, sp.split());
   m.timestamp_ns = timestamp_ns;
-  m.wire_bytes = f.frame_bytes;
-  m.header_bytes = head;
-  m.payload_bytes = f.frame_bytes - head;
-  m.udp_payload_offset = f.payload_offset;
   return m;
 }
 
@@ -69,7 +65,7 @@ SlotMeta& Ingest::fill_meta(StreamPipeline& sp, SlotId slot, int64_t timestamp_n
 
 void Ingest::sequence(uint32_t stream, StreamPipeline& sp, SlotId slot, SlotMeta& m,
                       const codif::Header& h, const codif::Timing& t, uint32_t frame,
-                      uint32_t seconds, uint16_t flags) noexcept {
+                      uint32_t seconds, uint16_t flags, SignatureNote* note) noexcept {
   if (sp.awaiting_start) [[unlikely]] {
     codif::Header whole = h;
     whole.frame = frame;
@@ -83,7 +79,7 @@ void Ingest::sequence(uint32_t stream, StreamPipeline& sp, SlotId slot, SlotMeta
   m.flags = static_cast<uint16_t>(flags | (h.invalid ? kSlotInvalidBit : 0));
   // The sequencer holds a new frame in its reorder window (it is never delivered within this
   // call), so its index, flag and arrival record all precede its publication.
-  const Verdict v = sp.sequencer().on_frame_at(h, t, frame, seconds, slot, sp.publisher());
+  const Verdict v = sp.sequencer().on_frame_at(h, t, frame, seconds, slot, sp.publisher(), note);
   m.frame_index = v.index;
   if (!placed(v.decision)) {
     sp.ring().give_back(slot);
@@ -101,7 +97,7 @@ void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Chec
   SlotMeta& m = fill_meta(sp, slot, c.frame, timestamp_ns);
   if (c.codif) {
     return sequence(stream, sp, slot, m, c.header, c.timing, c.header.frame, c.header.seconds,
-                    flags);
+                    flags, nullptr);
   }
   m.flags = static_cast<uint16_t>(flags | (sp.next_udp_index == 0 ? kSlotSegmentStart : 0));
   m.frame_index = sp.next_udp_index++;
@@ -147,21 +143,26 @@ void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t ti
   const std::byte* slot_head = ring.header(slot).data();
   // The common case inline (capture/frame_memo.hpp): check_frame's result, read in place from
   // the stream's memos (the frame's header is the memo's but for word 0), both memos tested at
-  // once through the head memo.
-  if (memo::FrameTime ft; memo::head_codif_hit(sp, slot_head, byte_len, ft)) [[likely]] {
-    sp.last_arrival_tick = tick_;
-    SlotMeta& m = fill_meta(sp, slot, timestamp_ns);
-    return sequence(stream, sp, slot, m, sp.codif_memo.header, sp.codif_memo.timing, ft.frame,
-                    ft.seconds, flags);
-  }
-  // The same for a VDIF frame of the flow's own stream; its VTP number is noted here, once, as
-  // check_vdif notes it on the general path.
-  if (memo::VdifTime vt; memo::head_vdif_hit(sp, slot_head, byte_len, vt)) {
-    sp.last_arrival_tick = tick_;
+  // once through the head memo. For a VDIF frame of the flow's own stream, its VTP number is
+  // noted here, once, as check_vdif notes it on the general path. One call of sequence() for
+  // both formats: it is inlined, and a second copy pushed the sequencer's own steps out of line.
+  const codif::Header* memo_header = nullptr;
+  const codif::Timing* memo_timing = nullptr;
+  memo::FrameTime ft;
+  if (memo::head_codif_hit(sp, slot_head, byte_len, ft)) [[likely]] {
+    memo_header = &sp.codif_memo.header;
+    memo_timing = &sp.codif_memo.timing;
+  } else if (memo::VdifTime vt; memo::head_vdif_hit(sp, slot_head, byte_len, vt)) {
     if (sp.spec().vdif.vtp) sp.vtp.note(vt.psn);
+    ft = {vt.frame, vt.seconds};
+    memo_header = &sp.vdif_memo.header;
+    memo_timing = &sp.vdif_memo.timing;
+  }
+  if (memo_header != nullptr) [[likely]] {
+    sp.last_arrival_tick = tick_;
     SlotMeta& m = fill_meta(sp, slot, timestamp_ns);
-    return sequence(stream, sp, slot, m, sp.vdif_memo.header, sp.vdif_memo.timing, vt.frame,
-                    vt.seconds, flags);
+    return sequence(stream, sp, slot, m, *memo_header, *memo_timing, ft.frame, ft.seconds, flags,
+                    &sp.head_memo.signature);
   }
   const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
   const std::span<const std::byte> h(slot_head, head);
@@ -201,9 +202,9 @@ std::size_t Ingest::check_joined(const StreamRing& ring, SlotId slot, std::size_
 bool Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byte> frame,
                    const Checked& c, int64_t timestamp_ns, BlockLoans* loans) noexcept {
   StreamRing& ring = sp.ring();
-  const net::UdpFrame& f = c.frame;
-  const std::size_t head = f.frame_bytes < sp.split() ? f.frame_bytes : sp.split();
-  if (f.frame_bytes - head > ring.payload_stride()) {
+  const SlotMeta shape = slot_shape(c.frame, sp.split());
+  const std::size_t head = shape.header_bytes;
+  if (shape.payload_bytes > ring.payload_stride()) {
     reject(kRejectOversize);
     return false;
   }
@@ -216,7 +217,7 @@ bool Ingest::place(uint32_t stream, StreamPipeline& sp, std::span<const std::byt
     // The lender's memory is writable (a shared ring mapping); the writers only read it.
     ring.lend(*slot, const_cast<std::byte*>(frame.data()) + head, *loans);
   } else {
-    std::memcpy(ring.payload(*slot).data(), frame.data() + head, f.frame_bytes - head);
+    std::memcpy(ring.payload(*slot).data(), frame.data() + head, shape.payload_bytes);
   }
   settle(stream, sp, *slot, c, timestamp_ns, 0);
   return lend;

@@ -111,11 +111,13 @@ class Ingest final {
   [[gnu::always_inline]] static inline SlotMeta& fill_meta(StreamPipeline& sp, SlotId slot,
                                                            int64_t timestamp_ns) noexcept;
   // A sequenced frame (CODIF, or VDIF seen as CODIF) whose header is `h` but for `frame` and
-  // `seconds`: held back before run.start, sequenced, recorded, or given back.
+  // `seconds`: held back before run.start, sequenced, recorded, or given back. `note`: the
+  // head memo's, when `h` and `t` are its memo's (Sequencer::on_frame_at); else null.
   [[gnu::always_inline]] inline void sequence(uint32_t stream, StreamPipeline& sp, SlotId slot,
                                               SlotMeta& m, const codif::Header& h,
                                               const codif::Timing& t, uint32_t frame,
-                                              uint32_t seconds, uint16_t flags) noexcept;
+                                              uint32_t seconds, uint16_t flags,
+                                              SignatureNote* note) noexcept;
 
   std::vector<StreamPipeline*> streams_;
   StreamClassifier classifier_;

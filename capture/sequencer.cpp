@@ -145,6 +145,7 @@ void Sequencer::start_segment(const codif::Header& h, const codif::Timing& t, ui
   }
   started_ = true;
   sig_ = signature(h, t);
+  ++segment_serial_;  // every SignatureNote of the old signature is stale
   ref_ = h;
   timing_ = t;
   seg_first_ = high_ = commit_ = index;

@@ -121,6 +121,13 @@ class DeliverySink {
   virtual void deliver(const Delivery& d) noexcept = 0;
 };
 
+// A caller's note that the header and timing it passes, constant between the caller's own
+// updates (a memo's), have the current segment's signature: the in-order path then compares one
+// number instead of six fields. The caller resets it ({}) whenever that header or timing changes.
+struct SignatureNote {
+  uint64_t segment = 0;  // Sequencer's segment serial it was confirmed for; 0: none
+};
+
 struct SequencerStats {
   uint64_t received = 0;   // frames given to on_frame, outliers excepted
   uint64_t bytes = 0;      // their CODIF frame bytes (header + data)
@@ -163,13 +170,14 @@ class Sequencer {
   // The same with this sequencer's own sink given as its own type: a final sink's deliver()
   // (RingPublisher's, StreamPipeline::publisher()) is then inlined instead of called through
   // the vtable, once per in-order frame. `sink` must be the sink the sequencer was built with.
+  // With a `note` (SignatureNote), `h` and `t` are compared with the segment once per note.
   template <class Sink>
   [[gnu::always_inline]] Verdict on_frame_at(const codif::Header& h, const codif::Timing& t,
                                              uint32_t frame, uint32_t seconds, uint32_t tag,
-                                             Sink& sink) noexcept {
+                                             Sink& sink, SignatureNote* note = nullptr) noexcept {
     assert(static_cast<DeliverySink*>(&sink) == &sink_);
     const uint64_t index = codif::absolute_index(frame, seconds, t);
-    if (!in_order(h, t, index)) [[unlikely]] {
+    if (!in_order(h, t, index, note)) [[unlikely]] {
       codif::Header whole = h;
       whole.frame = frame;
       whole.seconds = seconds;
@@ -213,15 +221,24 @@ class Sequencer {
   // confirmed and, when the window is full, its oldest frame there to deliver. on_frame's fast path
   // for it does exactly what on_other() would: count, deliver that one frame, place, raise the
   // highest (the one history bit advance() would clear is set again by place()).
-  bool in_order(const codif::Header& h, const codif::Timing& t, uint64_t index) const noexcept {
+  [[gnu::always_inline]] bool in_order(const codif::Header& h, const codif::Timing& t,
+                                       uint64_t index, SignatureNote* note) const noexcept {
     if (!started_ || index != high_ + 1 || (gap_count_ | candidates_) != 0) return false;
+    if (!same_signature(h, t, note)) return false;
+    const uint64_t window_end = commit_ + config_.reorder_window;
+    return window_end > index || (window_end == index && seen(commit_));
+  }
+  // Whether `h` and `t` have the segment's signature (a started segment's); noted in `note`.
+  [[gnu::always_inline]] bool same_signature(const codif::Header& h, const codif::Timing& t,
+                                             SignatureNote* note) const noexcept {
+    if (note != nullptr && note->segment == segment_serial_) return true;
     if (t.period != sig_.period || h.data_words != sig_.data_words ||
         t.frames_per_period != sig_.frames_per_period || h.epoch != sig_.epoch ||
         h.nchan != sig_.nchan || h.nbits != sig_.nbits) {
       return false;
     }
-    const uint64_t window_end = commit_ + config_.reorder_window;
-    return window_end > index || (window_end == index && seen(commit_));
+    if (note != nullptr) note->segment = segment_serial_;
+    return true;
   }
   void count_received(const codif::Header& h, const codif::Timing& t) noexcept {
     counters_.received.add();
@@ -274,7 +291,8 @@ class Sequencer {
 
   bool started_ = false;
   Signature sig_{};
-  codif::Header ref_{};  // a header of the current segment: times of gap events
+  uint64_t segment_serial_ = 0;  // bumped with each sig_ (start_segment): what notes hold
+  codif::Header ref_{};          // a header of the current segment: times of gap events
   codif::Timing timing_{};
   uint64_t seg_first_ = 0;
   uint64_t high_ = 0;

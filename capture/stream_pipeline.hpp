@@ -57,6 +57,18 @@ struct VdifMemo {
   codif::Timing timing;
 };
 
+// The slot meta of frame `f` scattered at `split` (its first `split` bytes in the header slot,
+// the rest in the payload slot), but for what is per frame: time stamp, frame index and flags.
+// The one place these lengths are worked out: Ingest's copy and slot paths, and the head memo.
+inline SlotMeta slot_shape(const net::UdpFrame& f, uint32_t split) noexcept {
+  SlotMeta m;
+  m.wire_bytes = f.frame_bytes;
+  m.header_bytes = f.frame_bytes < split ? f.frame_bytes : split;
+  m.payload_bytes = f.frame_bytes - m.header_bytes;
+  m.udp_payload_offset = f.payload_offset;
+  return m;
+}
+
 // The Ethernet/VLAN/IPv4/UDP headers of the last frame accepted on a stream, as words masked
 // to the bytes net::parse_udp reads (not the IPv4 TOS, id, TTL and checksum nor the UDP
 // checksum, which vary per packet), with what it parsed them to. A frame whose masked words
@@ -87,6 +99,9 @@ struct HeadMemo {
   // The slot meta fill_meta gives such a frame, but for the time stamp (frame index and flags
   // are the sequencer's): copied whole, two vector moves where fill_meta took a dozen.
   SlotMeta shape;
+  // The sequencer's note that this memo's header and timing have its segment's signature
+  // (on_frame_at); reset with the memo, as it vouches for them.
+  SignatureNote signature;
   alignas(16) std::array<std::byte, kBytes> image{};
   alignas(16) std::array<std::byte, kBytes> mask{};
 };

@@ -248,5 +248,28 @@ TEST(MemoFastPath, OnSlotPublishesAndCountsWhatTheGeneralPathDoes) {
   }
 }
 
+// A frame that arrives on another stream's QP is rejected there (no_stream), but check_frame
+// has by then decoded it against its own stream's memo and remembered its header. When that
+// header is a new setup (here the epoch), the stream's next such frame hits the head memo while
+// its sequencer still runs the old segment: the head memo's SignatureNote must have been reset
+// with the memo, so the frame is compared in full and held back as an outlier (the first of a
+// resync's confirmation), never placed in order as the old setup's.
+TEST(MemoFastPath, AMemoMovedByAFrameOnAnotherQpIsComparedAgainWithTheSegment) {
+  Side side;
+  for (uint64_t i = 2000; i < 2020; ++i)
+    into_slot(side.ingest, 1, frame(kSrcB, i));
+  const auto moved = edited(kSrcB, 2020, [](codif::Header& h) { ++h.epoch; });
+  into_slot(side.ingest, 0, moved);  // b's frame on a's QP
+  EXPECT_EQ(side.ingest.rejected(kRejectNoStream), 1u);
+  into_slot(side.ingest, 1, moved);  // and then on b's own
+  side.drain();
+  EXPECT_EQ(side.ingest.rejected(kRejectTimelineOutlier), 1u);
+  const SequencerStats b = side.b.sequencer().stats();
+  EXPECT_EQ(b.received, 20u);
+  EXPECT_EQ(b.outliers, 1u);
+  const codif::Header last = codif::at_index(test::base_header(), test::kTiming, 2019);
+  EXPECT_EQ(b.last_index, codif::absolute_index(last, test::kTiming));
+}
+
 }  // namespace
 }  // namespace rocecap::capture

@@ -172,6 +172,56 @@ TEST(Sequencer, ItsOwnSinkGivenAsItsTypeDeliversAndCountsWhatTheVirtualCallDoes)
   test::expect_same_sequencer(x, y);
 }
 
+// A SignatureNote lets the in-order path skip the signature compare for a header it has
+// already confirmed (the verbs lane keeps one per head memo). A caller here keeps one note for
+// each of two headers that differ in nchan and switches between them, so the sequencer resyncs
+// back and forth while each note still holds what it confirmed: a note must never vouch for a
+// segment other than the one it was confirmed in. Every verdict, delivery and count must equal
+// those of the same frames without notes.
+TEST(Sequencer, ASignatureNoteDecidesWhatTheFullCompareDoesAcrossResyncs) {
+  Fixture plain(Fixture::config(8, 64, 1000)), noted(Fixture::config(8, 64, 1000));
+  Header other = base_header();
+  other.nchan = 2;
+  other.total_samples /= 2;
+  const Header bases[2] = {base_header(), other};
+  SignatureNote notes[2];
+  std::mt19937_64 rng(31);
+  uint64_t next = 1000;
+  int which = 0;
+  for (int k = 0; k < 6000; ++k) {
+    const uint64_t r = rng() % 100;
+    if (r < 2) which ^= 1;  // the instrument's setup changes: 3 frames in a row confirm it
+    const uint64_t index = r < 85   ? next++                   // in order
+                           : r < 92 ? (next += rng() % 4) - 1  // a gap
+                                    : next - 1 - rng() % 10;   // late or repeated
+    const bool stray = r >= 2 && r < 4;  // now and then a frame of the other setup alone
+    const int use = stray ? which ^ 1 : which;
+    const Header h = at(index, bases[use]);
+    const Timing t = timing_of(h);
+    const auto tag = static_cast<uint32_t>(k);
+    const Verdict a = plain.seq.on_frame_at(h, t, h.frame, h.seconds, tag, plain.sink);
+    const Verdict b = noted.seq.on_frame_at(h, t, h.frame, h.seconds, tag, noted.sink, &notes[use]);
+    ASSERT_EQ(a.decision, b.decision) << "frame " << k;
+    ASSERT_EQ(a.reason, b.reason) << "frame " << k;
+    ASSERT_EQ(a.index, b.index) << "frame " << k;
+  }
+  plain.seq.flush();
+  noted.seq.flush();
+  ASSERT_EQ(plain.sink.got.size(), noted.sink.got.size());
+  for (std::size_t k = 0; k < plain.sink.got.size(); ++k) {
+    EXPECT_EQ(plain.sink.got[k].index, noted.sink.got[k].index) << k;
+    EXPECT_EQ(plain.sink.got[k].tag, noted.sink.got[k].tag) << k;
+    EXPECT_EQ(plain.sink.got[k].segment_start, noted.sink.got[k].segment_start) << k;
+  }
+  const SequencerStats x = plain.seq.stats(), y = noted.seq.stats();
+  EXPECT_GT(x.resync, 20u);  // the notes were tested across many segments
+  EXPECT_GT(x.outliers, 40u);
+  EXPECT_GT(x.delivered, 4000u);
+  EXPECT_NE(notes[0].segment, 0u);  // both notes were confirmed at least once
+  EXPECT_NE(notes[1].segment, 0u);
+  test::expect_same_sequencer(x, y);
+}
+
 TEST(Sequencer, GapCountsLostAtOnceAndEmitsOneEventWithItsTime) {
   Fixture f(Fixture::config(4));
   const auto d = f.feed_all({0, 1, 2, 6, 7});
