@@ -98,6 +98,18 @@ SequencerConfig Fixture::config(uint32_t window, uint32_t history, uint64_t resy
   return c;
 }
 
+// Flushes both and expects the same deliveries, in the same order, from each.
+void flush_and_expect_same_deliveries(Fixture& x, Fixture& y) {
+  x.seq.flush();
+  y.seq.flush();
+  ASSERT_EQ(x.sink.got.size(), y.sink.got.size());
+  for (std::size_t k = 0; k < x.sink.got.size(); ++k) {
+    EXPECT_EQ(x.sink.got[k].index, y.sink.got[k].index) << k;
+    EXPECT_EQ(x.sink.got[k].tag, y.sink.got[k].tag) << k;
+    EXPECT_EQ(x.sink.got[k].segment_start, y.sink.got[k].segment_start) << k;
+  }
+}
+
 std::vector<uint64_t> range(uint64_t first, uint64_t last) {
   std::vector<uint64_t> v;
   for (uint64_t i = first; i <= last; ++i)
@@ -157,14 +169,7 @@ TEST(Sequencer, ItsOwnSinkGivenAsItsTypeDeliversAndCountsWhatTheVirtualCallDoes)
     ASSERT_EQ(a.decision, b.decision) << "frame " << k;
     ASSERT_EQ(a.index, b.index) << "frame " << k;
   }
-  by_vtable.seq.flush();
-  by_type.seq.flush();
-  ASSERT_EQ(by_vtable.sink.got.size(), by_type.sink.got.size());
-  for (std::size_t k = 0; k < by_vtable.sink.got.size(); ++k) {
-    EXPECT_EQ(by_vtable.sink.got[k].index, by_type.sink.got[k].index) << k;
-    EXPECT_EQ(by_vtable.sink.got[k].tag, by_type.sink.got[k].tag) << k;
-    EXPECT_EQ(by_vtable.sink.got[k].segment_start, by_type.sink.got[k].segment_start) << k;
-  }
+  flush_and_expect_same_deliveries(by_vtable, by_type);
   const SequencerStats x = by_vtable.seq.stats(), y = by_type.seq.stats();
   EXPECT_GT(x.delivered, 3000u);
   EXPECT_GT(x.lost, 0u);
@@ -205,14 +210,7 @@ TEST(Sequencer, ASignatureNoteDecidesWhatTheFullCompareDoesAcrossResyncs) {
     ASSERT_EQ(a.reason, b.reason) << "frame " << k;
     ASSERT_EQ(a.index, b.index) << "frame " << k;
   }
-  plain.seq.flush();
-  noted.seq.flush();
-  ASSERT_EQ(plain.sink.got.size(), noted.sink.got.size());
-  for (std::size_t k = 0; k < plain.sink.got.size(); ++k) {
-    EXPECT_EQ(plain.sink.got[k].index, noted.sink.got[k].index) << k;
-    EXPECT_EQ(plain.sink.got[k].tag, noted.sink.got[k].tag) << k;
-    EXPECT_EQ(plain.sink.got[k].segment_start, noted.sink.got[k].segment_start) << k;
-  }
+  flush_and_expect_same_deliveries(plain, noted);
   const SequencerStats x = plain.seq.stats(), y = noted.seq.stats();
   EXPECT_GT(x.resync, 20u);  // the notes were tested across many segments
   EXPECT_GT(x.outliers, 40u);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
@@ -25,8 +26,10 @@ using writers::UniqueFd;
 namespace {
 
 constexpr std::size_t kMaxPending = 64;    // connections that have not sent their hello yet
-constexpr std::size_t kMaxRefused = 1024;  // refused connections kept until the client closes
-constexpr auto kRefusedLinger = std::chrono::seconds(2);
+constexpr std::size_t kMaxClosing = 1024;  // connections closed by us, kept until the client closes
+constexpr auto kClosingLinger = std::chrono::seconds(2);
+constexpr int kMessagesPerTurn = 64;  // read from one connection before serving the others
+constexpr auto kEndLinger = std::chrono::milliseconds(500);  // the run's end: see close_all()
 
 std::runtime_error sys_error(const std::string& what, const std::string& path) {
   return std::runtime_error(what + " " + path + ": " + std::strerror(errno));
@@ -176,6 +179,7 @@ ConsumerService::~ConsumerService() {
   if (::write(stop_.get(), &one, sizeof one) < 0) {
   }
   if (thread_.joinable()) thread_.join();
+  close_all();
   for (auto& [id, c] : conns_) {
     for (std::size_t k = 0; k < c->holds.size(); ++k)
       streams_[c->streams[k]].retention->unpin(c->holds[k].pin);
@@ -196,14 +200,14 @@ void ConsumerService::serve() {
       if (id == 1) return;
       if (id == 0) {
         accept_all(now);
-      } else if (refused_.count(id) != 0) {
-        on_refused_readable(id);
+      } else if (closing_.count(id) != 0) {
+        on_closing_readable(id);
       } else {
         on_readable(id, now);
       }
     }
     check_holds(now);
-    expire_refused(now);
+    expire_closing(now);
   }
 }
 
@@ -221,13 +225,14 @@ void ConsumerService::accept_all(Clock::time_point now) {
       pending = conns_.size() - std::min(conns_.size(), attached);
     }
     if (attached >= options_.max_consumers || pending >= kMaxPending) {
-      refuse_at_accept(std::move(fd),
-                       attached >= options_.max_consumers
-                           ? "error busy: " + std::to_string(options_.max_consumers) +
-                                 " consumers are attached (consumers.max_consumers)"
-                           : "error busy: " + std::to_string(kMaxPending) +
-                                 " connections have not said hello yet; try again",
-                       now);
+      send_message(fd.get(),
+                   attached >= options_.max_consumers
+                       ? "error busy: " + std::to_string(options_.max_consumers) +
+                             " consumers are attached (consumers.max_consumers)"
+                       : "error busy: " + std::to_string(kMaxPending) +
+                             " connections have not said hello yet; try again",
+                   nullptr, 0);
+      close_politely(std::move(fd), now);
       counters_->refused.add();
       log_refusal(attached >= options_.max_consumers ? "busy (consumers.max_consumers)"
                                                      : "busy (too many connections without hello)");
@@ -259,41 +264,66 @@ bool discard_input(int fd) {
 
 }  // namespace
 
-// The refusal must reach the client. Closing a connection whose receive queue holds the
-// client's hello makes Linux set ECONNRESET on the client (net/unix/af_unix.c,
-// unix_release_sock: unread data at close), and a SOCK_SEQPACKET receive reports that error
-// before any queued message (net/core/datagram.c, __skb_try_recv_datagram checks sock_error
-// first): the client would see a reset, not "error busy". So the write side is shut after the
-// message and the connection kept, its input discarded, until the client closes it or
-// kRefusedLinger passes; beyond kMaxRefused such connections it is closed at once.
-void ConsumerService::refuse_at_accept(UniqueFd fd, const std::string& message,
-                                       Clock::time_point now) {
-  send_message(fd.get(), message, nullptr, 0);
+// What we tell a client last (a refusal, a detach) must reach it. Closing a connection whose
+// receive queue holds anything unread (a hello, an ack) makes Linux set ECONNRESET on the
+// client (net/unix/af_unix.c, unix_release_sock: unread data at close), and a SOCK_SEQPACKET
+// receive reports that error before any queued message (net/core/datagram.c,
+// __skb_try_recv_datagram checks sock_error first): the client would see a reset, not "error
+// busy" or "detached ...". So the write side is shut after the message and the connection
+// kept, its input discarded, until the client closes it or kClosingLinger passes; beyond
+// kMaxClosing such connections it is closed at once.
+void ConsumerService::close_politely(UniqueFd fd, Clock::time_point now) {
   ::shutdown(fd.get(), SHUT_WR);
-  if (discard_input(fd.get()) || refused_.size() >= kMaxRefused) return;
+  if (discard_input(fd.get()) || closing_.size() >= kMaxClosing) return;
   const uint64_t id = next_id_++;
   epoll_event ev{EPOLLIN | EPOLLRDHUP, {.u64 = id}};
   if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) != 0) return;
-  refused_.emplace(id, Refused{std::move(fd), now + kRefusedLinger});
+  closing_.emplace(id, Closing{std::move(fd), now + kClosingLinger});
 }
 
-void ConsumerService::on_refused_readable(uint64_t id) {
-  auto it = refused_.find(id);
-  if (it == refused_.end() || !discard_input(it->second.fd.get())) return;
+void ConsumerService::on_closing_readable(uint64_t id) {
+  auto it = closing_.find(id);
+  if (it == closing_.end() || !discard_input(it->second.fd.get())) return;
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
-  refused_.erase(it);
+  closing_.erase(it);
 }
 
-void ConsumerService::expire_refused(Clock::time_point now) {
-  for (auto it = refused_.begin(); it != refused_.end();) {
+void ConsumerService::expire_closing(Clock::time_point now) {
+  for (auto it = closing_.begin(); it != closing_.end();) {
     if (now < it->second.deadline) {
       ++it;
       continue;
     }
     discard_input(it->second.fd.get());
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, it->second.fd.get(), nullptr);
-    it = refused_.erase(it);
+    it = closing_.erase(it);
   }
+}
+
+// The run's end. A consumer reports every few ms, so at the end one's ack is often unread, and
+// closing would reset it (see close_politely): it would take the end of the run for being
+// dropped. So every connection's write side is shut (the client's next receive reads the end
+// and it closes its side) and input discarded until each client closed or kEndLinger passed.
+void ConsumerService::close_all() {
+  std::vector<pollfd> open;
+  auto watch = [&open](int fd) {
+    if (!discard_input(fd)) open.push_back({fd, POLLIN, 0});
+  };
+  for (auto& [id, c] : conns_) {
+    ::shutdown(c->fd.get(), SHUT_WR);
+    watch(c->fd.get());
+  }
+  for (auto& [id, c] : closing_)
+    watch(c.fd.get());
+  const Clock::time_point end = Clock::now() + kEndLinger;
+  while (!open.empty()) {
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(end - Clock::now()).count();
+    if (left <= 0) break;
+    if (::poll(open.data(), open.size(), static_cast<int>(left)) < 0 && errno != EINTR) break;
+    std::erase_if(open, [](const pollfd& p) { return p.revents != 0 && discard_input(p.fd); });
+  }
+  for (const pollfd& p : open)  // silent clients: what they sent last, not a reset, if we can
+    discard_input(p.fd);
 }
 
 void ConsumerService::on_readable(uint64_t id, Clock::time_point now) {
@@ -305,7 +335,10 @@ void ConsumerService::on_readable(uint64_t id, Clock::time_point now) {
     c = it->second.get();
   }
   char buf[abi::kMessageBytes + 1];
-  for (;;) {
+  // A bounded number of messages a turn (the epoll set is level-triggered: the rest is read
+  // next turn): a consumer sending acks as fast as they are read would otherwise keep this
+  // thread from every other consumer and from the stop event.
+  for (int turn = 0; turn < kMessagesPerTurn; ++turn) {
     // A consumer sends no descriptors; any it tries to are discarded (no msg_control).
     const ssize_t n = ::recv(c->fd.get(), buf, abi::kMessageBytes, MSG_DONTWAIT | MSG_TRUNC);
     if (n < 0 && errno == EINTR) continue;
@@ -508,6 +541,7 @@ void ConsumerService::drop(uint64_t id, const std::string& why, bool detached) {
                      " frames read, " + std::to_string(missed) + " missed)");
   }
   ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, c->fd.get(), nullptr);
+  close_politely(std::move(c->fd), Clock::now());
 }
 
 void ConsumerService::log(bool warning, const std::string& line) const {

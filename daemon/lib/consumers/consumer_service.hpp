@@ -80,7 +80,7 @@ class ConsumerService {
   // Binds the socket (a stale one is replaced, a live one refused naming its PID, as the
   // trigger socket), mode 0660, and starts serving. Throws std::runtime_error naming the path.
   ConsumerService(ConsumerServiceOptions options, std::vector<ConsumerStream> streams);
-  ~ConsumerService();  // closes every consumer, removes the socket file
+  ~ConsumerService();  // closes every consumer (see close_all()), removes the socket file
   ConsumerService(const ConsumerService&) = delete;
   ConsumerService& operator=(const ConsumerService&) = delete;
 
@@ -100,9 +100,10 @@ class ConsumerService {
   void on_ack(Attached& c, const std::string& text);
   void check_holds(Clock::time_point now);
   void drop(uint64_t id, const std::string& why, bool detached);
-  void refuse_at_accept(writers::UniqueFd fd, const std::string& message, Clock::time_point now);
-  void on_refused_readable(uint64_t id);
-  void expire_refused(Clock::time_point now);
+  void close_politely(writers::UniqueFd fd, Clock::time_point now);
+  void on_closing_readable(uint64_t id);
+  void expire_closing(Clock::time_point now);
+  void close_all();
   void log(bool warning, const std::string& line) const;
   void log_refusal(const std::string& why);
 
@@ -116,13 +117,13 @@ class ConsumerService {
   std::unordered_map<uint64_t, std::unique_ptr<Attached>> conns_;  // by id, under mu_
   mutable std::mutex mu_;  // conns_ between the thread and snapshot()
   uint64_t next_id_ = 2;   // 0: the listening socket, 1: the stop event
-  // Connections refused when accepted ("error busy"), their write side shut, kept (the service
-  // thread's only) until the client closes or a short linger ends: see refuse_at_accept().
-  struct Refused {
+  // Connections we closed (refused, detached, gone wrong), their write side shut, kept (the
+  // service thread's only) until the client closes or a short linger ends: see close_politely().
+  struct Closing {
     writers::UniqueFd fd;
     Clock::time_point deadline;
   };
-  std::unordered_map<uint64_t, Refused> refused_;
+  std::unordered_map<uint64_t, Closing> closing_;
   Clock::time_point last_refusal_log_{};
   uint64_t refusals_unlogged_ = 0;
   std::thread thread_;
