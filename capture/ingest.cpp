@@ -56,40 +56,18 @@ SlotMeta& Ingest::fill_meta(StreamPipeline& sp, SlotId slot, const net::UdpFrame
   return m;
 }
 
-SlotMeta& Ingest::fill_meta(StreamPipeline& sp, SlotId slot, int64_t timestamp_ns) noexcept {
-  SlotMeta& m = sp.ring().meta(slot);
-  m = sp.head_memo.shape;
-  m.timestamp_ns = timestamp_ns;
-  return m;
-}
-
-void Ingest::sequence(uint32_t stream, StreamPipeline& sp, SlotId slot, SlotMeta& m,
-                      const codif::Header& h, const codif::Timing& t, uint32_t frame,
-                      uint32_t seconds, uint16_t flags, SignatureNote* note) noexcept {
-  if (sp.awaiting_start) [[unlikely]] {
-    codif::Header whole = h;
-    whole.frame = frame;
-    whole.seconds = seconds;
-    if (codif::frame_start_unix_ns(whole, t) < start_ns_) {
-      sp.ring().give_back(slot);
-      return reject(kRejectBeforeStart);
-    }
+bool Ingest::held_before_start(StreamPipeline& sp, SlotId slot, const codif::Header& h,
+                               const codif::Timing& t, uint32_t frame, uint32_t seconds) noexcept {
+  codif::Header whole = h;
+  whole.frame = frame;
+  whole.seconds = seconds;
+  if (codif::frame_start_unix_ns(whole, t) >= start_ns_) {
     sp.awaiting_start = false;
+    return false;
   }
-  m.flags = static_cast<uint16_t>(flags | (h.invalid ? kSlotInvalidBit : 0));
-  // The sequencer holds a new frame in its reorder window (it is never delivered within this
-  // call), so its index, flag and arrival record all precede its publication.
-  const Verdict v = sp.sequencer().on_frame_at(h, t, frame, seconds, slot, sp.publisher(), note);
-  m.frame_index = v.index;
-  if (!placed(v.decision)) {
-    sp.ring().give_back(slot);
-    // Duplicates and late drops are the stream's own counts; an outlier never became part of
-    // the stream (the sequencer does not count it as received), so it is a rejected frame.
-    if (v.decision == Decision::outlier) reject(kRejectTimelineOutlier);
-    return;
-  }
-  if (v.decision == Decision::late_placed) m.flags |= kSlotLate;
-  record_arrival(stream, slot);
+  sp.ring().give_back(slot);
+  reject(kRejectBeforeStart);
+  return true;
 }
 
 void Ingest::settle(uint32_t stream, StreamPipeline& sp, SlotId slot, const Checked& c,
@@ -135,35 +113,12 @@ bool Ingest::on_frame_lent(std::span<const std::byte> captured, std::size_t wire
   return place(c.stream, sp, captured, c, timestamp_ns, &loans);
 }
 
-void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t timestamp_ns,
-                     uint16_t flags) noexcept {
-  seen_.add();
+// on_slot's general lane: the frame's headers checked in full (check_frame), as on_frame does.
+void Ingest::on_slot_checked(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t timestamp_ns,
+                             uint16_t flags) noexcept {
   StreamPipeline& sp = *streams_[stream];
   StreamRing& ring = sp.ring();
   const std::byte* slot_head = ring.header(slot).data();
-  // The common case inline (capture/frame_memo.hpp): check_frame's result, read in place from
-  // the stream's memos (the frame's header is the memo's but for word 0), both memos tested at
-  // once through the head memo. For a VDIF frame of the flow's own stream, its VTP number is
-  // noted here, once, as check_vdif notes it on the general path. One call of sequence() for
-  // both formats: it is inlined, and a second copy pushed the sequencer's own steps out of line.
-  const codif::Header* memo_header = nullptr;
-  const codif::Timing* memo_timing = nullptr;
-  memo::FrameTime ft;
-  if (memo::head_codif_hit(sp, slot_head, byte_len, ft)) [[likely]] {
-    memo_header = &sp.codif_memo.header;
-    memo_timing = &sp.codif_memo.timing;
-  } else if (memo::VdifTime vt; memo::head_vdif_hit(sp, slot_head, byte_len, vt)) {
-    if (sp.spec().vdif.vtp) sp.vtp.note(vt.psn);
-    ft = {vt.frame, vt.seconds};
-    memo_header = &sp.vdif_memo.header;
-    memo_timing = &sp.vdif_memo.timing;
-  }
-  if (memo_header != nullptr) [[likely]] {
-    sp.last_arrival_tick = tick_;
-    SlotMeta& m = fill_meta(sp, slot, timestamp_ns);
-    return sequence(stream, sp, slot, m, *memo_header, *memo_timing, ft.frame, ft.seconds, flags,
-                    &sp.head_memo.signature);
-  }
   const std::size_t head = byte_len < sp.split() ? byte_len : sp.split();
   const std::span<const std::byte> h(slot_head, head);
   Checked& c = checked_;

@@ -20,6 +20,7 @@
 #include "capture/arrival_queue.hpp"
 #include "capture/classifier.hpp"
 #include "capture/frame_check.hpp"
+#include "capture/frame_memo.hpp"
 #include "capture/reject_reason.hpp"
 #include "capture/stream_pipeline.hpp"
 #include "common/relaxed_counter.hpp"
@@ -48,8 +49,10 @@ class Ingest final {
   // the producer had taken from that stream's ring. The same checks as on_frame decide; a
   // slot that is not placed is given back to the ring (to be posted again).
   // `flags` is added to the slot's SlotFlag bits (kSlotHwTimestamp).
-  void on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t timestamp_ns,
-               uint16_t flags) noexcept;
+  // Inline (defined below): its common case, a frame both memos accept, in order, is then
+  // part of the transport's poll loop, without a call and its register saves per packet.
+  [[gnu::always_inline]] inline void on_slot(uint32_t stream, SlotId slot, uint32_t byte_len,
+                                             int64_t timestamp_ns, uint16_t flags) noexcept;
   // A frame the NIC could not place (longer than the posted slot): counted as oversize.
   void count_oversize() noexcept {
     seen_.add();
@@ -84,6 +87,13 @@ class Ingest final {
   static constexpr std::size_t kJoinBytes = 256;
 
   void reject(std::size_t reason) noexcept { rejected_[reason].add(); }
+  // on_slot for a frame the memos did not accept: checked in full (check_frame), out of line.
+  [[gnu::noinline]] void on_slot_checked(uint32_t stream, SlotId slot, uint32_t byte_len,
+                                         int64_t timestamp_ns, uint16_t flags) noexcept;
+  // A frame before run.start (config): given back and counted. Else the stream stops waiting.
+  [[gnu::noinline]] bool held_before_start(StreamPipeline& sp, SlotId slot, const codif::Header& h,
+                                           const codif::Timing& t, uint32_t frame,
+                                           uint32_t seconds) noexcept;
   bool flow_quiet(const StreamPipeline& first, int64_t idle_since) const noexcept;
   // check_frame on the header slot's `head` bytes followed by the payload slot's.
   std::size_t check_joined(const StreamRing& ring, SlotId slot, std::size_t head, uint32_t byte_len,
@@ -131,5 +141,63 @@ class Ingest final {
   // and check_frame writes every field a caller reads when it accepts a frame.
   Checked checked_;
 };
+
+inline SlotMeta& Ingest::fill_meta(StreamPipeline& sp, SlotId slot, int64_t timestamp_ns) noexcept {
+  SlotMeta& m = sp.ring().meta(slot);
+  m = sp.head_memo.shape;
+  m.timestamp_ns = timestamp_ns;
+  return m;
+}
+
+inline void Ingest::sequence(uint32_t stream, StreamPipeline& sp, SlotId slot, SlotMeta& m,
+                             const codif::Header& h, const codif::Timing& t, uint32_t frame,
+                             uint32_t seconds, uint16_t flags, SignatureNote* note) noexcept {
+  if (sp.awaiting_start && held_before_start(sp, slot, h, t, frame, seconds)) [[unlikely]]
+    return;
+  m.flags = static_cast<uint16_t>(flags | (h.invalid ? kSlotInvalidBit : 0));
+  // The sequencer holds a new frame in its reorder window (it is never delivered within this
+  // call), so its index, flag and arrival record all precede its publication.
+  const Verdict v = sp.sequencer().on_frame_at(h, t, frame, seconds, slot, sp.publisher(), note);
+  m.frame_index = v.index;
+  if (!placed(v.decision)) [[unlikely]] {
+    sp.ring().give_back(slot);
+    // Duplicates and late drops are the stream's own counts; an outlier never became part of
+    // the stream (the sequencer does not count it as received), so it is a rejected frame.
+    if (v.decision == Decision::outlier) reject(kRejectTimelineOutlier);
+    return;
+  }
+  if (v.decision == Decision::late_placed) m.flags |= kSlotLate;
+  record_arrival(stream, slot);
+}
+
+inline void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int64_t timestamp_ns,
+                            uint16_t flags) noexcept {
+  seen_.add();
+  StreamPipeline& sp = *streams_[stream];
+  const std::byte* slot_head = sp.ring().header(slot).data();
+  // The common case (capture/frame_memo.hpp): check_frame's result, read in place from the
+  // stream's memos (the frame's header is the memo's but for word 0), both memos tested at once
+  // through the head memo. For a VDIF frame of the flow's own stream, its VTP number is noted
+  // here, once, as check_vdif notes it on the general lane. One call of sequence() for both
+  // formats: it is inlined, and a second copy pushed the sequencer's own steps out of line.
+  const codif::Header* memo_header = nullptr;
+  const codif::Timing* memo_timing = nullptr;
+  memo::FrameTime ft;
+  if (memo::head_codif_hit(sp, slot_head, byte_len, ft)) [[likely]] {
+    memo_header = &sp.codif_memo.header;
+    memo_timing = &sp.codif_memo.timing;
+  } else if (memo::VdifTime vt; memo::head_vdif_hit(sp, slot_head, byte_len, vt)) {
+    if (sp.spec().vdif.vtp) sp.vtp.note(vt.psn);
+    ft = {vt.frame, vt.seconds};
+    memo_header = &sp.vdif_memo.header;
+    memo_timing = &sp.vdif_memo.timing;
+  } else {
+    return on_slot_checked(stream, slot, byte_len, timestamp_ns, flags);
+  }
+  sp.last_arrival_tick = tick_;
+  SlotMeta& m = fill_meta(sp, slot, timestamp_ns);
+  sequence(stream, sp, slot, m, *memo_header, *memo_timing, ft.frame, ft.seconds, flags,
+           &sp.head_memo.signature);
+}
 
 }  // namespace rocecap::capture

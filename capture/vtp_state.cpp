@@ -9,7 +9,7 @@ constexpr uint64_t kAll = ~uint64_t{0};
 
 }  // namespace
 
-void VtpState::note(uint64_t psn) noexcept {
+void VtpState::note_other(uint64_t psn) noexcept {
   if (!started_) {
     started_ = true;
     highest_ = psn;

@@ -21,7 +21,15 @@ class VtpState {
   // Capture thread. Notes one packet's number: a jump forward leaves numbers pending, a late
   // number within the window takes its own back, a number at or below the highest is counted
   // out_of_order (late or repeated).
-  void note(uint64_t psn) noexcept;
+  // Inline for the common case, the next number: one bit, where advance() loops and counts.
+  void note(uint64_t psn) noexcept {
+    if (started_ && psn == highest_ + 1) [[likely]]
+      return next(psn);
+    note_other(psn);
+  }
+  // note() without its inline step for the next number: the rules it must agree with (tests
+  // compare the two).
+  void note_general(uint64_t psn) noexcept { note_other(psn); }
   // Capture thread: the flow went quiet, or the run stops. Every pending number counts as
   // skipped; a packet arriving later is out of order only.
   void settle() noexcept;
@@ -34,6 +42,19 @@ class VtpState {
   common::RelaxedCounter out_of_order;
 
  private:
+  void note_other(uint64_t psn) noexcept;
+  // advance() for a jump of one: the number's slot held psn - kWindow, which leaves the window
+  // (as skipped, were it never seen); psn itself is seen, so nothing new is pending.
+  void next(uint64_t psn) noexcept {
+    uint64_t& word = seen_[(psn % kWindow) / 64];
+    const uint64_t bit = uint64_t{1} << (psn % 64);
+    if ((word & bit) == 0) [[unlikely]] {
+      skipped.add();
+      --pending_;
+    }
+    word |= bit;
+    highest_ = psn;
+  }
   void advance(uint64_t psn) noexcept;
   void mark_late(uint64_t psn) noexcept;
 

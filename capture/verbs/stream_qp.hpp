@@ -5,6 +5,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "capture/verbs/verbs_source.hpp"
 
@@ -20,8 +21,12 @@ struct VerbsSource::StreamQp {
   StreamPipeline* pipeline = nullptr;
   uint32_t header_bytes = 0;   // SGE0 length: the split point
   uint32_t payload_bytes = 0;  // SGE1 length: a longer frame completes with LOC_LEN_ERR
-  std::array<ibv_recv_wr, kPostBatch> wrs{};
-  std::array<ibv_sge, 2 * kPostBatch> sges{};
+  // One receive WR and its two SGEs per ring slot, filled once at start-up: a slot's header
+  // and payload addresses never change (a verbs ring takes no loans), so posting a slot only
+  // links its WR into the batch. A slot is posted at most once until it completes, so its WR is
+  // never in two batches (libibverbs' post_recv reads the WRs only during the call).
+  std::vector<ibv_recv_wr> slot_wrs;
+  std::vector<ibv_sge> slot_sges;
   std::array<SlotId, kPostBatch> ids{};
   std::string name;  // "group:port from source", for error context
   // Recovery (capture thread). outstanding = WRs posted and not yet completed: the QP may be

@@ -96,6 +96,7 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
   s.header_mr = register_memory(pd_.get(), hm.data(), hm.size(), what + " header slab");
   // Host memory, or GPU memory through dma-buf or peer memory (payload_registration.hpp).
   s.payload_mr = register_payload(pd_.get(), ring.payload_memory(), what + " payload slab").mr;
+  build_slot_wrs(index);
   ibv_qp_init_attr qa{};
   qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq_.get());
   qa.qp_type = IBV_QPT_RAW_PACKET;
@@ -149,24 +150,41 @@ bool VerbsSource::repost(uint32_t index) noexcept {
   return true;
 }
 
+void VerbsSource::build_slot_wrs(uint32_t index) {
+  StreamQp& s = streams_[index];
+  StreamRing& ring = s.pipeline->ring();
+  // Loans would move a slot's payload out of the registered slab (packet_ring_source lends).
+  if (ring.loans_enabled())
+    throw VerbsError("stream " + s.name + ": a verbs ring takes no loans", 0);
+  s.slot_wrs.assign(ring.slots(), ibv_recv_wr{});
+  s.slot_sges.assign(2 * std::size_t{ring.slots()}, ibv_sge{});
+  for (SlotId id = 0; id < ring.slots(); ++id) {
+    ibv_sge* sg = &s.slot_sges[2 * std::size_t{id}];
+    sg[0] = {reinterpret_cast<uintptr_t>(ring.header(id).data()), s.header_bytes,
+             s.header_mr->lkey};
+    sg[1] = {reinterpret_cast<uintptr_t>(ring.payload(id).data()), s.payload_bytes,
+             s.payload_mr->lkey};
+    ibv_recv_wr& wr = s.slot_wrs[id];
+    wr.wr_id = wr_id(index, id);
+    wr.sg_list = sg;
+    wr.num_sge = 2;
+  }
+}
+
 // One linked WR list per ibv_post_recv: one doorbell for the whole batch.
 bool VerbsSource::post_batch(uint32_t index, std::size_t n) noexcept {
   StreamQp& s = streams_[index];
-  StreamRing& ring = s.pipeline->ring();
-  for (std::size_t i = 0; i < n; ++i) {
-    ibv_sge* sg = &s.sges[2 * i];
-    sg[0] = {reinterpret_cast<uintptr_t>(ring.header(s.ids[i]).data()), s.header_bytes,
-             s.header_mr->lkey};
-    sg[1] = {reinterpret_cast<uintptr_t>(ring.payload(s.ids[i]).data()), s.payload_bytes,
-             s.payload_mr->lkey};
-    ibv_recv_wr& wr = s.wrs[i];
-    wr.wr_id = wr_id(index, s.ids[i]);
-    wr.sg_list = sg;
-    wr.num_sge = 2;
-    wr.next = i + 1 < n ? &s.wrs[i + 1] : nullptr;
+  if (n == 0) return true;
+  ibv_recv_wr* first = &s.slot_wrs[s.ids[0]];
+  ibv_recv_wr* last = first;
+  for (std::size_t i = 1; i < n; ++i) {
+    ibv_recv_wr* wr = &s.slot_wrs[s.ids[i]];
+    last->next = wr;
+    last = wr;
   }
+  last->next = nullptr;
   ibv_recv_wr* bad = nullptr;
-  if (const int rc = ibv_post_recv(s.qp.get(), s.wrs.data(), &bad); rc != 0) {
+  if (const int rc = ibv_post_recv(s.qp.get(), first, &bad); rc != 0) {
     fail("ibv_post_recv", rc);
     return false;
   }
@@ -186,9 +204,14 @@ void VerbsSource::handle_completion(const BatchTime& t) noexcept {
   if (cq->status != IBV_WC_SUCCESS) [[unlikely]]
     return handle_unsuccessful(stream, slot);
   const uint32_t len = ibv_wc_read_byte_len(cq);
-  if (!t.raw) return ingest_.on_slot(stream, slot, len, t.now_ns, 0);
-  const int64_t ts = t.map.to_ns(ibv_wc_read_completion_ts(cq));
-  ingest_.on_slot(stream, slot, len, ts, kSlotHwTimestamp);
+  // One call site: on_slot is inlined, and a copy per time source would double it.
+  int64_t ts = t.now_ns;
+  uint16_t flags = 0;
+  if (t.raw) {
+    ts = t.map.to_ns(ibv_wc_read_completion_ts(cq));
+    flags = kSlotHwTimestamp;
+  }
+  ingest_.on_slot(stream, slot, len, ts, flags);
 }
 
 void VerbsSource::handle_unsuccessful(uint32_t stream, SlotId slot) noexcept {
@@ -210,6 +233,13 @@ void VerbsSource::handle_unsuccessful(uint32_t stream, SlotId slot) noexcept {
 }
 
 int VerbsSource::poll(int max) noexcept {
+  return poll_cq(max);
+}
+
+// Two copies, chosen once at load time by the CPU (GCC function multiversioning, an ifunc):
+// the AVX2 one compares the head memo (capture/frame_memo.hpp) 32 bytes per instruction.
+// (Not on poll() itself: g++ does not multiversion a virtual function.)
+[[gnu::target_clones("avx2", "default")]] int VerbsSource::poll_cq(int max) noexcept {
   if (failed()) return kFailed;
   polls_.add();
   ibv_cq_ex* cq = cq_.get();

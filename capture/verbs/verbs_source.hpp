@@ -163,7 +163,9 @@ class VerbsSource final : public PacketSource {
   BatchTime batch_time() noexcept;
   void on_fatal_event(ibv_event_type type) noexcept;
   bool repost(uint32_t index) noexcept;
+  int poll_cq(int max) noexcept;  // poll()
   bool post_batch(uint32_t index, std::size_t n) noexcept;
+  void build_slot_wrs(uint32_t index);  // start-up: StreamQp::slot_wrs
   void fail(const char* what, int err) noexcept;
   void async_events(const std::stop_token& stop);
 

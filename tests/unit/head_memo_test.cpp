@@ -9,6 +9,7 @@
 #include <array>
 #include <random>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "capture/classifier.hpp"
@@ -63,13 +64,37 @@ std::array<std::byte, kSplit> slot_of(const std::vector<std::byte>& f, std::mt19
   return s;
 }
 
+// The head memo compare as compiled for the baseline (SSE2) and for AVX2, as VerbsSource::poll_cq
+// has both copies (one 32-byte vector is one register only with AVX2). The compares are forced
+// inline (always_inline), so each wrapper holds its own copy.
+using CodifHit = bool (*)(const StreamPipeline&, const std::byte*, uint32_t, memo::FrameTime&);
+using VdifHit = bool (*)(const StreamPipeline&, const std::byte*, uint32_t, memo::VdifTime&);
+bool codif_hit(const StreamPipeline& sp, const std::byte* f, uint32_t len, memo::FrameTime& t) {
+  return memo::head_codif_hit(sp, f, len, t);
+}
+[[gnu::target("avx2")]] bool codif_hit_avx2(const StreamPipeline& sp, const std::byte* f,
+                                            uint32_t len, memo::FrameTime& t) {
+  return memo::head_codif_hit(sp, f, len, t);
+}
+bool vdif_hit(const StreamPipeline& sp, const std::byte* f, uint32_t len, memo::VdifTime& t) {
+  return memo::head_vdif_hit(sp, f, len, t);
+}
+[[gnu::target("avx2")]] bool vdif_hit_avx2(const StreamPipeline& sp, const std::byte* f,
+                                           uint32_t len, memo::VdifTime& t) {
+  return memo::head_vdif_hit(sp, f, len, t);
+}
+// The AVX2 copies run only where the CPU has AVX2; elsewhere their tests report SKIPPED.
+bool skip_avx2(bool avx2) {
+  return avx2 && !__builtin_cpu_supports("avx2");
+}
+
 // Both forms on one completion of `len` bytes into `slot`; returns whether they hit.
-bool codif_agree(const StreamPipeline& sp, const std::array<std::byte, kSplit>& slot,
-                 uint32_t len) {
+bool codif_agree(const StreamPipeline& sp, const std::array<std::byte, kSplit>& slot, uint32_t len,
+                 CodifHit hit = codif_hit) {
   const auto head = std::span<const std::byte>(slot).first(std::min<std::size_t>(len, kSplit));
   memo::FrameTime two, one;
   const bool by_two = memo::codif_memo_hit(head, len, sp, two);
-  const bool by_one = memo::head_codif_hit(sp, slot.data(), len, one);
+  const bool by_one = hit(sp, slot.data(), len, one);
   EXPECT_EQ(by_one, by_two) << "completion of " << len << " bytes";
   if (by_one && by_two) {
     EXPECT_EQ(one.frame, two.frame);
@@ -120,7 +145,11 @@ TEST(HeadMemo, FollowsTheCodifMemoWhenTheGeneralPathAcceptsAnotherHeader) {
 // Random single or double byte changes over the first 112 bytes (every byte the head memo
 // compares and those it must ignore), random completion lengths, and every fourth frame through
 // the general path, which moves the memos to whatever it accepts: never a disagreement.
-TEST(HeadMemo, RandomFramesAndMovingMemosNeverMakeItDisagreeWithTheTwoMemoCompares) {
+class HeadMemoCodif : public ::testing::TestWithParam<bool> {};  // AVX2 copy or baseline
+
+TEST_P(HeadMemoCodif, RandomFramesAndMovingMemosNeverMakeItDisagreeWithTheTwoMemoCompares) {
+  if (skip_avx2(GetParam())) GTEST_SKIP() << "this CPU has no AVX2";
+  const CodifHit hit = GetParam() ? codif_hit_avx2 : codif_hit;
   Pair p(codif_spec(kSrcA), codif_spec(kSrcB));
   std::mt19937 rng(20261129);
   ASSERT_EQ(p.check(frame(kSrcA, 100)), kCheckOk);
@@ -132,7 +161,7 @@ TEST(HeadMemo, RandomFramesAndMovingMemosNeverMakeItDisagreeWithTheTwoMemoCompar
       f[rng() % HeadMemo::kBytes] = std::byte(static_cast<unsigned>(rng()));
     uint32_t len = static_cast<uint32_t>(f.size());
     if (kind >= 8) len = static_cast<uint32_t>(rng() % 2 ? rng() % 140 : len + rng() % 9 - 4);
-    hits += codif_agree(p.a, slot_of(f, rng), len) ? 1 : 0;
+    hits += codif_agree(p.a, slot_of(f, rng), len, hit) ? 1 : 0;
     if (rng() % 4 == 0 && len == f.size() && p.check(f) == kCheckOk) ++moved;
   }
   EXPECT_GT(hits, 200) << "some must hit, or nothing was compared";
@@ -140,12 +169,15 @@ TEST(HeadMemo, RandomFramesAndMovingMemosNeverMakeItDisagreeWithTheTwoMemoCompar
   EXPECT_GT(moved, 200);
 }
 
+INSTANTIATE_TEST_SUITE_P(BaselineOrAvx2, HeadMemoCodif, ::testing::Bool());
+
 // VDIF, with and without VTP numbers: the same over the header bytes, flags and lengths.
-bool vdif_agree(const StreamPipeline& sp, const std::array<std::byte, kSplit>& slot, uint32_t len) {
+bool vdif_agree(const StreamPipeline& sp, const std::array<std::byte, kSplit>& slot, uint32_t len,
+                VdifHit hit) {
   const auto head = std::span<const std::byte>(slot).first(std::min<std::size_t>(len, kSplit));
   memo::VdifTime two, one;
   const bool by_two = memo::vdif_memo_hit(head, len, sp, two);
-  const bool by_one = memo::head_vdif_hit(sp, slot.data(), len, one);
+  const bool by_one = hit(sp, slot.data(), len, one);
   EXPECT_EQ(by_one, by_two) << "completion of " << len << " bytes";
   if (by_one && by_two) {
     EXPECT_EQ(one.frame, two.frame);
@@ -155,10 +187,12 @@ bool vdif_agree(const StreamPipeline& sp, const std::array<std::byte, kSplit>& s
   return by_one && by_two;
 }
 
-class HeadMemoVdif : public ::testing::TestWithParam<bool> {};
+class HeadMemoVdif : public ::testing::TestWithParam<std::tuple<bool, bool>> {};  // vtp, avx2
 
 TEST_P(HeadMemoVdif, RandomFramesAndMovingMemosNeverMakeItDisagreeWithTheTwoMemoCompares) {
-  const bool vtp = GetParam();
+  const auto [vtp, avx2] = GetParam();
+  if (skip_avx2(avx2)) GTEST_SKIP() << "this CPU has no AVX2";
+  const VdifHit hit = avx2 ? vdif_hit_avx2 : vdif_hit;
   Pair p(test::vdif_spec(kSrcA, vtp), test::vdif_spec(kSrcB, vtp));
   std::mt19937 rng(vtp ? 7 : 8);
   const auto make = [&](uint64_t psn, uint64_t index, std::size_t data = 256) {
@@ -176,7 +210,7 @@ TEST_P(HeadMemoVdif, RandomFramesAndMovingMemosNeverMakeItDisagreeWithTheTwoMemo
       f[rng() % std::min(f.size(), HeadMemo::kBytes)] = std::byte(static_cast<unsigned>(rng()));
     uint32_t len = static_cast<uint32_t>(f.size());
     if (kind >= 8) len = static_cast<uint32_t>(rng() % 2 ? rng() % 140 : len + rng() % 9 - 4);
-    hits += vdif_agree(p.a, slot_of(f, rng), len) ? 1 : 0;
+    hits += vdif_agree(p.a, slot_of(f, rng), len, hit) ? 1 : 0;
     if (rng() % 4 == 0 && len == f.size() && p.check(f) == kCheckOk) ++moved;
   }
   EXPECT_GT(hits, 1000);
@@ -184,7 +218,8 @@ TEST_P(HeadMemoVdif, RandomFramesAndMovingMemosNeverMakeItDisagreeWithTheTwoMemo
   EXPECT_GT(moved, 200);
 }
 
-INSTANTIATE_TEST_SUITE_P(VtpOrNot, HeadMemoVdif, ::testing::Bool());
+INSTANTIATE_TEST_SUITE_P(VtpOrNotBaselineOrAvx2, HeadMemoVdif,
+                         ::testing::Combine(::testing::Bool(), ::testing::Bool()));
 
 }  // namespace
 }  // namespace rocecap::capture
