@@ -239,7 +239,10 @@ int VerbsSource::poll(int max) noexcept {
 // Two copies, chosen once at load time by the CPU (GCC function multiversioning, an ifunc):
 // the AVX2 one compares the head memo (capture/frame_memo.hpp) 32 bytes per instruction.
 // (Not on poll() itself: g++ does not multiversion a virtual function.)
-[[gnu::target_clones("avx2", "default")]] int VerbsSource::poll_cq(int max) noexcept {
+#if defined(__x86_64__)
+[[gnu::target_clones("avx2", "default")]]
+#endif
+int VerbsSource::poll_cq(int max) noexcept {
   if (failed()) return kFailed;
   polls_.add();
   ibv_cq_ex* cq = cq_.get();
