@@ -163,7 +163,12 @@ class VerbsSource final : public PacketSource {
   BatchTime batch_time() noexcept;
   void on_fatal_event(ibv_event_type type) noexcept;
   bool repost(uint32_t index) noexcept;
-  int poll_cq(int max) noexcept;  // poll()
+  // poll(), compiled twice (verbs_source.cpp). clang requires the attribute on the first
+  // declaration (else "cannot become a multiversioned function after first usage").
+#if defined(__x86_64__)
+  [[gnu::target_clones("avx2", "default")]]
+#endif
+  int poll_cq(int max) noexcept;
   bool post_batch(uint32_t index, std::size_t n) noexcept;
   void build_slot_wrs(uint32_t index);  // start-up: StreamQp::slot_wrs
   void fail(const char* what, int err) noexcept;
