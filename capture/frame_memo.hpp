@@ -216,7 +216,8 @@ void refresh_head_memo(StreamPipeline& sp) noexcept;
 [[gnu::always_inline]] inline bool head_codif_hit(const StreamPipeline& sp, const std::byte* frame,
                                                   uint32_t wire_bytes, FrameTime& out) noexcept {
   const HeadMemo& m = sp.head_memo;
-  if (wire_bytes != m.wire_bytes || m.kind != HeadMemo::Kind::codif || !head_matches(m, frame))
+  // The kind first: on a VDIF stream this test is made first and fails on one compare.
+  if (m.kind != HeadMemo::Kind::codif || wire_bytes != m.wire_bytes || !head_matches(m, frame))
     return false;
   const uint64_t w0 = load_le64(frame + m.time_at);
   out.frame = static_cast<uint32_t>(w0);
@@ -228,7 +229,7 @@ void refresh_head_memo(StreamPipeline& sp) noexcept;
 [[gnu::always_inline]] inline bool head_vdif_hit(const StreamPipeline& sp, const std::byte* frame,
                                                  uint32_t wire_bytes, VdifTime& out) noexcept {
   const HeadMemo& m = sp.head_memo;
-  if (wire_bytes != m.wire_bytes || m.kind != HeadMemo::Kind::vdif || !head_matches(m, frame))
+  if (m.kind != HeadMemo::Kind::vdif || wire_bytes != m.wire_bytes || !head_matches(m, frame))
     return false;
   const uint64_t w01 = load_le64(frame + m.time_at);
   out.seconds = static_cast<uint32_t>(w01) & 0x3FFFFFFFu;

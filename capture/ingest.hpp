@@ -187,7 +187,7 @@ inline void Ingest::on_slot(uint32_t stream, SlotId slot, uint32_t byte_len, int
     memo_header = &sp.codif_memo.header;
     memo_timing = &sp.codif_memo.timing;
   } else if (memo::VdifTime vt; memo::head_vdif_hit(sp, slot_head, byte_len, vt)) {
-    if (sp.spec().vdif.vtp) sp.vtp.note(vt.psn);
+    if (sp.head_memo.vtp) sp.vtp.note(vt.psn);  // the same flag as the stream spec's
     ft = {vt.frame, vt.seconds};
     memo_header = &sp.vdif_memo.header;
     memo_timing = &sp.vdif_memo.timing;

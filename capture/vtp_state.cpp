@@ -9,61 +9,93 @@ constexpr uint64_t kAll = ~uint64_t{0};
 
 }  // namespace
 
-void VtpState::note_other(uint64_t psn) noexcept {
+void VtpState::note_general(uint64_t psn) noexcept {
   if (!started_) {
     started_ = true;
-    highest_ = psn;
-    seen_.fill(kAll);
+    expect_ = psn + 1;
+    settle_at_ = kNone;
     return;
   }
-  if (psn > highest_) return advance(psn);
+  if (psn >= expect_) return advance(psn);
   out_of_order.add();
   mark_late(psn);
 }
 
-// Slots highest_+1 .. psn held the numbers kWindow below them: those not seen leave the
-// window as skipped; the new numbers start unseen, all but psn itself pending. O(jump / 64).
+// Slots expect_ .. psn held the numbers kWindow below them: those still pending leave the
+// window as skipped; the new numbers start pending, all but psn itself. O(jump / 64).
 void VtpState::advance(uint64_t psn) noexcept {
-  const uint64_t jump = psn - highest_;
+  const uint64_t jump = psn - expect_ + 1;  // from the highest number seen
+  uint64_t from = oldest_;
   if (jump >= kWindow) {
     // The whole window leaves, and the numbers of the jump that never enter it with it.
     skipped.add(pending_ + (jump - kWindow));
-    seen_.fill(0);
+    gap_.fill(kAll);
     pending_ = kWindow;
+    from = psn - kWindow + 1;
   } else {
     uint64_t left = 0;
-    for (uint64_t slot = (highest_ + 1) % kWindow, n = jump; n != 0;) {
+    for (uint64_t slot = expect_ % kWindow, n = jump; n != 0;) {
       const uint64_t bit = slot % 64, take = n < 64 - bit ? n : 64 - bit;
       const uint64_t mask = (take == 64 ? kAll : ((uint64_t{1} << take) - 1)) << bit;
-      left += static_cast<uint64_t>(std::popcount(~seen_[slot / 64] & mask));
-      seen_[slot / 64] &= ~mask;
+      left += static_cast<uint64_t>(std::popcount(gap_[slot / 64] & mask));
+      gap_[slot / 64] |= mask;
       slot = (slot + take) % kWindow;
       n -= take;
     }
     if (left != 0) skipped.add(left);
     pending_ += jump - left;
+    if (from == kNone) {
+      from = psn - jump + 1;  // only the jump's numbers can be pending
+    } else if (from + kWindow <= psn) {
+      from = psn - kWindow + 1;  // the oldest left: the rest lie from the window's start on
+    }
   }
-  highest_ = psn;
-  seen_[(psn % kWindow) / 64] |= uint64_t{1} << (psn % 64);
+  expect_ = psn + 1;
+  gap_[(psn % kWindow) / 64] &= ~(uint64_t{1} << (psn % 64));
   --pending_;
+  find_oldest(from);
 }
 
-// A number at or below the highest: taken back when it was pending, else a repeat (or too
-// late to tell: it was counted skipped already).
+// A number below expect_: taken back when it was pending, else a repeat (or too late to tell:
+// it was counted skipped already).
 void VtpState::mark_late(uint64_t psn) noexcept {
-  if (highest_ - psn >= kWindow) return;
-  uint64_t& word = seen_[(psn % kWindow) / 64];
+  if (expect_ - psn > kWindow) return;
+  uint64_t& word = gap_[(psn % kWindow) / 64];
   const uint64_t bit = uint64_t{1} << (psn % 64);
-  if ((word & bit) != 0) return;
-  word |= bit;
+  if ((word & bit) == 0) return;
+  word &= ~bit;
   --pending_;
+  if (psn == oldest_) find_oldest(psn + 1);
+}
+
+// Every pending number lies in [from, expect_) when called, so the scan starts there; the
+// oldest only moves forward, so the scans of a run cost O(numbers / 64) in all.
+void VtpState::find_oldest(uint64_t from) noexcept {
+  oldest_ = kNone;
+  settle_at_ = kNone;
+  if (pending_ == 0) return;
+  for (uint64_t n = from; n < expect_;) {
+    const uint64_t bit = n % 64;
+    const uint64_t word = gap_[(n % kWindow) / 64] >> bit;
+    if (word != 0) {
+      const uint64_t at = n + static_cast<uint64_t>(std::countr_zero(word));
+      if (at >= expect_) return;
+      oldest_ = at;
+      // Saturated: a number within kWindow of 2^64 never settles by the step.
+      settle_at_ = at > kNone - kWindow ? kNone : at + kWindow;
+      return;
+    }
+    n += 64 - bit;
+  }
 }
 
 void VtpState::settle() noexcept {
   if (pending_ == 0) return;
   skipped.add(pending_);
   pending_ = 0;
-  seen_.fill(kAll);
+  gap_.fill(0);
+  oldest_ = kNone;
+  settle_at_ = kNone;
 }
 
 }  // namespace rocecap::capture

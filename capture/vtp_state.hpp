@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 
 #include "common/relaxed_counter.hpp"
 
@@ -21,15 +22,20 @@ class VtpState {
   // Capture thread. Notes one packet's number: a jump forward leaves numbers pending, a late
   // number within the window takes its own back, a number at or below the highest is counted
   // out_of_order (late or repeated).
-  // Inline for the common case, the next number: one bit, where advance() loops and counts.
+  // Inline for the common case, the next number while the number it pushes out of the window
+  // is not pending: nothing to count and no bit to change, so one compare pair and one store
+  // (issue 30). Everything else, the first number included (settle_at_ is 0 until then), takes
+  // the general rules.
   void note(uint64_t psn) noexcept {
-    if (started_ && psn == highest_ + 1) [[likely]]
-      return next(psn);
-    note_other(psn);
+    if (psn == expect_ && psn < settle_at_) [[likely]] {
+      expect_ = psn + 1;
+      return;
+    }
+    note_general(psn);
   }
-  // note() without its inline step for the next number: the rules it must agree with (tests
-  // compare the two).
-  void note_general(uint64_t psn) noexcept { note_other(psn); }
+  // note() without its inline step: the general rules, which give the same counts for the
+  // next number too (tests compare the two, and both with a plain model of the rules).
+  void note_general(uint64_t psn) noexcept;
   // Capture thread: the flow went quiet, or the run stops. Every pending number counts as
   // skipped; a packet arriving later is out of order only.
   void settle() noexcept;
@@ -42,28 +48,24 @@ class VtpState {
   common::RelaxedCounter out_of_order;
 
  private:
-  void note_other(uint64_t psn) noexcept;
-  // advance() for a jump of one: the number's slot held psn - kWindow, which leaves the window
-  // (as skipped, were it never seen); psn itself is seen, so nothing new is pending.
-  void next(uint64_t psn) noexcept {
-    uint64_t& word = seen_[(psn % kWindow) / 64];
-    const uint64_t bit = uint64_t{1} << (psn % 64);
-    if ((word & bit) == 0) [[unlikely]] {
-      skipped.add();
-      --pending_;
-    }
-    word |= bit;
-    highest_ = psn;
-  }
+  static constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+
   void advance(uint64_t psn) noexcept;
   void mark_late(uint64_t psn) noexcept;
+  // The lowest pending number in [from, expect_), kNone if none; sets oldest_ and settle_at_.
+  void find_oldest(uint64_t from) noexcept;
 
   bool started_ = false;
-  uint64_t highest_ = 0;
+  uint64_t expect_ = 0;  // the highest number seen + 1
+  // The oldest pending number + kWindow: the first next number whose slot still holds a
+  // pending number (which then leaves the window as skipped). kNone with nothing pending; 0
+  // before the first number, so that note() takes the general rules for it.
+  uint64_t settle_at_ = 0;
+  uint64_t oldest_ = kNone;  // the oldest pending number
   uint64_t pending_ = 0;
-  // Bit n % kWindow: number n was seen, for n in (highest_ - kWindow, highest_]. Numbers
-  // before the first one are taken as seen.
-  std::array<uint64_t, kWindow / 64> seen_{};
+  // Bit n % kWindow: number n is pending (jumped over, not seen, not yet counted skipped), for
+  // n in [expect_ - kWindow, expect_). A number seen, settled or before the first is clear.
+  std::array<uint64_t, kWindow / 64> gap_{};
 };
 
 }  // namespace rocecap::capture
