@@ -6,6 +6,16 @@ namespace rocecap::capture {
 namespace {
 
 constexpr uint64_t kAll = ~uint64_t{0};
+constexpr uint64_t kMax = ~uint64_t{0};
+
+// settle_at_ for the oldest pending number `oldest` (kMax: none). Saturated: a number within
+// kWindow of 2^64 never settles by the step. 0 once the highest number is 2^64 - 1 (`expect`
+// wrapped to 0): no number is next after it, every one is late, as before issue 30's step.
+uint64_t step_bound(uint64_t expect, uint64_t oldest) noexcept {
+  if (expect == 0) return 0;
+  if (oldest == kMax || oldest > kMax - VtpState::kWindow) return kMax;
+  return oldest + VtpState::kWindow;
+}
 
 }  // namespace
 
@@ -13,10 +23,10 @@ void VtpState::note_general(uint64_t psn) noexcept {
   if (!started_) {
     started_ = true;
     expect_ = psn + 1;
-    settle_at_ = kNone;
+    settle_at_ = step_bound(expect_, kNone);
     return;
   }
-  if (psn >= expect_) return advance(psn);
+  if (psn >= expect_ && expect_ != 0) return advance(psn);
   out_of_order.add();
   mark_late(psn);
 }
@@ -59,7 +69,7 @@ void VtpState::advance(uint64_t psn) noexcept {
 // A number below expect_: taken back when it was pending, else a repeat (or too late to tell:
 // it was counted skipped already).
 void VtpState::mark_late(uint64_t psn) noexcept {
-  if (expect_ - psn > kWindow) return;
+  if (expect_ - 1 - psn >= kWindow) return;  // the highest - psn, which 0 - 1 keeps right
   uint64_t& word = gap_[(psn % kWindow) / 64];
   const uint64_t bit = uint64_t{1} << (psn % 64);
   if ((word & bit) == 0) return;
@@ -72,21 +82,17 @@ void VtpState::mark_late(uint64_t psn) noexcept {
 // oldest only moves forward, so the scans of a run cost O(numbers / 64) in all.
 void VtpState::find_oldest(uint64_t from) noexcept {
   oldest_ = kNone;
-  settle_at_ = kNone;
-  if (pending_ == 0) return;
-  for (uint64_t n = from; n < expect_;) {
+  for (uint64_t n = from; pending_ != 0 && n - from < expect_ - from;) {  // n in [from, expect_)
     const uint64_t bit = n % 64;
     const uint64_t word = gap_[(n % kWindow) / 64] >> bit;
     if (word != 0) {
       const uint64_t at = n + static_cast<uint64_t>(std::countr_zero(word));
-      if (at >= expect_) return;
-      oldest_ = at;
-      // Saturated: a number within kWindow of 2^64 never settles by the step.
-      settle_at_ = at > kNone - kWindow ? kNone : at + kWindow;
-      return;
+      if (at - from < expect_ - from) oldest_ = at;
+      break;
     }
     n += 64 - bit;
   }
+  settle_at_ = step_bound(expect_, oldest_);
 }
 
 void VtpState::settle() noexcept {
@@ -95,7 +101,7 @@ void VtpState::settle() noexcept {
   pending_ = 0;
   gap_.fill(0);
   oldest_ = kNone;
-  settle_at_ = kNone;
+  settle_at_ = step_bound(expect_, kNone);
 }
 
 }  // namespace rocecap::capture

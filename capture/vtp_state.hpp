@@ -59,7 +59,8 @@ class VtpState {
   uint64_t expect_ = 0;  // the highest number seen + 1
   // The oldest pending number + kWindow: the first next number whose slot still holds a
   // pending number (which then leaves the window as skipped). kNone with nothing pending; 0
-  // before the first number, so that note() takes the general rules for it.
+  // before the first number, so that note() takes the general rules for it, and once the
+  // highest is 2^64 - 1 (expect_ wrapped to 0), after which every number is late.
   uint64_t settle_at_ = 0;
   uint64_t oldest_ = kNone;  // the oldest pending number
   uint64_t pending_ = 0;

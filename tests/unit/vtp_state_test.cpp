@@ -155,5 +155,30 @@ TEST(VtpState, TakingBackTheOldestPendingNumberMovesTheBoundToTheNext) {
   EXPECT_EQ(s.pending(), 0u);
 }
 
+// Numbers at the top of the 64-bit range, from a sender that starts there or a hostile one:
+// the highest may be 2^64 - 1, after which every number is late (the counters never wrap).
+TEST(VtpState, NumbersAtTheTopOfTheRangeAreCountedAsTheModelCountsThem) {
+  constexpr uint64_t kMax = ~uint64_t{0};
+  VtpState fast, general;
+  Model model;
+  const uint64_t numbers[] = {kMax - 5000, kMax - 3, kMax - 2, kMax, kMax - 1, kMax,
+                              0,           5,        kMax - 3, kMax, 1,        kMax - 4};
+  int step = 0;
+  for (const uint64_t n : numbers) {
+    fast.note(n);
+    general.note_general(n);
+    model.note(n);
+    expect_same(fast, general, step);
+    expect_model(fast, model, step);
+    ++step;
+  }
+  EXPECT_EQ(fast.pending(), VtpState::kWindow - 5) << "the window below 2^64 but five numbers";
+  EXPECT_EQ(fast.out_of_order.get(), 8u) << "every number after 2^64 - 1 is late";
+  fast.settle();
+  model.settle();
+  expect_model(fast, model, step);
+  EXPECT_LT(fast.skipped.get(), 10000u);
+}
+
 }  // namespace
 }  // namespace rocecap::capture
