@@ -109,6 +109,13 @@ bool Sequencer::confirms_resync(const Signature& s, uint64_t index) noexcept {
 
 Verdict Sequencer::on_other(const codif::Header& h, const codif::Timing& t, uint64_t index,
                             uint32_t tag) noexcept {
+  const Verdict v = decide(h, t, index, tag);
+  refresh_fast();
+  return v;
+}
+
+Verdict Sequencer::decide(const codif::Header& h, const codif::Timing& t, uint64_t index,
+                          uint32_t tag) noexcept {
   if (!started_) {
     count_received(h, t);
     start_segment(h, t, index, tag);
@@ -200,6 +207,8 @@ Decision Sequencer::behind(uint64_t index, uint32_t tag) noexcept {
   return Decision::late_dropped;
 }
 
+// Changes neither high_ nor what fast_open_ stands for: commit_until ends at the highest
+// frame, which is seen, so it leaves no gap open.
 void Sequencer::flush() noexcept {
   if (started_) commit_until(high_ + 1);
 }

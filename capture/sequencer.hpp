@@ -187,6 +187,7 @@ class Sequencer {
     if (commit_ + config_.reorder_window == index) deliver_oldest(sink);
     place(index, tag);
     high_ = index;
+    fast_next_ = index + 1;
     note_last(frame, seconds, index);
     return {Decision::in_order, ResyncReason::none, index};
   }
@@ -217,13 +218,14 @@ class Sequencer {
   static Signature signature(const codif::Header& h, const codif::Timing& t) noexcept;
   ResyncReason changed(const Signature& s) const noexcept;
 
-  // The frame right after the highest, of the same segment, with no gap open, no resync being
-  // confirmed and, when the window is full, its oldest frame there to deliver. on_frame's fast path
-  // for it does exactly what on_other() would: count, deliver that one frame, place, raise the
-  // highest (the one history bit advance() would clear is set again by place()).
+  // The frame right after the highest (fast_next_), of the same segment, with no gap open and
+  // no resync being confirmed (fast_open_), and, when the window is full, its oldest frame
+  // there to deliver. on_frame's fast path for it does exactly what on_other() would: count,
+  // deliver that one frame, place, raise the highest (the one history bit advance() would
+  // clear is set again by place()).
   [[gnu::always_inline]] bool in_order(const codif::Header& h, const codif::Timing& t,
                                        uint64_t index, SignatureNote* note) const noexcept {
-    if (!started_ || index != high_ + 1 || (gap_count_ | candidates_) != 0) return false;
+    if (index != fast_next_ || !fast_open_) return false;
     if (!same_signature(h, t, note)) return false;
     const uint64_t window_end = commit_ + config_.reorder_window;
     return window_end > index || (window_end == index && seen(commit_));
@@ -262,7 +264,9 @@ class Sequencer {
   void note_segment(const codif::Header& h, const codif::Timing& t, uint64_t index) noexcept;
   void last_frame(SequencerStats& s) const noexcept;  // last_index and last_time_ns
   Verdict on_other(const codif::Header& h, const codif::Timing& t, uint64_t index,
-                   uint32_t tag) noexcept;
+                   uint32_t tag) noexcept;  // decide(), then refresh_fast()
+  Verdict decide(const codif::Header& h, const codif::Timing& t, uint64_t index,
+                 uint32_t tag) noexcept;  // the general rules
 
   void start_segment(const codif::Header& h, const codif::Timing& t, uint64_t index,
                      uint32_t tag) noexcept;
@@ -281,6 +285,13 @@ class Sequencer {
     return (seen_bits_[(index & mask_) / 64] >> (index % 64)) & 1u;
   }
   void forget_range(uint64_t first, uint64_t last) noexcept;  // clears bits for [first, last]
+  // After every change the fast path does not make itself (the end of on_other; flush()
+  // changes nothing they depend on): in_order()'s first test reads these two instead of
+  // started_, high_, gap_count_ and candidates_.
+  void refresh_fast() noexcept {
+    fast_next_ = high_ + 1;
+    fast_open_ = started_ && (gap_count_ | candidates_) == 0;
+  }
 
   SequencerConfig config_;
   DeliverySink& sink_;
@@ -289,6 +300,8 @@ class Sequencer {
   std::unique_ptr<uint32_t[]> tags_;       // tag of each pending index
   common::SpscQueue<GapEvent> gaps_;
 
+  uint64_t fast_next_ = 1;  // high_ + 1
+  bool fast_open_ = false;  // started_, no gap open, no resync candidates
   bool started_ = false;
   Signature sig_{};
   uint64_t segment_serial_ = 0;  // bumped with each sig_ (start_segment): what notes hold

@@ -122,6 +122,7 @@ void StreamRing::give_back(SlotId id) noexcept {
   // At most slots_ ids exist, so the stash cannot overflow while ids are used correctly.
   if (stash_size_ < slots_) stash_[stash_size_++] = id;
   prod_.returned.add();
+  if (release_mask_) release_mask_->mark(release_index_);
 }
 
 std::size_t StreamRing::pop(std::span<SlotId> out) noexcept {
@@ -138,6 +139,8 @@ void StreamRing::release(std::span<const SlotId> ids) noexcept {
   }
   free_.push(ids);  // cannot be full, as above
   cons_.released.add(ids.size());
+  // After the push: whoever takes the mark finds the ids (release_mask.hpp).
+  if (release_mask_ && !ids.empty()) release_mask_->mark(release_index_);
 }
 
 uint32_t StreamRing::free_slots() const noexcept {

@@ -25,6 +25,7 @@
 
 #include "capture/memory/host_memory.hpp"
 #include "capture/memory/payload_memory.hpp"
+#include "capture/release_mask.hpp"
 #include "common/relaxed_counter.hpp"
 #include "common/spsc_queue.hpp"
 
@@ -97,9 +98,16 @@ class StreamRing {
   // Up to out.size() free slots in the order they were freed, without counting drops: the
   // verbs source posts them as receive work requests (wr_id = slot id).
   std::size_t take_free(std::span<SlotId> out) noexcept;
-  // Whether take_free() would hand out a slot now. Inline and cheap: the verbs source asks
-  // every stream's ring after every poll, and most of them have nothing released.
+  // Whether take_free() would hand out a slot now. Inline and cheap: the verbs source asks it
+  // of every ring its ReleaseMask names after a poll, until the ring has none left.
   bool has_free() noexcept { return stash_size_ > 0 || free_.readable(); }
+  // Start-up, before the threads run: from now on release() and give_back() mark `index` in
+  // `mask` when slots come back, so the verbs source visits only the rings that have some
+  // (release_mask.hpp). Shared: the mask lives as long as the last ring or source using it.
+  void set_release_mask(std::shared_ptr<ReleaseMask> mask, uint32_t index) noexcept {
+    release_mask_ = std::move(mask);
+    release_index_ = index;
+  }
   // A taken slot that will not be published (parse error, duplicate, dropped late frame):
   // it is the next one acquire()/take_free() hands out again.
   void give_back(SlotId id) noexcept;
@@ -220,6 +228,8 @@ class StreamRing {
   std::atomic<bool> pinned_{false};  // read only when acquire() finds no slot
   std::atomic<bool> consumer_pinned_{false};
   std::atomic<uint64_t>* gens_ = nullptr;
+  std::shared_ptr<ReleaseMask> release_mask_;  // null: nobody asks (pcap, tests)
+  uint32_t release_index_ = 0;
   ConsumerCounters cons_;
 };
 

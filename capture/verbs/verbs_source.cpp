@@ -70,6 +70,7 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
   stream_count_ = static_cast<uint32_t>(streams_.size());
   recoveries_ = std::make_unique<common::RelaxedCounter[]>(streams_.size());
   qp_event_ = std::make_unique<std::atomic<int>[]>(streams_.size());
+  released_ = std::make_shared<ReleaseMask>(stream_count_);
   for (uint32_t i = 0; i < streams_.size(); ++i)
     build_stream(i, *ingest_.streams()[i]);
   if (event_mode_ && ibv_req_notify_cq(ibv_cq_ex_to_cq(cq_.get()), 0) != 0) {
@@ -97,6 +98,7 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
   // Host memory, or GPU memory through dma-buf or peer memory (payload_registration.hpp).
   s.payload_mr = register_payload(pd_.get(), ring.payload_memory(), what + " payload slab").mr;
   build_slot_wrs(index);
+  ring.set_release_mask(released_, index);
   ibv_qp_init_attr qa{};
   qa.send_cq = qa.recv_cq = ibv_cq_ex_to_cq(cq_.get());
   qa.qp_type = IBV_QPT_RAW_PACKET;
@@ -141,9 +143,8 @@ bool VerbsSource::repost(uint32_t index) noexcept {
   StreamQp& s = streams_[index];
   // A QP in recovery takes no WRs: its slots wait in the ring until it is back in RTR.
   if (s.recovering) return true;
-  // Asked after every poll for every stream, and most rings have released nothing since the
-  // last one (all of them in an idle poll): has_free() answers that inline, where a take_free()
-  // call per stream cost an empty poll with 64 streams 4875 instructions (BENCHMARKS.md).
+  // Asked after a poll for the streams whose rings marked released_ (and at start and after a
+  // recovery): has_free() answers inline whether a take_free() call would find anything.
   StreamRing& ring = s.pipeline->ring();
   while (ring.has_free())
     if (!post_batch(index, ring.take_free(s.ids))) return false;
@@ -269,8 +270,9 @@ int VerbsSource::poll_cq(int max) noexcept {
     n -= flushed_;
     flushed_ = 0;
   }
-  for (uint32_t i = 0; i < streams_.size(); ++i)
-    if (!repost(i)) break;
+  // Only the rings that got slots back since the last poll; asking all of them cost ~10
+  // instructions per packet with 64 streams (BENCHMARKS.md, issue 30).
+  released_->take([this](uint32_t i) { return repost(i); });
   return failed() ? kFailed : n;
 }
 

@@ -19,6 +19,7 @@
 
 #include "capture/ingest.hpp"
 #include "capture/packet_source.hpp"
+#include "capture/release_mask.hpp"
 #include "capture/verbs/hca_clock.hpp"
 #include "capture/verbs/verbs_objects.hpp"
 #include "common/relaxed_counter.hpp"
@@ -195,6 +196,8 @@ class VerbsSource final : public PacketSource {
   CompChannel channel_;
   CompletionQueue cq_;
   std::vector<StreamQp> streams_;
+  // The streams whose rings got slots back since the last poll (shared with the rings).
+  std::shared_ptr<ReleaseMask> released_;
   // streams_.size(), kept: checking a wr_id against it per completion took a division by
   // sizeof(StreamQp) (a multiply and shifts) where this is one load.
   uint32_t stream_count_ = 0;

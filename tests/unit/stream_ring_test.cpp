@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -280,6 +281,45 @@ TEST(StreamRing, HasFreeSaysWhetherTakeFreeWouldHandOutASlot) {
   EXPECT_EQ(one[0], popped);
   EXPECT_FALSE(ring.has_free());
   EXPECT_EQ(ring.stats().ring_full_drops, 0u);
+}
+
+// The verbs source visits only the rings its ReleaseMask names after a poll: every way a slot
+// comes back to the producer must mark the ring's stream, or its slots are never posted again.
+TEST(StreamRing, ReleaseAndGiveBackMarkTheStreamInTheReleaseMask) {
+  StreamRing ring(small_config(4));
+  auto mask = std::make_shared<ReleaseMask>(70);
+  ring.set_release_mask(mask, 67);  // the second word
+  std::vector<uint32_t> seen;
+  auto taken = [&] {
+    seen.clear();
+    EXPECT_TRUE(mask->take([&](uint32_t i) {
+      seen.push_back(i);
+      return true;
+    }));
+    return seen;
+  };
+  std::array<SlotId, 4> ids{};
+  ASSERT_EQ(ring.take_free(ids), 4u);
+  EXPECT_EQ(taken(), std::vector<uint32_t>{});  // taking marks nothing
+  ring.give_back(ids[3]);
+  EXPECT_EQ(taken(), std::vector<uint32_t>{67});
+  EXPECT_EQ(taken(), std::vector<uint32_t>{});  // take() cleared it
+  ring.publish(ids[0]);
+  ring.publish(ids[1]);
+  EXPECT_EQ(taken(), std::vector<uint32_t>{});  // publishing marks nothing
+  std::array<SlotId, 2> popped{};
+  ASSERT_EQ(ring.pop(popped), 2u);
+  EXPECT_EQ(taken(), std::vector<uint32_t>{});  // nor does popping
+  ring.release(std::span<const SlotId>(popped).first(0));
+  EXPECT_EQ(taken(), std::vector<uint32_t>{});  // nothing released: no mark
+  ring.release(popped);
+  EXPECT_EQ(taken(), std::vector<uint32_t>{67});
+  // Without a mask (the pcap path, the tests above) release and give_back mark nothing.
+  StreamRing plain(small_config(2));
+  SlotId one = 0;
+  ASSERT_EQ(plain.take_free(std::span<SlotId>(&one, 1)), 1u);
+  plain.give_back(one);
+  EXPECT_EQ(taken(), std::vector<uint32_t>{});
 }
 
 // Word k of a packet's pattern; whole 64-bit words keep the million-packet test quick.
