@@ -2,9 +2,10 @@
 // frames of the stream the flow selects; only the header SGE is written; frames the RQ had no
 // room for are counted in out_of_buffer and show as gaps in the CODIF frame numbers; RESET
 // while the wire keeps producing leaves no completion of the QP behind. `pace ...`: the rate
-// control of SOFTVERBS_WIRE_PACE (pace_test). With SOFTVERBS_WIRE_FORMAT=vdif or vdif-vtp the
-// same checks hold for 1 KiB VDIF frames (doc/vdif.md), the VTP number being the frame's index.
-// Exit 0 = pass, 1 = fail, 77 = cannot run here (no CAP_NET_RAW).
+// control of SOFTVERBS_WIRE_PACE (pace_test); `hold N`: its hold=1 (hold_test). With
+// SOFTVERBS_WIRE_FORMAT=vdif or vdif-vtp the same checks hold for 1 KiB VDIF frames (doc/vdif.md),
+// the VTP number being the frame's index. Exit 0 = pass, 1 = fail, 77 = cannot run here (no
+// CAP_NET_RAW).
 #include <arpa/inet.h>
 #include <infiniband/verbs.h>
 #include <unistd.h>
@@ -227,9 +228,48 @@ int pace_test(const Pace& pace) {
   return failures ? 1 : 0;
 }
 
+// SOFTVERBS_WIRE_PACE=hold=1,frames=N (the caller sets it and passes N): a frame that finds
+// no posted WR waits for one. The test stops receiving for 200 ms once the RQ is armed, long
+// enough for an unheld wire to drop thousands of frames (the plain wire test shows it does),
+// then takes and re-posts every WR: all N frames arrive, in order and without a gap, the wire
+// falls silent after them, and out_of_buffer does not move.
+int hold_test(uint64_t frames) {
+  Rig rig(0xab);
+  if (int rc = rig.open_qp()) return rc;
+  rig.arm();
+  const uint64_t oob0 = read_oob();
+  Flow f = stream_flow();
+  rig.flow = ibv_create_flow(rig.qp, reinterpret_cast<ibv_flow_attr*>(&f));
+  expect(rig.flow != nullptr, "create_flow");
+  usleep(200000);  // every posted WR is filled; the next frames must wait
+  uint64_t got = 0, wrong = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (got < frames && std::chrono::steady_clock::now() < deadline) {
+    ibv_wc wc[32];
+    const int n = ibv_poll_cq(rig.cq, 32, wc);
+    expect(n >= 0, "poll_cq");
+    for (int i = 0; i < n; ++i, ++got) {
+      if (check_frame(rig, wc[i]) != got) ++wrong;
+      expect(rig.post(static_cast<uint32_t>(wc[i].wr_id)) == 0, "repost");
+    }
+  }
+  expect(got == frames, "hold=1: every one of the N frames completed");
+  expect(wrong == 0, "hold=1: frames in order from 0, none skipped");
+  usleep(300000);
+  ibv_wc wc[32];
+  expect(ibv_poll_cq(rig.cq, 32, wc) == 0, "hold=1: silent after N frames");
+  const uint64_t oob = read_oob() - oob0;
+  expect(oob == 0, "hold=1: nothing counted in out_of_buffer");
+  printf("wire hold: %llu frames in order, out_of_buffer +%llu\n",
+         static_cast<unsigned long long>(got), static_cast<unsigned long long>(oob));
+  if (failures) fprintf(stderr, "%d failed checks\n", failures);
+  return failures ? 1 : 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "hold") == 0) return hold_test(strtoull(argv[2], nullptr, 10));
   if (argc == 6 && strcmp(argv[1], "pace") == 0) {
     // pace RATE FRAMES SECONDS BATCH: the values of SOFTVERBS_WIRE_PACE.
     return pace_test({atof(argv[2]), atof(argv[4]), strtoull(argv[3], nullptr, 10),

@@ -5,6 +5,7 @@
 // first (header) SGE; payload bytes stay as the application initialised them.
 #include <arpa/inet.h>
 #include <poll.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -52,15 +53,20 @@ WireParams wire_params() {
   return p;
 }
 
-// SOFTVERBS_WIRE_PACE="[rate=R][,frames=N][,seconds=S][,batch=B]", per stream (flow rule):
-// R frames/s against CLOCK_MONOTONIC from the stream's first frame, released in batches of B
-// (default 64, the unpaced burst); the stream falls silent after N frames or S seconds. A
+// SOFTVERBS_WIRE_PACE="[rate=R][,frames=N][,seconds=S][,batch=B][,hold=1]", per stream (flow
+// rule): R frames/s against CLOCK_MONOTONIC from the stream's first frame, released in batches
+// of B (default 64, the unpaced burst); the stream falls silent after N frames or S seconds. A
 // frame counts when the wire sends it, whether a WR takes it or out_of_buffer counts it.
+// hold=1: a frame that finds no posted WR (or the QP not receiving) is not sent but waits for
+// one, so nothing is lost: an instruction count of the receive loop then measures the same
+// loss-free work however the threads are scheduled (under valgrind the wire thread fills every
+// posted WR in one time slice and would drop frames for the rest of it).
 struct WirePace {
   double rate = 0;      // frames/s per stream; 0: as fast as the thread runs
   uint64_t frames = 0;  // frames per stream; 0: unbounded
   double seconds = 0;   // seconds per stream from its first frame; 0: unbounded
   uint32_t batch = 64;  // frames per burst
+  bool hold = false;    // wait for a posted WR instead of counting out_of_buffer
 };
 
 bool pace_item(const std::string& key, const std::string& val, WirePace& p) {
@@ -74,7 +80,8 @@ bool pace_item(const std::string& key, const std::string& val, WirePace& p) {
   const unsigned long long v = strtoull(val.c_str(), &rest, 10);
   if (key == "frames") p.frames = v;
   if (key == "batch") p.batch = static_cast<uint32_t>(std::min<unsigned long long>(v, 4096));
-  return *rest == 0 && (key == "frames" || (key == "batch" && v >= 1));
+  if (key == "hold") p.hold = v == 1;
+  return *rest == 0 && (key == "frames" || (key == "batch" && v >= 1) || (key == "hold" && v <= 1));
 }
 
 // Malformed: unpaced and unbounded, said once on stderr (a benchmark that asked for a rate
@@ -231,6 +238,11 @@ void build_frame(const WireParams& p, uint64_t n, uint16_t thread, uint8_t* h) {
     build_vdif(p, n, thread, h);
 }
 
+// Whether deliver_locked would complete a WR of `q` now (hold=1). Caller holds q.lock.
+bool can_take(const Qp& q) {
+  return (q.state == IBV_QPS_RTR || q.state == IBV_QPS_RTS) && q.rq_head != q.rq_tail;
+}
+
 }  // namespace
 
 void run_wire_engine(Device& d) {
@@ -238,7 +250,7 @@ void run_wire_engine(Device& d) {
   const WirePace pace = wire_pace();
   const uint32_t frame_len = 14 + 20 + 8 + p.udp_payload();
   while (!d.stopping.load(std::memory_order_relaxed)) {
-    bool any = false, sent = false;
+    bool any = false, sent = false, held = false;
     uint64_t next_ns = UINT64_MAX;
     {
       std::lock_guard<std::mutex> g(d.mu);
@@ -255,14 +267,18 @@ void run_wire_engine(Device& d) {
         const uint32_t n = frames_due(pace, *r, now, next_ns);
         const uint16_t stream_thread = thread++;
         if (n == 0) continue;
-        sent = true;
         uint8_t* buf = r->wire_template.data();
         Frame f{buf, frame_len, realtime_ns(), true, false};
         // One lock round per burst, as a NIC writes completions in bursts.
         std::lock_guard<Spin> q(r->qp->lock);
         for (uint32_t burst = 0; burst < n; ++burst) {
+          if (pace.hold && !can_take(*r->qp)) {
+            held = true;
+            break;
+          }
           build_frame(p, r->wire_frame++, stream_thread, buf + 42);
           deliver_locked(*r->qp, f, true);
+          sent = true;
         }
       }
       d.publish_counters(!sent);
@@ -270,6 +286,8 @@ void run_wire_engine(Device& d) {
     if (!any) {
       pollfd pf{d.stop_fd, POLLIN, 0};
       poll(&pf, 1, 1);
+    } else if (held && !sent) {
+      sched_yield();  // hold=1: the receiver re-posts soon; a sleep would idle it
     } else if (!sent) {
       wait_until(d, next_ns);  // every stream paced, done, or not yet due
     }
