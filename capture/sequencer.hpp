@@ -177,14 +177,16 @@ class Sequencer {
                                              Sink& sink, SignatureNote* note = nullptr) noexcept {
     assert(static_cast<DeliverySink*>(&sink) == &sink_);
     const uint64_t index = codif::absolute_index(frame, seconds, t);
-    if (!in_order(h, t, index, note)) [[unlikely]] {
+    // Once: the counters' atomic stores below make the compiler read commit_ again otherwise.
+    const uint64_t window_end = commit_ + config_.reorder_window;
+    if (!in_order(h, t, index, window_end, note)) [[unlikely]] {
       codif::Header whole = h;
       whole.frame = frame;
       whole.seconds = seconds;
       return on_other(whole, t, index, tag);
     }
     count_received(h, t);
-    if (commit_ + config_.reorder_window == index) deliver_oldest(sink);
+    if (window_end == index) deliver_oldest(sink);
     place(index, tag);
     high_ = index;
     fast_next_ = index + 1;
@@ -224,10 +226,10 @@ class Sequencer {
   // deliver that one frame, place, raise the highest (the one history bit advance() would
   // clear is set again by place()).
   [[gnu::always_inline]] bool in_order(const codif::Header& h, const codif::Timing& t,
-                                       uint64_t index, SignatureNote* note) const noexcept {
+                                       uint64_t index, uint64_t window_end,
+                                       SignatureNote* note) const noexcept {
     if (index != fast_next_ || !fast_open_) return false;
     if (!same_signature(h, t, note)) return false;
-    const uint64_t window_end = commit_ + config_.reorder_window;
     return window_end > index || (window_end == index && seen(commit_));
   }
   // Whether `h` and `t` have the segment's signature (a started segment's); noted in `note`.
