@@ -60,7 +60,9 @@ WireParams wire_params() {
 // hold=1: a frame that finds no posted WR (or the QP not receiving) is not sent but waits for
 // one, so nothing is lost: an instruction count of the receive loop then measures the same
 // loss-free work however the threads are scheduled (under valgrind the wire thread fills every
-// posted WR in one time slice and would drop frames for the rest of it).
+// posted WR in one time slice and would drop frames for the rest of it). Closest real
+// behaviour: a WQ with IBV_WQ_FLAGS_DELAY_DROP (ibv_create_wq(3)), which waits for WQEs up to a
+// device timeout; hold=1 has no timeout (tests/softverbs/README.md).
 struct WirePace {
   double rate = 0;      // frames/s per stream; 0: as fast as the thread runs
   uint64_t frames = 0;  // frames per stream; 0: unbounded
