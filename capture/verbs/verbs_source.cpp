@@ -76,6 +76,12 @@ VerbsSource::VerbsSource(const VerbsOptions& o, Ingest& ingest, EventLog on_even
   if (event_mode_ && ibv_req_notify_cq(ibv_cq_ex_to_cq(cq_.get()), 0) != 0) {
     throw VerbsError("RDMA device " + device_ + ": ibv_req_notify_cq", errno);
   }
+  // Steering last, for every stream at once: a rule attached while later streams are still
+  // built (memory registration takes long, GPU memory longer) would fill its ring and then
+  // drop in the NIC until the first poll, a loss at the start of every run on the first
+  // antennas only.
+  for (uint32_t i = 0; i < streams_.size(); ++i)
+    attach_flow(i);
   const int flags = fcntl(ctx_->async_fd, F_GETFL);
   if (flags < 0 || fcntl(ctx_->async_fd, F_SETFL, flags | O_NONBLOCK) != 0) {
     throw VerbsError("RDMA device " + device_ + ": async event fd", errno);
@@ -130,12 +136,17 @@ void VerbsSource::build_stream(uint32_t index, StreamPipeline& sp) {
   modify(s.qp.get(), IBV_QPS_INIT, port_, what);
   if (!repost(index)) throw VerbsError(what + ": " + reason_.data(), 0);
   modify(s.qp.get(), IBV_QPS_RTR, port_, what);
-  FlowRule rule = flow_rule(sp.spec().key, port_);
+}
+
+void VerbsSource::attach_flow(uint32_t index) {
+  StreamQp& s = streams_[index];
+  FlowRule rule = flow_rule(s.pipeline->spec().key, port_);
   s.flow.reset(ibv_create_flow(s.qp.get(), &rule.attr));
   if (!s.flow) {
     const int err = errno;
-    throw VerbsError(
-        what + ": ibv_create_flow" + (err == EPERM ? " needs CAP_NET_RAW" : std::string()), err);
+    throw VerbsError("RDMA device " + device_ + ", stream " + s.name + ": ibv_create_flow" +
+                         (err == EPERM ? " needs CAP_NET_RAW" : std::string()),
+                     err);
   }
 }
 

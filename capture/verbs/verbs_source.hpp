@@ -63,8 +63,8 @@ using EventLog = std::function<void(const std::string& message, bool fatal)>;
 
 class VerbsSource final : public PacketSource {
  public:
-  // Opens the device and builds CQ, QPs (RESET -> INIT, every slot posted, -> RTR) and flows for
-  // `ingest`'s streams. Throws VerbsError naming the device, stream and call that failed.
+  // Opens the device and builds CQ, QPs (RESET -> INIT, every slot posted, -> RTR) and then the
+  // flows for `ingest`'s streams. Throws VerbsError naming the device, stream and call that failed.
   VerbsSource(const VerbsOptions& options, Ingest& ingest, EventLog on_event = {});
   ~VerbsSource() override;
   VerbsSource(const VerbsSource&) = delete;
@@ -135,7 +135,8 @@ class VerbsSource final : public PacketSource {
   CompletionQueue make_cq(uint32_t entries, uint64_t wc_flags) const;
   bool start_raw_clock(const ibv_device_attr_ex& dev);
   void software_time_instead();
-  void build_stream(uint32_t index, StreamPipeline& sp);
+  void build_stream(uint32_t index, StreamPipeline& sp);  // CQ side: MRs, QP in RTR, slots posted
+  void attach_flow(uint32_t index);                       // steering: after every stream is built
   // What a batch's completions are stamped with, read once per batch: the host clock
   // (software time) or the published raw-clock map.
   struct BatchTime {

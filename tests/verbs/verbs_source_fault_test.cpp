@@ -8,7 +8,7 @@
 // IBV_EVENT_QP_FATAL is recovered like a completion error. VerbsSourceClock (ctest
 // verbs_source_clock: a PHC on TAI offering WALLCLOCK, whose clock-info reads fail with EBUSY
 // every 50 polls as libmlx5's do, SOFTVERBS_TRACE=1): the shared CQ is single-threaded, asks
-// for raw timestamps only, and capture never sees EBUSY.
+// for raw timestamps only, capture never sees EBUSY, and the flow rules come after every QP.
 // Needs CAP_NET_RAW (exit 77 otherwise) and softverbs on the loader path.
 #include <gtest/gtest.h>
 
@@ -248,6 +248,28 @@ TEST(VerbsSourceClock, SharedCqIsSingleThreadedWithRawTimestamps) {
             std::string::npos)
       << trace;
   EXPECT_EQ(trace.find("WALLCLOCK"), std::string::npos) << trace;
+}
+
+// Steering comes last: no stream's flow rule exists before every stream's QP is receiving with
+// all its slots posted, so no antenna fills its ring and drops while the others are still
+// registering memory (a loss at the start of each run, on the first streams only).
+TEST(VerbsSourceClock, FlowsAreAttachedOnceEveryQueueIsReady) {
+  if (!env_has("SOFTVERBS_TRACE")) GTEST_SKIP() << "needs SOFTVERBS_TRACE=1";
+  std::string trace;
+  Rig rig(&trace);
+  const std::size_t last_qp = trace.rfind("ibv_create_qp: qp ");
+  const std::size_t first_flow = trace.find("ibv_create_flow: ");
+  ASSERT_NE(last_qp, std::string::npos) << trace;
+  ASSERT_NE(first_flow, std::string::npos) << trace;
+  EXPECT_LT(last_qp, first_flow) << "a flow rule before the last QP was made:\n" << trace;
+  std::size_t flows = 0;
+  for (std::size_t at = first_flow; at != std::string::npos;
+       at = trace.find("ibv_create_flow: ", at + 1)) {
+    const std::string line = trace.substr(at, trace.find('\n', at) - at);
+    EXPECT_NE(line.find(" receiving, 256 receive WRs posted"), std::string::npos) << line;
+    ++flows;
+  }
+  EXPECT_EQ(flows, rig.pipes.size()) << trace;
 }
 
 // SOFTVERBS_INJECT_CLOCK_EBUSY=every=50 on a device that offers WALLCLOCK (its PHC on TAI):

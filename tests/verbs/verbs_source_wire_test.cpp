@@ -1,9 +1,10 @@
 // VerbsSource receiving into StreamRings through softverbs' synthetic wire (valid CODIF v3
-// frames at full speed for every flow rule): slots come back split at the configured point
-// and sequenced; a stalled consumer makes the NIC drop (out_of_buffer rises, frames counted
-// lost) and capture recovers once slots are released; frames longer than the posted slot are
-// QP errors of reason oversize, recovered and bounded. Needs CAP_NET_RAW (exit 77 otherwise)
-// and softverbs on the loader path.
+// frames for every flow rule; ctest paces them at their own clock with SOFTVERBS_WIRE_PACE,
+// run alone they come at full speed): slots come back split at the configured point and
+// sequenced; a stalled consumer makes the NIC drop (out_of_buffer rises, frames counted lost)
+// and capture recovers once slots are released; frames longer than the posted slot are QP
+// errors of reason oversize, recovered and bounded. Needs CAP_NET_RAW (exit 77 otherwise) and
+// softverbs on the loader path.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

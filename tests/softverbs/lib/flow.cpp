@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "sv.hpp"
@@ -279,6 +280,13 @@ ibv_flow* create_flow(ibv_qp* qp, ibv_flow_attr* a) {
   r->seq = dev.next_seq++;
   dev.rules.insert(std::upper_bound(dev.rules.begin(), dev.rules.end(), r, before), r);
   ++q->flows;
+  if (trace_enabled()) {
+    std::lock_guard<Spin> ql(q->lock);
+    fprintf(stderr, "softverbs: %s: ibv_create_flow: qp %u %s, %llu receive WRs posted\n",
+            dev.cfg.name.c_str(), q->box.qp.qp_num,
+            q->state == IBV_QPS_RTR || q->state == IBV_QPS_RTS ? "receiving" : "not receiving",
+            static_cast<unsigned long long>(q->rq_tail - q->rq_head));
+  }
   return &r->box.flow;
 }
 

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 
 #include "sv.hpp"
@@ -110,6 +111,9 @@ ibv_qp* create(ibv_context* ic, ibv_pd* pd, const ibv_qp_init_attr& in, ibv_qp_c
     out_cap->max_send_wr = q->max_send_wr;
     out_cap->max_send_sge = q->max_send_sge;
   }
+  if (trace_enabled())
+    fprintf(stderr, "softverbs: %s: ibv_create_qp: qp %u\n", ctx->dev->cfg.name.c_str(),
+            q->box.qp.qp_num);
   return &q->box.qp;
 }
 
