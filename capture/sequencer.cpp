@@ -123,9 +123,9 @@ Verdict Sequencer::decide(const codif::Header& h, const codif::Timing& t, uint64
   }
   const Signature sig = signature(h, t);
   ResyncReason reason = changed(sig);
-  if (reason == ResyncReason::none && index > high_ && index - high_ > config_.resync_frames)
+  if (reason == ResyncReason::none && index > high() && index - high() > config_.resync_frames)
     reason = ResyncReason::jump_forward;
-  if (reason == ResyncReason::none && index < high_ && high_ - index > config_.resync_frames)
+  if (reason == ResyncReason::none && index < high() && high() - index > config_.resync_frames)
     reason = ResyncReason::jump_backward;
   if (reason == ResyncReason::none) {
     candidates_ = 0;  // the current timeline goes on: whatever was off it stays an outlier
@@ -140,7 +140,7 @@ Verdict Sequencer::decide(const codif::Header& h, const codif::Timing& t, uint64
     start_segment(h, t, index, tag);
     return {Decision::resync, reason, index};
   }
-  if (index > high_) return {advance(h, index, tag), ResyncReason::none, index};
+  if (index > high()) return {advance(h, index, tag), ResyncReason::none, index};
   return {behind(index, tag), ResyncReason::none, index};
 }
 
@@ -155,36 +155,54 @@ void Sequencer::start_segment(const codif::Header& h, const codif::Timing& t, ui
   ++segment_serial_;  // every SignatureNote of the old signature is stale
   ref_ = h;
   timing_ = t;
-  seg_first_ = high_ = commit_ = index;
+  seg_first_ = commit_ = index;
+  fast_next_ = index + 1;
   gap_count_ = 0;
   std::fill_n(seen_bits_.get(), config_.history / 64, uint64_t{0});
   place(index, tag);
-  note_segment(h, t, index);
+  note_segment(h, t);
 }
 
-void Sequencer::note_segment(const codif::Header& h, const codif::Timing& t,
-                             uint64_t index) noexcept {
+// After count_received() counted the segment's first frame at the old segment's size (and the
+// difference to its own in odd_size_bytes): that frame closes the old segment's bytes.
+void Sequencer::note_segment(const codif::Header& h, const codif::Timing& t) noexcept {
   const uint64_t version = seg_version_.load(std::memory_order_relaxed);
   seg_version_.store(version + 1, std::memory_order_relaxed);  // odd: being written
   std::atomic_thread_fence(std::memory_order_release);
   seg_epoch_.set(h.epoch);
   seg_period_.set(t.period);
   seg_frames_per_period_.set(t.frames_per_period);
-  note_last(h.frame, h.seconds, index);
+  const uint64_t received = counters_.received.get();
+  segment_bytes_.set(segment_bytes_.get() +
+                     (received - segment_received_.get()) * seg_frame_bytes_);
+  segment_received_.set(received);
+  seg_frame_bytes_ = h.payload_bytes() + t.header_bytes;
+  seg_frame_bytes_pub_.set(seg_frame_bytes_);
+  note_last(h.frame, h.seconds);
+  seg_version_.store(version + 2, std::memory_order_release);
+}
+
+// Received and the difference in one step for stats(): it reads both under seg_version_.
+void Sequencer::count_odd_size(uint64_t bytes) noexcept {
+  const uint64_t version = seg_version_.load(std::memory_order_relaxed);
+  seg_version_.store(version + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  counters_.received.add();
+  counters_.odd_size_bytes.add(bytes - seg_frame_bytes_);  // modulo 2^64: may be "negative"
   seg_version_.store(version + 2, std::memory_order_release);
 }
 
 Decision Sequencer::advance(const codif::Header& h, uint64_t index, uint32_t tag) noexcept {
-  const uint64_t old_high = high_;
+  const uint64_t old_high = high();
   const uint64_t window_start =
       index + 1 > config_.reorder_window ? index + 1 - config_.reorder_window : 0;
   // Commit before forgetting: the bits about to be cleared alias the oldest pending indices.
   commit_until(std::max(commit_, window_start));
   forget_range(old_high + 1, index);
   place(index, tag);
-  high_ = index;
+  fast_next_ = index + 1;
   counters_.lost.add(index - old_high - 1);
-  note_last(h.frame, h.seconds, index);
+  note_last(h.frame, h.seconds);
   return index == old_high + 1 ? Decision::in_order : Decision::gap;
 }
 
@@ -199,7 +217,7 @@ Decision Sequencer::behind(uint64_t index, uint32_t tag) noexcept {
     counters_.late_placed.add();
     return Decision::late_placed;
   }
-  if (high_ - index < config_.history && seen(index)) {
+  if (high() - index < config_.history && seen(index)) {
     counters_.duplicate.add();
     return Decision::duplicate;
   }
@@ -207,15 +225,15 @@ Decision Sequencer::behind(uint64_t index, uint32_t tag) noexcept {
   return Decision::late_dropped;
 }
 
-// Changes neither high_ nor what fast_open_ stands for: commit_until ends at the highest
+// Changes neither high() nor what fast_open_ stands for: commit_until ends at the highest
 // frame, which is seen, so it leaves no gap open.
 void Sequencer::flush() noexcept {
-  if (started_) commit_until(high_ + 1);
+  if (started_) commit_until(fast_next_);
 }
 
 void Sequencer::commit_until(uint64_t end) noexcept {
   // Indices above the old highest were never seen: account them in one step, not one by one.
-  const uint64_t scan_end = std::min(end, high_ + 1);
+  const uint64_t scan_end = std::min(end, fast_next_);
   for (; commit_ < scan_end; ++commit_) {
     if (!seen(commit_)) {
       extend_gap(commit_, 1);
@@ -266,16 +284,21 @@ void Sequencer::forget_range(uint64_t first, uint64_t last) noexcept {
   }
 }
 
-void Sequencer::last_frame(SequencerStats& s) const noexcept {
+void Sequencer::segment_counts(SequencerStats& s) const noexcept {
   codif::Header h;
   codif::Timing t;
+  uint64_t frame_bytes = 0, before_bytes = 0, before_received = 0, odd = 0;
   for (;;) {
     const uint64_t version = seg_version_.load(std::memory_order_acquire);
-    s.last_index = counters_.last_index.get();
+    s.received = counters_.received.get();
+    odd = counters_.odd_size_bytes.get();
     const uint64_t stamp = counters_.last_stamp.get();
     h.epoch = static_cast<uint8_t>(seg_epoch_.get());
     t.period = static_cast<uint32_t>(seg_period_.get());
     t.frames_per_period = seg_frames_per_period_.get();
+    frame_bytes = seg_frame_bytes_pub_.get();
+    before_bytes = segment_bytes_.get();
+    before_received = segment_received_.get();
     std::atomic_thread_fence(std::memory_order_acquire);
     if (version % 2 == 0 && seg_version_.load(std::memory_order_relaxed) == version) {
       h.seconds = static_cast<uint32_t>(stamp >> 32);
@@ -283,14 +306,17 @@ void Sequencer::last_frame(SequencerStats& s) const noexcept {
       break;
     }
   }
-  s.last_time_ns = t.frames_per_period != 0 ? codif::frame_start_unix_ns(h, t) : 0;
+  // Every frame since the segment began has its size but the odd ones, whose difference is in
+  // `odd`. Read together: a frame counted is in both or in neither.
+  s.bytes = before_bytes + (s.received - before_received) * frame_bytes + odd;
+  if (t.frames_per_period == 0) return;        // nothing received yet
+  s.last_index = codif::absolute_index(h, t);  // as on_frame computed it: same period and rate
+  s.last_time_ns = codif::frame_start_unix_ns(h, t);
 }
 
 SequencerStats Sequencer::stats() const noexcept {
   const Counters& c = counters_;
   SequencerStats s;
-  s.received = c.received.get();
-  s.bytes = c.bytes.get();
   s.delivered = c.delivered.get();
   s.lost = c.lost.get();
   s.duplicate = c.duplicate.get();
@@ -303,7 +329,7 @@ SequencerStats Sequencer::stats() const noexcept {
   s.gap_events_dropped = c.gap_events_dropped.get();
   s.first_index = c.first_index.get();
   s.first_time_ns = static_cast<int64_t>(c.first_time_ns.get());
-  last_frame(s);
+  segment_counts(s);
   return s;
 }
 

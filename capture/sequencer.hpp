@@ -185,12 +185,11 @@ class Sequencer {
       whole.seconds = seconds;
       return on_other(whole, t, index, tag);
     }
-    count_received(h, t);
+    count_fast(h);
     if (window_end == index) deliver_oldest(sink);
     place(index, tag);
-    high_ = index;
     fast_next_ = index + 1;
-    note_last(frame, seconds, index);
+    note_last(frame, seconds);
     return {Decision::in_order, ResyncReason::none, index};
   }
   // on_frame without its fast path: the rules it must agree with (tests compare the two).
@@ -201,7 +200,7 @@ class Sequencer {
   // later frames at or below the highest then count as duplicate or late_dropped.
   void flush() noexcept;
   // Frames held in the reorder window, not yet delivered.
-  uint64_t pending() const noexcept { return started_ ? high_ + 1 - commit_ : 0; }
+  uint64_t pending() const noexcept { return started_ ? fast_next_ - commit_ : 0; }
 
   // One consumer thread (writer / manifest). False when none is queued.
   bool pop_gap(GapEvent& out) noexcept { return gaps_.pop(out); }
@@ -232,23 +231,36 @@ class Sequencer {
     if (!same_signature(h, t, note)) return false;
     return window_end > index || (window_end == index && seen(commit_));
   }
-  // Whether `h` and `t` have the segment's signature (a started segment's); noted in `note`.
+  // Whether `h` and `t` have the segment's signature (a started segment's) and frame size
+  // (count_fast() relies on it; a VDIF legacy header may keep data_words at another size);
+  // noted in `note`.
   [[gnu::always_inline]] bool same_signature(const codif::Header& h, const codif::Timing& t,
                                              SignatureNote* note) const noexcept {
     if (note != nullptr && note->segment == segment_serial_) return true;
     if (t.period != sig_.period || h.data_words != sig_.data_words ||
         t.frames_per_period != sig_.frames_per_period || h.epoch != sig_.epoch ||
-        h.nchan != sig_.nchan || h.nbits != sig_.nbits) {
+        h.nchan != sig_.nchan || h.nbits != sig_.nbits || t.header_bytes != timing_.header_bytes) {
       return false;
     }
     if (note != nullptr) note->segment = segment_serial_;
     return true;
   }
-  void count_received(const codif::Header& h, const codif::Timing& t) noexcept {
+  // Bytes are not counted per frame: stats() gives received x the segment's frame size, plus
+  // what earlier segments and frames of other sizes (odd_size_bytes) added (segment_bytes).
+  // A frame of the segment's size.
+  void count_fast(const codif::Header& h) noexcept {
     counters_.received.add();
-    counters_.bytes.add(h.payload_bytes() + t.header_bytes);
     if (h.invalid) counters_.invalid.add();
   }
+  void count_received(const codif::Header& h, const codif::Timing& t) noexcept {
+    const uint64_t bytes = h.payload_bytes() + t.header_bytes;
+    if (bytes == seg_frame_bytes_) [[likely]]
+      counters_.received.add();
+    else
+      count_odd_size(bytes);
+    if (h.invalid) counters_.invalid.add();
+  }
+  void count_odd_size(uint64_t bytes) noexcept;  // under seg_version_, with the difference
   // Delivers commit_, which is seen, with no gap open before it.
   void deliver_oldest() noexcept { deliver_oldest(sink_); }
   template <class Sink>
@@ -257,14 +269,14 @@ class Sequencer {
     counters_.delivered.add();
     ++commit_;
   }
-  // The highest frame's index and time stamp (its time is computed when read, in stats()).
-  void note_last(uint32_t frame, uint32_t seconds, uint64_t index) noexcept {
-    counters_.last_index.set(index);
+  // The highest frame's time stamp (its index and time are computed when read, in stats()).
+  void note_last(uint32_t frame, uint32_t seconds) noexcept {
     counters_.last_stamp.set(uint64_t{seconds} << 32 | frame);
   }
-  // A new segment's epoch and period for stats(), and its first frame as the last.
-  void note_segment(const codif::Header& h, const codif::Timing& t, uint64_t index) noexcept;
-  void last_frame(SequencerStats& s) const noexcept;  // last_index and last_time_ns
+  // A new segment's epoch, period and frame size for stats(), and its first frame as the last.
+  void note_segment(const codif::Header& h, const codif::Timing& t) noexcept;
+  // Under seg_version_: received, bytes, last_index and last_time_ns.
+  void segment_counts(SequencerStats& s) const noexcept;
   Verdict on_other(const codif::Header& h, const codif::Timing& t, uint64_t index,
                    uint32_t tag) noexcept;  // decide(), then refresh_fast()
   Verdict decide(const codif::Header& h, const codif::Timing& t, uint64_t index,
@@ -288,12 +300,10 @@ class Sequencer {
   }
   void forget_range(uint64_t first, uint64_t last) noexcept;  // clears bits for [first, last]
   // After every change the fast path does not make itself (the end of on_other; flush()
-  // changes nothing they depend on): in_order()'s first test reads these two instead of
-  // started_, high_, gap_count_ and candidates_.
-  void refresh_fast() noexcept {
-    fast_next_ = high_ + 1;
-    fast_open_ = started_ && (gap_count_ | candidates_) == 0;
-  }
+  // changes nothing it depends on): in_order()'s first test reads it instead of started_,
+  // gap_count_ and candidates_.
+  void refresh_fast() noexcept { fast_open_ = started_ && (gap_count_ | candidates_) == 0; }
+  uint64_t high() const noexcept { return fast_next_ - 1; }  // the highest index placed
 
   SequencerConfig config_;
   DeliverySink& sink_;
@@ -302,7 +312,7 @@ class Sequencer {
   std::unique_ptr<uint32_t[]> tags_;       // tag of each pending index
   common::SpscQueue<GapEvent> gaps_;
 
-  uint64_t fast_next_ = 1;  // high_ + 1
+  uint64_t fast_next_ = 1;  // the highest index placed + 1: the next in order
   bool fast_open_ = false;  // started_, no gap open, no resync candidates
   bool started_ = false;
   Signature sig_{};
@@ -310,7 +320,6 @@ class Sequencer {
   codif::Header ref_{};          // a header of the current segment: times of gap events
   codif::Timing timing_{};
   uint64_t seg_first_ = 0;
-  uint64_t high_ = 0;
   uint64_t commit_ = 0;  // next index to deliver or count as a gap
   uint64_t gap_first_ = 0;
   uint64_t gap_count_ = 0;   // open gap, emitted when a delivery or a flush closes it
@@ -319,16 +328,20 @@ class Sequencer {
   uint64_t candidate_last_ = 0;  // the index of the last of them
 
   struct alignas(common::kCacheLine) Counters {
-    common::RelaxedCounter received, bytes, delivered, lost, duplicate, late_placed, late_dropped,
-        invalid, resync, outliers, gap_events, gap_events_dropped, first_index, last_index,
-        first_time_ns,
-        last_stamp;  // the highest frame's seconds << 32 | frame
+    common::RelaxedCounter received, delivered, lost, duplicate, late_placed, late_dropped, invalid,
+        resync, outliers, gap_events, gap_events_dropped, first_index, first_time_ns,
+        last_stamp,      // the highest frame's seconds << 32 | frame
+        odd_size_bytes;  // sum of (frame bytes - the segment's) over frames of another size
   } counters_;
-  // What stats() needs besides last_stamp to compute last_time_ns, set per segment under a
-  // sequence lock (odd while start_segment writes it), so that a reader on another thread
-  // never pairs one segment's stamp with another's epoch or period.
+  uint64_t seg_frame_bytes_ = 0;  // the current segment's frame size (header + data)
+  // What stats() needs besides last_stamp and received to compute last_index, last_time_ns
+  // and bytes, set per segment under a sequence lock (odd while it is written), so that a
+  // reader on another thread never pairs one segment's stamp or count with another's epoch,
+  // period or size.
   std::atomic<uint64_t> seg_version_{0};
-  common::RelaxedCounter seg_epoch_, seg_period_, seg_frames_per_period_;
+  common::RelaxedCounter seg_epoch_, seg_period_, seg_frames_per_period_, seg_frame_bytes_pub_,
+      segment_bytes_,     // bytes of the frames received before the segment began
+      segment_received_;  // received when it began
 };
 
 }  // namespace rocecap::capture

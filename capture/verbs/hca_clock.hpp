@@ -23,6 +23,11 @@ struct ClockMap {
   int64_t base_ns = 0;
   uint64_t mult = 0;  // ns per tick << kShift
   uint64_t mask = 0;  // completion_timestamp_mask: ticks wrap at mask + 1
+  uint64_t half = 0;  // mask >> 1, kept with it: to_ns runs per completion
+
+  ClockMap() = default;
+  ClockMap(uint64_t ticks, int64_t ns, uint64_t multiplier, uint64_t wrap_mask) noexcept
+      : base_ticks(ticks), base_ns(ns), mult(multiplier), mask(wrap_mask), half(wrap_mask >> 1) {}
 
   // Ticks within half the wrap period before the base count as earlier (a completion taken
   // before the latest refresh), the rest as later. Unsigned arithmetic: a garbage tick value
@@ -30,7 +35,7 @@ struct ClockMap {
   int64_t to_ns(uint64_t ticks) const noexcept {
     const auto base = static_cast<uint64_t>(base_ns);
     const uint64_t d = (ticks - base_ticks) & mask;
-    if (d <= (mask >> 1)) {
+    if (d <= half) {
       return static_cast<int64_t>(base + static_cast<uint64_t>((Uint128{d} * mult) >> kShift));
     }
     const uint64_t back = (base_ticks - ticks) & mask;

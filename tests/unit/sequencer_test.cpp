@@ -627,6 +627,96 @@ std::vector<int64_t> random_arrivals(std::mt19937_64& rng, int64_t start, int co
   return v;
 }
 
+// stats().bytes is not counted per frame: it is received x the segment's frame size plus
+// what earlier segments and frames of another size added. Frames here come in three sizes:
+// the segment's, one with a 32-byte header and the same data_words (as a VDIF legacy header
+// may; same signature, so no resync), and a setup with half the data (a resync once three in a
+// row confirm it, outliers before that). After every frame, received and bytes must be the
+// test's own sums over the frames that were not outliers, on the general path, the fast path,
+// and the fast path with SignatureNotes kept per header as the verbs lane's memo does.
+TEST(Sequencer, BytesAreTheSumOfEveryReceivedFrameAcrossSizesAndSegments) {
+  Header half = base_header();
+  half.data_words = kDataWords / 2;
+  half.total_samples /= 2;
+  const Header bases[2] = {base_header(), half};
+  for (int mode = 0; mode < 3; ++mode) {
+    Fixture f(Fixture::config(8, 64, 1000));
+    SignatureNote notes[2][2];  // [setup][short header]
+    std::mt19937_64 rng(40);
+    uint64_t next = 1000, received = 0, bytes = 0;
+    int which = 0;
+    for (int k = 0; k < 6000; ++k) {
+      const uint64_t r = rng() % 100;
+      if (r < 2) which ^= 1;
+      const uint64_t index = r < 85   ? next++
+                             : r < 92 ? (next += rng() % 4) - 1
+                                      : next - 1 - rng() % 10;
+      const int use = r >= 2 && r < 4 ? which ^ 1 : which;
+      const Header h = at(index, bases[use]);
+      Timing t = timing_of(h);
+      const bool odd = r % 7 == 3;  // now and then a frame with another header size
+      if (odd) t.header_bytes = 32;
+      const auto tag = static_cast<uint32_t>(k);
+      const Verdict v =
+          mode == 0   ? f.seq.on_frame_general(h, t, tag)
+          : mode == 1 ? f.seq.on_frame_at(h, t, h.frame, h.seconds, tag, f.sink)
+                      : f.seq.on_frame_at(h, t, h.frame, h.seconds, tag, f.sink, &notes[use][odd]);
+      if (v.decision != Decision::outlier) {
+        ++received;
+        bytes += h.payload_bytes() + t.header_bytes;
+      }
+      const SequencerStats s = f.seq.stats();
+      ASSERT_EQ(s.received, received) << "mode " << mode << " frame " << k;
+      ASSERT_EQ(s.bytes, bytes) << "mode " << mode << " frame " << k;
+    }
+    const SequencerStats s = f.seq.stats();
+    EXPECT_GT(s.resync, 20u) << "mode " << mode;
+    EXPECT_GT(s.outliers, 40u) << "mode " << mode;
+    EXPECT_GT(s.delivered, 4000u) << "mode " << mode;
+  }
+}
+
+// stats() from another thread (the metrics scrape) while frames of changing sizes arrive: bytes
+// and received never go back, bytes stays between received x the smallest and the largest frame
+// size, and last_index always belongs with last_time_ns (one stamp gives both).
+TEST(Sequencer, StatsReadOnAnotherThreadAreConsistentAndNeverGoBack) {
+  Header half = base_header();
+  half.data_words = kDataWords / 2;
+  half.total_samples /= 2;
+  Fixture f(Fixture::config(8, 64, 1000));
+  std::atomic<bool> done{false};
+  std::thread feeder([&] {
+    uint64_t next = 1000;
+    for (int k = 0; k < 200'000; ++k) {
+      const bool small = (k / 1000) % 2 == 1;  // a resync to the other size every 1000 frames
+      const Header h = at(next++, small ? half : base_header());
+      Timing t = timing_of(h);
+      if (k % 5 == 0) t.header_bytes = 32;
+      f.seq.on_frame(h, t, static_cast<uint32_t>(k));
+    }
+    done = true;
+  });
+  uint64_t reads = 0, last_bytes = 0, last_received = 0;
+  const uint64_t smallest = kDataWords * 4 + 32, largest = kDataWords * 8 + 64;
+  while (!done.load() || reads == 0) {
+    const SequencerStats s = f.seq.stats();
+    ++reads;
+    ASSERT_GE(s.bytes, last_bytes) << "read " << reads;
+    ASSERT_GE(s.received, last_received) << "read " << reads;
+    ASSERT_GE(s.bytes, s.received * smallest) << "read " << reads;
+    ASSERT_LE(s.bytes, s.received * largest) << "read " << reads;
+    if (s.received != 0) {
+      ASSERT_EQ(s.last_time_ns, kEpoch48Ns + static_cast<int64_t>(s.last_index) * kFrameNs)
+          << "read " << reads;
+    }
+    last_bytes = s.bytes;
+    last_received = s.received;
+  }
+  feeder.join();
+  EXPECT_GT(reads, 10u);
+  EXPECT_GT(f.seq.stats().resync, 100u);
+}
+
 TEST(Sequencer, MatchesBruteForceModelOnRandomisedStreams) {
   std::array<uint64_t, kDecisionCount> seen_decisions{};
   for (uint64_t seed = 1; seed <= 100; ++seed) {
@@ -667,6 +757,7 @@ TEST(Sequencer, MatchesBruteForceModelOnRandomisedStreams) {
     EXPECT_EQ(s.delivered + s.lost, static_cast<uint64_t>(m.high - m.first + 1));
     EXPECT_EQ(s.received, arrivals.size());
     EXPECT_EQ(s.received, s.delivered + s.duplicate + s.late_dropped) << "seed " << seed;
+    EXPECT_EQ(s.bytes, arrivals.size() * (kDataWords * 8 + 64)) << "seed " << seed;
     EXPECT_EQ(s.first_index, static_cast<uint64_t>(m.first));
     EXPECT_EQ(s.last_index, static_cast<uint64_t>(m.high));
 
