@@ -35,6 +35,18 @@
 #              cpu.max, or v1 cpu.cfs_quota_us): each tool's CPU-bound limit at rates the
 #              generator can drive. Measures CPU efficiency plus buffering, not a host's rate.
 #   --out DIR  where the tools write [/dev/shm]: a tmpfs mounted with huge=always, or a disk
+#   --disk-mbps MB   a disk of known bandwidth: the capture tool's writes to the disk under DIR
+#              are limited to MB MB/s (the kernel's blk-throttle, in the generic block layer:
+#              cgroup v1 blkio.throttle.write_bps_device, v2 io.max wbps; Documentation/admin-
+#              guide/cgroup-v1/blkio-controller.rst. v1 throttles the bios a task submits, i.e.
+#              O_DIRECT writes, the direct-* tools' path, not the page cache's writeback; the
+#              buffered tools are not limited by it). fio measures the disk under the limit at the
+#              start (O_DIRECT, 1 MiB, io_uring, 4 in flight, 8 s: the goal's baseline), and the
+#              table ends with each tool's loss-free rate as a fraction of it.
+#   --disk-stall MS/S   with --disk-mbps: during each run's traffic, every S seconds (the first
+#              after S), the limit drops to 1 MB/s for MS ms: the disk stalls as this VM's disk
+#              was seen to (BENCHMARKS.md, "The manifest's fsync": gaps of 0.3-0.8 s), the same
+#              stalls for every tool and run.
 #   ROCECAPD, ROCECAP default to build/ci/daemon/rocecapd and build/ci/tools/rocecap.
 # Tools: pcap, raw      rocecapd, capture.backend pcap, pcap_reader libpcap, formats [pcap] / [raw]
 #        ring-pcap, ring-raw   the same with capture.pcap_reader packet_ring (zero copy)
@@ -60,6 +72,8 @@ gen_mode=af-packet
 use_rps=0
 quota=""
 out_base=/dev/shm
+disk_mbps=""
+disk_stall=
 while [ $# -gt 0 ]; do
   case $1 in
     --short) rates="2 3 4" seconds=3 repeat=1 ;;
@@ -73,6 +87,8 @@ while [ $# -gt 0 ]; do
     --rps) use_rps=1 ;;
     --cpu-quota) quota=$2; shift ;;
     --out) out_base=$2; shift ;;
+    --disk-mbps) disk_mbps=$2; shift ;;
+    --disk-stall) disk_stall=$2; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "unknown option $1 (--help)" >&2; exit 2 ;;
     *) break ;;
@@ -90,6 +106,14 @@ if [ "$use_perf" = 1 ] && ! command -v perf >/dev/null; then
 fi
 
 case $gen_mode in udp | af-packet) ;; *) echo "--gen: udp or af-packet" >&2; exit 2 ;; esac
+if [ -n "$disk_stall" ]; then
+  [ -n "$disk_mbps" ] || { echo "--disk-stall needs --disk-mbps" >&2; exit 2; }
+  [[ $disk_stall =~ ^[0-9]+/[0-9]+$ ]] || { echo "--disk-stall: MS/S, e.g. 500/5" >&2; exit 2; }
+fi
+if [ -n "$disk_mbps" ]; then
+  command -v fio >/dev/null || { echo "--disk-mbps: fio is not installed" >&2; exit 2; }
+  [[ $disk_mbps =~ ^[0-9]+$ ]] || { echo "--disk-mbps: whole MB/s" >&2; exit 2; }
+fi
 
 # shellcheck source=../tests/integration/netns.sh
 source "$repo/tests/integration/netns.sh"
@@ -124,9 +148,66 @@ if [ -n "$quota" ]; then
   fi
   netns_on_exit "rmdir $cgroup 2>/dev/null || true"
 fi
-# Into the quota cgroup (the whole process, all its threads); the tool was started outside it
-# because `ip netns exec` mounts its own /sys.
-to_cgroup() { [ -z "$cgroup" ] || echo "$1" >"$cgroup/cgroup.procs"; }
+# --disk-mbps: the write limit on the whole disk that holds the output directory (blk-throttle
+# keys its limits by the disk, MAJ:MIN of the disk, not of a partition).
+disk_cgroup=""
+disk_dev=""
+disk_limit_file=""
+disk_limit() { # bytes per second
+  if [ "$disk_limit_file" = io.max ]; then
+    echo "$disk_dev wbps=$1" >"$disk_cgroup/io.max"
+  else
+    echo "$disk_dev $1" >"$disk_cgroup/blkio.throttle.write_bps_device"
+  fi
+}
+if [ -n "$disk_mbps" ]; then
+  mkdir -p "$out_base"
+  src=$(findmnt -no SOURCE -T "$out_base")
+  blk=$(basename "$(realpath "$src")")
+  parent=$(lsblk -no PKNAME "/dev/$blk" 2>/dev/null | head -1)
+  disk_dev=$(cat "/sys/class/block/${parent:-$blk}/dev")
+  if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
+    grep -qw io /sys/fs/cgroup/cgroup.subtree_control || echo +io >/sys/fs/cgroup/cgroup.subtree_control
+    disk_cgroup=${cgroup:-/sys/fs/cgroup/kpb.$$.disk}
+    disk_limit_file=io.max
+  else
+    disk_cgroup=/sys/fs/cgroup/blkio/kpb.$$
+    disk_limit_file=blkio.throttle.write_bps_device
+  fi
+  mkdir -p "$disk_cgroup"
+  netns_on_exit "rmdir $disk_cgroup 2>/dev/null || true"
+  disk_limit $((disk_mbps * 1000000))
+fi
+# Into the quota cgroup and the disk's (the whole process, all its threads, and the threads it
+# starts later: io_uring's workers); the tool was started outside them because `ip netns exec`
+# mounts its own /sys.
+to_cgroup() {
+  [ -z "$cgroup" ] || echo "$1" >"$cgroup/cgroup.procs"
+  [ -z "$disk_cgroup" ] || [ "$disk_cgroup" = "$cgroup" ] || echo "$1" >"$disk_cgroup/cgroup.procs"
+}
+# --disk-stall: the limit drops to 1 MB/s for MS ms every S s until killed (one per run).
+stall_pid=""
+stall_start() {
+  [ -n "$disk_stall" ] || return 0
+  local ms=${disk_stall%/*} every=${disk_stall#*/}
+  (
+    trap 'disk_limit $((disk_mbps * 1000000)); exit 0' TERM
+    while :; do
+      sleep "$((every * 1000 - ms))e-3" & wait $!
+      disk_limit 1000000
+      sleep "${ms}e-3" & wait $!
+      disk_limit $((disk_mbps * 1000000))
+    done
+  ) &
+  stall_pid=$!
+}
+stall_stop() {
+  [ -n "$stall_pid" ] || return 0
+  kill -TERM "$stall_pid" 2>/dev/null || true
+  wait "$stall_pid" 2>/dev/null || true
+  stall_pid=""
+}
+netns_on_exit 'stall_stop' # an interrupted run leaves no stall loop behind
 
 # Frames dropped between the generator and the capture socket, not by either tool: the veth
 # pair (a full backlog on the receiving CPU: veth_xmit counts it as the sender's tx_dropped)
@@ -230,7 +311,9 @@ run_tcpdump() { # rate round
   to_cgroup "$tpid"
   perf_start "$tpid" "$d/perf.csv"
   drops_before
+  stall_start
   gen "$1" "$d/sent.json"
+  stall_stop
   sleep 1
   kill -INT "$pid" 2>/dev/null || echo "tcpdump was gone before the stop (timeout?)" >&2
   wait "$pid" 2>/dev/null || true
@@ -284,7 +367,9 @@ PY
   to_cgroup "$daemon"
   perf_start "$daemon" "$d/perf.csv"
   drops_before
+  stall_start
   gen "$2" "$d/sent.json"
+  stall_stop
   sleep 1
   kill -TERM "$daemon" 2>/dev/null || echo "rocecapd was gone before the stop" >&2
   wait "$pid" 2>/dev/null || true
@@ -309,6 +394,18 @@ echo "generator: $gen_mode on CPU 0; receive softirq: $([ "$use_rps" = 1 ] && ec
 echo "rocecapd: $ROCECAPD"
 echo "output: $out_base ($(findmnt -no FSTYPE -T "$out_base")); vm.dirty_ratio $(cat /proc/sys/vm/dirty_ratio), dirty_background_ratio $(cat /proc/sys/vm/dirty_background_ratio)"
 echo "tcpdump: $(tcpdump --version 2>&1 | head -1)"
+fio_mbps=""
+if [ -n "$disk_mbps" ]; then
+  fio_dir=$work/fio
+  mkdir -p "$fio_dir"
+  fio_mbps=$(sh -c 'echo $$ >"$1/cgroup.procs"; shift; exec "$@"' sh "$disk_cgroup" \
+    fio --name=disk --directory="$fio_dir" --rw=write --bs=1M --size=16G --runtime=8 \
+    --time_based --direct=1 --ioengine=io_uring --iodepth=4 --end_fsync=1 --output-format=json |
+    python3 -c "import json,sys; print(round(json.load(sys.stdin)['jobs'][0]['write']['bw_bytes'] / 1e6))")
+  rm -rf "$fio_dir"
+  settle
+  echo "disk: $disk_dev limited to $disk_mbps MB/s for the tools; fio under the limit $fio_mbps MB/s ($(python3 -c "print(f'{$fio_mbps * 8 / 1000:.2f}')") Gb/s of writes)$([ -n "$disk_stall" ] && echo "; stalls ${disk_stall%/*} ms every ${disk_stall#*/} s")"
+fi
 : >"$results"
 for rate in $rates; do
   for round in $(seq "$repeat"); do
@@ -319,7 +416,7 @@ for rate in $rates; do
   done
 done
 
-python3 - "$results" "$tools" <<'PY'
+python3 - "$results" "$tools" "$fio_mbps" <<'PY'
 import sys, collections
 rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1]) if l.strip()]
 tools = sys.argv[2].split()
@@ -358,6 +455,12 @@ if any(p != ("-", "-", "-") for v in perf.values() for p in v):
     print("|---|" + "---:|" * len(rates))
     for t in tools:
         print(f"| {t} | " + " | ".join(" / ".join(perf[t, r][0]) for r in rates) + " |")
+if len(sys.argv) > 3 and sys.argv[3]:
+    # A frame on disk is the datagram plus its headers (the achieved rate counts 64 bytes of
+    # them; pcap adds 16 more per record): against fio's rate of writes, the achieved rate.
+    fio = float(sys.argv[3]) * 8 / 1000
+    for t in tools:
+        print(f"loss-free rate {t} / fio under the limit ({fio:.2f} Gb/s): {free[t] / fio:.2f}")
 if "tcpdump" in free:
     for t in tools:
         if t == "tcpdump": continue

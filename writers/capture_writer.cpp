@@ -92,6 +92,14 @@ CaptureWriter::CaptureWriter(std::vector<capture::StreamPipeline*> streams,
         std::move(engine), largest_payload_stride(streams_), options_.staging);
     stage_items_.reserve(arrivals_.size() + per_stream_.size() * options_.batch);
   }
+  if (pcap_ && !stager_) {
+    held_n_.assign(streams_.size(), 0);
+    sure_.assign(streams_.size(), 0);
+    for (const capture::StreamPipeline* sp : streams_) {
+      recorded_.emplace_back(sp->ring().slots(), uint8_t{0});
+      held_.emplace_back(sp->ring().slots());
+    }
+  }
   for (std::size_t s = 0; s < per_stream_.size(); ++s)
     whole_.streams.push_back(s);
   whole_.pcap = pcap_.has_value();
@@ -125,13 +133,9 @@ std::size_t CaptureWriter::poll() {
 
 std::size_t CaptureWriter::poll(const WriterShard& shard) {
   if (stager_) return poll_staged();
+  if (pcap_ && shard.pcap) return poll_pcap();  // a writer with pcap is never split
   for (std::size_t s : shard.streams) {
     popped_[s] = streams_[s]->ring().pop(batches_[s]);
-  }
-  if (pcap_ && shard.pcap) {
-    write_arrivals();
-    // Borrowed slot bytes are written before any slot is released below.
-    check(pcap_->flush_borrowed());
   }
   std::size_t total = 0;
   for (std::size_t s : shard.streams) {
@@ -147,14 +151,67 @@ std::size_t CaptureWriter::poll(const WriterShard& shard) {
   return total;
 }
 
-void CaptureWriter::write_arrivals() {
-  capture::ArrivalQueue* queue = arrivals_queue_;
-  if (queue == nullptr) return;  // checked at construction; keeps the compiler sure too
-  const std::size_t n = queue->pop(arrivals_);
-  for (std::size_t i = 0; i < n; ++i) {
-    const StreamRing& ring = streams_[arrivals_[i].stream]->ring();
-    write_packet(ring, arrivals_[i].slot, ring_payload(ring, arrivals_[i].slot));
+// The pass with pcap (header comment: the drain in steps, each followed by the releases it
+// allows). Slots popped before the drain are certainly recorded by its end.
+std::size_t CaptureWriter::poll_pcap() {
+  for (std::size_t s = 0; s < streams_.size(); ++s) {
+    hold_published(s, options_.batch);
+    sure_[s] = held_n_[s];
   }
+  const std::size_t n = arrivals_queue_->pop(arrivals_);
+  const std::size_t step = options_.batch * streams_.size();
+  std::size_t total = 0;
+  std::size_t i = 0;
+  while (true) {
+    for (const std::size_t end = std::min(n, i + step); i < end; ++i) {
+      const capture::ArrivalRef a = arrivals_[i];
+      const StreamRing& ring = streams_[a.stream]->ring();
+      write_packet(ring, a.slot, ring_payload(ring, a.slot));
+      recorded_[a.stream][a.slot] = 1;
+    }
+    // Borrowed slot bytes are written before any slot is released below.
+    check(pcap_->flush_borrowed());
+    if (i >= n) break;
+    // Every published slot: the step may have recorded more of one stream than a batch.
+    for (std::size_t s = 0; s < streams_.size(); ++s) {
+      hold_published(s, held_[s].size());
+      total += release_recorded(s, 0);
+    }
+  }
+  for (std::size_t s = 0; s < streams_.size(); ++s)
+    total += release_recorded(s, sure_[s]);
+  return total;
+}
+
+// Pops up to `most` of the stream's published slots behind those it already holds.
+void CaptureWriter::hold_published(std::size_t s, std::size_t most) {
+  std::vector<SlotId>& held = held_[s];
+  const std::size_t room = std::min(most, held.size() - held_n_[s]);
+  held_n_[s] += streams_[s]->ring().pop(std::span<SlotId>(held.data() + held_n_[s], room));
+}
+
+// Writes the stream's files for, and releases, its oldest held slots: at least `at_least`, and
+// beyond them every one whose pcap record is written, up to the first that is not.
+std::size_t CaptureWriter::release_recorded(std::size_t s, std::size_t at_least) {
+  std::vector<SlotId>& held = held_[s];
+  std::vector<uint8_t>& recorded = recorded_[s];
+  std::size_t k = 0;
+  while (k < held_n_[s] && (k < at_least || recorded[held[k]] != 0))
+    recorded[held[k++]] = 0;
+  if (k > 0) {
+    const StreamRing& ring = streams_[s]->ring();
+    const std::span<const SlotId> ids(held.data(), k);
+    for (SlotId id : ids)
+      write_frame(s, id, ring_payload(ring, id));
+    if (per_stream_[s].raw) check(per_stream_[s].raw->flush_borrowed());
+    release(s, ids);
+    std::copy(held.begin() + static_cast<std::ptrdiff_t>(k),
+              held.begin() + static_cast<std::ptrdiff_t>(held_n_[s]), held.begin());
+    held_n_[s] -= k;
+    sure_[s] -= std::min(sure_[s], k);
+  }
+  take_gap_events(s);
+  return k;
 }
 
 void CaptureWriter::write_packet(const StreamRing& ring, SlotId id,

@@ -12,6 +12,17 @@
 // popped slot's pcap record is written in this pass), and only then writes raw/codifhdr and
 // releases.
 //
+// With pcap (host payloads), a pass does not hold every slot until its whole drain is written:
+// after a storage stall the arrival queue holds up to every slot of the interface (hundreds of
+// MB), and the rings stayed full, dropping, for as long as the disk took to write it all. The
+// drain goes in steps of `batch` arrivals per stream; after each step the published slots are
+// popped and those whose pcap record is written released, in publication order (the stream's popped
+// slots are held until the oldest is recorded: raw files and retention see publication order as
+// before). The slots popped before the pass's drain are released at its end in any case (their
+// arrivals were in it), so a lost arrival (ArrivalQueue overflow, counted by the Ingest) never
+// holds a slot. Rests on: every arrival's slot is published once and never given back
+// (Ingest::sequence records the arrival only for a placed frame, after every give_back).
+//
 // GPU payloads: when any ring's payload memory is GPU memory (or the options force it), the CPU
 // never reads a payload slot. Each pass hands the slots it took (pcap arrivals first, then each
 // stream's frames) to a PayloadStager, which copies their payloads into pinned host buffers and
@@ -145,7 +156,9 @@ class CaptureWriter {
 
  private:
   std::size_t poll_staged();
-  void write_arrivals();
+  std::size_t poll_pcap();
+  void hold_published(std::size_t stream, std::size_t most);
+  std::size_t release_recorded(std::size_t stream, std::size_t at_least);
   void write_packet(const capture::StreamRing& ring, capture::SlotId id,
                     std::span<const std::byte> payload);
   void write_frame(std::size_t stream, capture::SlotId id, std::span<const std::byte> payload);
@@ -171,6 +184,13 @@ class CaptureWriter {
   std::vector<std::vector<capture::SlotId>> batches_;  // preallocated, one per stream
   std::vector<std::size_t> popped_;                    // per stream, this pass
   std::vector<capture::ArrivalRef> arrivals_;          // preallocated
+  // poll_pcap: per stream, per slot, whether its pcap record is written and the slot not yet
+  // released; the popped slots not yet released, oldest first (capacity: the ring's slots),
+  // and how many of them this pass's drain certainly recorded.
+  std::vector<std::vector<uint8_t>> recorded_;
+  std::vector<std::vector<capture::SlotId>> held_;
+  std::vector<std::size_t> held_n_;
+  std::vector<std::size_t> sure_;
   std::unique_ptr<staging::PayloadStager> stager_;
   std::vector<staging::StageItem> stage_items_;  // preallocated
   uint64_t staging_errors_seen_ = 0;

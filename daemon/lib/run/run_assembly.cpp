@@ -20,6 +20,7 @@
 #include "writers/fault_injection.hpp"
 #include "writers/output_path.hpp"
 #include "writers/output_targets.hpp"
+#include "writers/pcap_buffer.hpp"
 #include "writers/staging/engine_factory.hpp"
 
 namespace rocecap::daemon {
@@ -142,8 +143,15 @@ void build_writer(Runtime& rt, InterfaceRuntime& ir, std::size_t iface,
   }
   std::optional<writers::PcapWriter> pcap;
   if (config::has_format(cfg.output, OutputFormat::pcap)) {
-    pcap.emplace(pcap_paths(cfg, iface), rotation(cfg, first(config::pcap_file_name(cfg, iface, 0)),
-                                                  rt, pcap_names(cfg, iface)));
+    writers::RotationOptions ro =
+        rotation(cfg, first(config::pcap_file_name(cfg, iface, 0)), rt, pcap_names(cfg, iface));
+    const std::size_t base = ro.buffer_bytes;
+    ro.buffer_bytes = writers::pcap_buffer_bytes(base, ir.refs.size(), ro.output.direct);
+    if (ro.output.direct) {
+      log->info("{}: pcap file with O_DIRECT: {} KiB per write, the buffers of {} streams", ir.name,
+                ro.buffer_bytes >> 10, ro.buffer_bytes / base);
+    }
+    pcap.emplace(pcap_paths(cfg, iface), ro);
   }
   writers::CaptureWriterOptions opts;
   opts.fill_gaps = cfg.output.fill_gaps && !udp;
